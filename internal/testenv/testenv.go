@@ -1,0 +1,38 @@
+// Package testenv decides what a test does when a real component it needs
+// (dockerd, bwrap, redis-server, ...) is missing on this machine: skip with
+// the reason locally, fail when FLOWBOX_TEST_REQUIRE names the component, as
+// CI sets it. It must never pretend a component is there.
+package testenv
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// RequireEnv names the variable that lists required components,
+// comma-separated (for example "docker,bwrap,redis").
+const RequireEnv = "FLOWBOX_TEST_REQUIRE"
+
+// Required reports whether FLOWBOX_TEST_REQUIRE names component.
+func Required(component string) bool {
+	for _, c := range strings.Split(os.Getenv(RequireEnv), ",") {
+		if strings.TrimSpace(c) == component {
+			return true
+		}
+	}
+	return false
+}
+
+// Need stops the test when why is not nil: a failure if the component is
+// required, a skip otherwise. why says what is missing and how to get it.
+func Need(t testing.TB, component string, why error) {
+	t.Helper()
+	if why == nil {
+		return
+	}
+	if Required(component) {
+		t.Fatalf("%s is required (%s=%q) but unavailable: %v", component, RequireEnv, os.Getenv(RequireEnv), why)
+	}
+	t.Skipf("%s unavailable, skipping: %v", component, why)
+}

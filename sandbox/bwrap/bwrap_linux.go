@@ -1,0 +1,457 @@
+package bwrap
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Provider runs sandboxes with bubblewrap.
+type Provider struct {
+	cfg   Config
+	cg    cgroups
+	bwrap string
+
+	once     sync.Once
+	ctls     []string // cgroup controllers in use
+	probeErr error
+	sysArgs  []string // read-only system mounts, computed once
+}
+
+var _ sandbox.Provider = (*Provider)(nil)
+
+// New returns a bwrap provider. It does not touch the machine; Fingerprint
+// says whether it can run here.
+func New(cfg Config) (*Provider, error) {
+	cfg.setDefaults()
+	if !filepath.IsAbs(cfg.Root) {
+		return nil, fmt.Errorf("bwrap: root %q must be an absolute path", cfg.Root)
+	}
+	p := &Provider{cfg: cfg, cg: cgroups{mount: cfg.CgroupMount, parent: cfg.CgroupParent}}
+	p.sysArgs = systemMounts(cfg.EtcEntries)
+	return p, nil
+}
+
+func (p *Provider) Name() string { return "bwrap" }
+
+func (p *Provider) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true}
+}
+
+// probe finds bwrap and the cgroup controllers once.
+func (p *Provider) probe() error {
+	p.once.Do(func() {
+		path, err := exec.LookPath(p.cfg.BwrapPath)
+		if err != nil {
+			p.probeErr = fmt.Errorf("%w: bubblewrap not found (%v); install it with: apt-get install -y bubblewrap", sandbox.ErrUnsupported, err)
+			return
+		}
+		p.bwrap = path
+		p.ctls, p.probeErr = p.cg.available()
+	})
+	return p.probeErr
+}
+
+// Fingerprint checks that bwrap runs here with every namespace unshared and
+// that the cgroup controllers for limits are writable.
+func (p *Provider) Fingerprint(ctx context.Context) error {
+	if err := p.probe(); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, p.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: bwrap cannot create namespaces here: %v: %s", sandbox.ErrUnsupported, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func (p *Provider) dir(id string) string { return filepath.Join(p.cfg.Root, id) }
+
+// Layout of <Root>/<id>: workspace/ (→ /workspace), state/ (→ /.flowbox),
+// home/ (→ /root), meta.json, and the stopped marker. Only the first three
+// are visible inside; the marker and meta are out of the sandbox's reach.
+func (p *Provider) workspace(id string) string { return filepath.Join(p.dir(id), "workspace") }
+func (p *Provider) stateDir(id string) string  { return filepath.Join(p.dir(id), "state") }
+func (p *Provider) homeDir(id string) string   { return filepath.Join(p.dir(id), "home") }
+func (p *Provider) stoppedMark(id string) string {
+	return filepath.Join(p.dir(id), "stopped")
+}
+
+type meta struct {
+	CreatedAt time.Time         `json:"createdAt"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Network   bool              `json:"network"`
+	Limits    sandbox.Limits    `json:"limits"`
+}
+
+func checkID(id string) error {
+	if !sandbox.ValidID(id) {
+		return fmt.Errorf("bwrap: %w: invalid sandbox id %q", sandbox.ErrNotFound, id)
+	}
+	return nil
+}
+
+// Ensure creates the sandbox's directories and cgroups, or restarts a
+// stopped one. Every step is idempotent, so concurrent callers (also in
+// other processes) converge on one sandbox.
+func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
+	if err := checkID(spec.ID); err != nil {
+		return err
+	}
+	if err := p.probe(); err != nil {
+		return fmt.Errorf("bwrap ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
+	}
+	id := spec.ID
+	_, statErr := os.Stat(p.dir(id))
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+
+	var cleanup []func() error
+	defer func() {
+		if err == nil {
+			return
+		}
+		errs := []error{err}
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			errs = append(errs, cleanup[i]())
+		}
+		err = fmt.Errorf("bwrap ensure %s: %w", id, errors.Join(errs...))
+	}()
+
+	for _, d := range []string{p.workspace(id), p.stateDir(id), p.homeDir(id)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("%w: create %s: %w", sandbox.ErrUnavailable, d, err)
+		}
+	}
+	if fresh {
+		cleanup = append(cleanup, func() error { return os.RemoveAll(p.dir(id)) })
+	}
+	lim := p.cfg.limits(spec.Limits)
+	if err := p.cg.create(p.ctls, id, lim); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	if fresh {
+		cleanup = append(cleanup, func() error { return p.cg.remove(id) })
+	}
+	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
+		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Limits: lim}
+		if err := writeJSONAtomic(filepath.Join(p.dir(id), "meta.json"), m); err != nil {
+			return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+		}
+	}
+	if err := os.Remove(p.stoppedMark(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (p *Provider) readMeta(id string) (meta, error) {
+	var m meta
+	data, err := os.ReadFile(filepath.Join(p.dir(id), "meta.json"))
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(data, &m)
+}
+
+// Status reads the sandbox's state from its directory.
+func (p *Provider) Status(ctx context.Context, id string) (sandbox.Status, error) {
+	if err := checkID(id); err != nil {
+		return sandbox.StatusMissing, nil
+	}
+	if _, err := os.Stat(p.workspace(id)); errors.Is(err, fs.ErrNotExist) {
+		return sandbox.StatusMissing, nil
+	} else if err != nil {
+		return "", fmt.Errorf("bwrap status %s: %w", id, err)
+	}
+	if _, err := os.Stat(p.stoppedMark(id)); err == nil {
+		return sandbox.StatusStopped, nil
+	}
+	return sandbox.StatusRunning, nil
+}
+
+// statusEvent is one JSON document bwrap writes to --json-status-fd.
+type statusEvent struct {
+	ChildPid *int `json:"child-pid"`
+	ExitCode *int `json:"exit-code"`
+}
+
+// Exec runs one command in a fresh bwrap inside the sandbox's cgroups.
+func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if err := checkID(id); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if err := p.probe(); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: %w", sandbox.ErrUnavailable, err)
+	}
+	switch st, err := p.Status(ctx, id); {
+	case err != nil:
+		return sandbox.ExecResult{}, err
+	case st == sandbox.StatusMissing:
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w", id, sandbox.ErrNotFound)
+	case st == sandbox.StatusStopped:
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: the sandbox is stopped; ensure it first: %w", id, sandbox.ErrUnavailable)
+	}
+	m, err := p.readMeta(id)
+	if err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: read meta: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w", err)
+	}
+	defer statusR.Close()
+
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	argv := p.launcher(id, m.Network, req.Command)
+	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{statusW} // fd 3 in the child
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Killing bwrap kills the sandboxed command (--die-with-parent), and with
+	// it the PID namespace and every process in it.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	col := sandbox.NewCollector(0, req.OnOutput)
+	var stderrBuf tailBuffer
+	cmd.Stdout = col.Stdout()
+	cmd.Stderr = io.MultiWriter(col.Stderr(), &stderrBuf)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: start: %w: %w", sandbox.ErrUnavailable, err)
+	}
+	statusW.Close()
+	events := make(chan statusEvent, 4)
+	go func() {
+		defer close(events)
+		dec := json.NewDecoder(bufio.NewReader(statusR))
+		for {
+			var ev statusEvent
+			if dec.Decode(&ev) != nil {
+				return
+			}
+			events <- ev
+		}
+	}()
+	waitErr := cmd.Wait()
+	duration := time.Since(start)
+	started, exitCode := false, -1
+	for ev := range events {
+		if ev.ChildPid != nil {
+			started = true
+		}
+		if ev.ExitCode != nil {
+			exitCode = *ev.ExitCode
+		}
+	}
+	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	switch {
+	case ctx.Err() != nil:
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w", ctx.Err())
+	case timedOut:
+		return col.Result(-1, true, timeout, duration), nil
+	case !started:
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: bwrap failed before the command started (%v): %s",
+			sandbox.ErrUnavailable, waitErr, strings.TrimSpace(stderrBuf.String()))
+	}
+	if exitCode < 0 && cmd.ProcessState != nil {
+		exitCode = cmd.ProcessState.ExitCode()
+	}
+	return col.Result(exitCode, false, timeout, duration), nil
+}
+
+// launcher returns the argv that joins the sandbox's cgroups and then execs
+// bwrap with the command.
+func (p *Provider) launcher(id string, network bool, command string) []string {
+	procs := p.cg.procsFiles(p.ctls, id)
+	var join strings.Builder
+	for i := range procs {
+		fmt.Fprintf(&join, "echo $$ > \"$%d\" && ", i+1)
+	}
+	fmt.Fprintf(&join, "shift %d && exec \"$@\"", len(procs))
+	argv := []string{"/bin/sh", "-c", join.String(), "flowbox-join"}
+	argv = append(argv, procs...)
+	argv = append(argv, p.bwrap, "--unshare-all")
+	if network {
+		argv = append(argv, "--share-net")
+	}
+	argv = append(argv,
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--json-status-fd", "3",
+		"--hostname", "sandbox",
+	)
+	argv = append(argv, p.sysArgs...)
+	argv = append(argv,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--size", strconv.FormatInt(p.cfg.TmpSizeMiB<<20, 10), "--tmpfs", "/tmp",
+		"--bind", p.workspace(id), sandbox.WorkspaceDir,
+		"--bind", p.stateDir(id), sandbox.StateDir,
+		"--bind", p.homeDir(id), "/root",
+		"--chdir", sandbox.WorkspaceDir,
+		"--clearenv",
+		"--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"--setenv", "HOME", "/root",
+		"--setenv", "USER", "root",
+		"--setenv", "LANG", "C.UTF-8",
+		"--setenv", "TERM", "dumb",
+		"--",
+	)
+	return append(argv, sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, command)...)
+}
+
+// systemMounts binds the host's /usr read-only, mirrors the top-level
+// links into it (/bin → usr/bin on merged-/usr systems), and exposes only
+// the named entries of /etc: no shadow, no host secrets.
+func systemMounts(etc []string) []string {
+	args := []string{"--ro-bind", "/usr", "/usr"}
+	for _, top := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(top)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(top); err == nil {
+				args = append(args, "--symlink", target, top)
+			}
+		case fi.IsDir():
+			args = append(args, "--ro-bind", top, top)
+		}
+	}
+	args = append(args, "--dir", "/etc")
+	for _, e := range etc {
+		src := filepath.Join("/etc", e)
+		if _, err := os.Stat(src); err == nil {
+			args = append(args, "--ro-bind", src, src)
+		}
+	}
+	return args
+}
+
+// Stop kills every process of the sandbox and marks it stopped; files stay.
+func (p *Provider) Stop(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if _, err := os.Stat(p.dir(id)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.WriteFile(p.stoppedMark(id), nil, 0o600); err != nil {
+		return fmt.Errorf("bwrap stop %s: %w", id, err)
+	}
+	if err := p.cg.killAll(id, 10*time.Second); err != nil {
+		return fmt.Errorf("bwrap stop %s: %w", id, err)
+	}
+	return nil
+}
+
+// Delete kills the sandbox's processes and removes its cgroups and files.
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	var errs []error
+	if err := p.cg.killAll(id, 10*time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, p.cg.remove(id))
+	if err := os.RemoveAll(p.dir(id)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bwrap delete %s: %w", id, err)
+	}
+	return nil
+}
+
+// Files gives access to the sandbox's workspace directory.
+func (p *Provider) Files(ctx context.Context, id string) (sandbox.Files, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(p.workspace(id)); err != nil {
+		return nil, fmt.Errorf("bwrap files %s: %w", id, sandbox.ErrNotFound)
+	}
+	return sandbox.DirFiles{Dir: p.workspace(id)}, nil
+}
+
+// List returns every sandbox directory under Root.
+func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
+	entries, err := os.ReadDir(p.cfg.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bwrap list: %w", err)
+	}
+	var out []sandbox.Resource
+	for _, e := range entries {
+		if !e.IsDir() || !sandbox.ValidID(e.Name()) {
+			continue
+		}
+		st, err := p.Status(ctx, e.Name())
+		if err != nil || st == sandbox.StatusMissing {
+			continue
+		}
+		r := sandbox.Resource{ID: e.Name(), Status: st}
+		if m, err := p.readMeta(e.Name()); err == nil {
+			r.CreatedAt, r.Labels = m.CreatedAt, m.Labels
+		} else if fi, err := e.Info(); err == nil {
+			r.CreatedAt = fi.ModTime().UTC()
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Processes returns the PIDs currently in the sandbox's cgroup; tests use
+// it to prove nothing outlives a command.
+func (p *Provider) Processes(id string) ([]int, error) { return p.cg.pids(id) }
+
+// tailBuffer keeps the last 4 KiB written, for bwrap's own error message.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }

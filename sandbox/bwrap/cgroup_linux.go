@@ -1,0 +1,174 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// cgroups places a sandbox's processes in per-sandbox cgroup v1 groups
+// (memory, pids, and cpu when present) under <Mount>/<controller>/<Parent>.
+// Processes join before bwrap forks: the launcher shell writes its own PID
+// to cgroup.procs and then execs bwrap, so nothing the command starts can
+// be outside the group.
+type cgroups struct {
+	mount  string // /sys/fs/cgroup
+	parent string // flowbox
+}
+
+// controllers the provider uses; memory and pids are required, cpu is used
+// when the machine has it.
+var controllers = []string{"memory", "pids", "cpu"}
+
+func (c cgroups) dir(controller, id string) string {
+	return filepath.Join(c.mount, controller, c.parent, id)
+}
+
+// available returns the controllers mounted and writable here.
+func (c cgroups) available() (have []string, err error) {
+	if _, err := os.Stat(filepath.Join(c.mount, "cgroup.controllers")); err == nil {
+		return nil, fmt.Errorf("%w: %s is cgroup v2; this provider drives cgroup v1 memory/pids controllers", sandbox.ErrUnsupported, c.mount)
+	}
+	for _, ctl := range controllers {
+		parent := filepath.Join(c.mount, ctl, c.parent)
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			if ctl == "cpu" {
+				continue
+			}
+			return nil, fmt.Errorf("cgroup v1 %s controller is not writable at %s: %w", ctl, parent, err)
+		}
+		have = append(have, ctl)
+	}
+	return have, nil
+}
+
+// create makes the sandbox's groups and writes its limits. Idempotent.
+func (c cgroups) create(ctls []string, id string, lim sandbox.Limits) error {
+	for _, ctl := range ctls {
+		if err := os.MkdirAll(c.dir(ctl, id), 0o755); err != nil {
+			return fmt.Errorf("create %s cgroup: %w", ctl, err)
+		}
+	}
+	write := func(ctl, file, value string) error {
+		p := filepath.Join(c.dir(ctl, id), file)
+		if err := os.WriteFile(p, []byte(value), 0o644); err != nil {
+			return fmt.Errorf("set %s: %w", p, err)
+		}
+		return nil
+	}
+	for _, ctl := range ctls {
+		var err error
+		switch ctl {
+		case "memory":
+			if lim.MemoryMiB > 0 {
+				bytes := strconv.FormatInt(lim.MemoryMiB<<20, 10)
+				err = write(ctl, "memory.limit_in_bytes", bytes)
+				// No swap beyond the limit, where the kernel accounts it.
+				if err == nil {
+					if werr := write(ctl, "memory.memsw.limit_in_bytes", bytes); werr != nil && !errors.Is(werr, fs.ErrNotExist) {
+						err = werr
+					}
+				}
+			}
+		case "pids":
+			if lim.Pids > 0 {
+				err = write(ctl, "pids.max", strconv.FormatInt(lim.Pids, 10))
+			}
+		case "cpu":
+			if lim.CPUCount > 0 {
+				const period = 100000
+				if err = write(ctl, "cpu.cfs_period_us", strconv.Itoa(period)); err == nil {
+					err = write(ctl, "cpu.cfs_quota_us", strconv.Itoa(int(lim.CPUCount*period)))
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// procsFiles are the cgroup.procs files the launcher joins.
+func (c cgroups) procsFiles(ctls []string, id string) []string {
+	out := make([]string, len(ctls))
+	for i, ctl := range ctls {
+		out[i] = filepath.Join(c.dir(ctl, id), "cgroup.procs")
+	}
+	return out
+}
+
+// pids lists the processes in the sandbox's pids group.
+func (c cgroups) pids(id string) ([]int, error) {
+	data, err := os.ReadFile(filepath.Join(c.dir("pids", id), "cgroup.procs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// killAll SIGKILLs every process of the sandbox until none is left or the
+// deadline passes. Processes may fork while being killed, hence the loop.
+func (c cgroups) killAll(id string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		pids, err := c.pids(id)
+		if err != nil {
+			return fmt.Errorf("list sandbox processes: %w", err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes of sandbox %s survive SIGKILL", len(pids), id)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// remove deletes the sandbox's groups; they must be empty.
+func (c cgroups) remove(id string) error {
+	var errs []error
+	for _, ctl := range controllers {
+		d := c.dir(ctl, id)
+		var err error
+		// A group empties a moment after its last process is reaped.
+		for i := 0; i < 100; i++ {
+			if err = os.Remove(d); err == nil || errors.Is(err, fs.ErrNotExist) {
+				err = nil
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// exists reports whether the sandbox's groups exist (the pids one decides).
+func (c cgroups) exists(id string) bool {
+	_, err := os.Stat(c.dir("pids", id))
+	return err == nil
+}

@@ -1,0 +1,89 @@
+// Package bwrap runs sandboxes with bubblewrap: no daemon, one fresh set of
+// namespaces per command, the host's system mounted read-only, a private
+// /tmp, no network unless asked, and memory, process-count and CPU limits
+// through a per-sandbox cgroup (v1). The sandbox's workspace, shell state
+// and home are host directories under Config.Root.
+//
+// It must never expose the host's /etc wholesale, its network, or any
+// process outside the command's own PID namespace. Processes a command
+// leaves in the background end with it: each command has its own PID
+// namespace. Disk use is not limited.
+package bwrap
+
+import "github.com/flowbox/flowbox/sandbox"
+
+// Config configures the provider. Zero values have the documented defaults.
+type Config struct {
+	// Root holds one directory per sandbox. Default /var/lib/flowbox/bwrap.
+	Root string
+	// BwrapPath is the bwrap binary. Default "bwrap" from PATH.
+	BwrapPath string
+	// Shell interprets commands. Default /bin/bash.
+	Shell string
+	// CgroupMount is where cgroup v1 controllers are mounted. Default
+	// /sys/fs/cgroup.
+	CgroupMount string
+	// CgroupParent is the group under each controller that holds the
+	// sandboxes' groups. Default "flowbox".
+	CgroupParent string
+	// DefaultLimits apply field by field where a sandbox's Spec sets none.
+	// Default 1 CPU, 512 MiB, 256 processes.
+	DefaultLimits sandbox.Limits
+	// TmpSizeMiB bounds the private /tmp of each command. Default 256.
+	TmpSizeMiB int64
+	// EtcEntries are the names under the host's /etc that sandboxes see.
+	// Default: what programs need to run (alternatives, ssl, ld.so.cache,
+	// passwd, group, ...), never shadow or other secrets.
+	EtcEntries []string
+}
+
+func (c *Config) setDefaults() {
+	if c.Root == "" {
+		c.Root = "/var/lib/flowbox/bwrap"
+	}
+	if c.BwrapPath == "" {
+		c.BwrapPath = "bwrap"
+	}
+	if c.Shell == "" {
+		c.Shell = "/bin/bash"
+	}
+	if c.CgroupMount == "" {
+		c.CgroupMount = "/sys/fs/cgroup"
+	}
+	if c.CgroupParent == "" {
+		c.CgroupParent = "flowbox"
+	}
+	if c.DefaultLimits == (sandbox.Limits{}) {
+		c.DefaultLimits = sandbox.Limits{CPUCount: 1, MemoryMiB: 512, Pids: 256}
+	}
+	if c.TmpSizeMiB <= 0 {
+		c.TmpSizeMiB = 256
+	}
+	if c.EtcEntries == nil {
+		c.EtcEntries = []string{
+			"alternatives", "ssl", "ca-certificates", "ca-certificates.conf",
+			"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+			"nsswitch.conf", "passwd", "group", "hosts", "resolv.conf", "host.conf",
+			"profile", "bash.bashrc", "inputrc", "mime.types", "debian_version",
+			"os-release", "gitconfig", "python3", "python3.11", "perl",
+		}
+	}
+}
+
+// limits fills the unset fields of l from the defaults.
+func (c *Config) limits(l sandbox.Limits) sandbox.Limits {
+	d := c.DefaultLimits
+	if l.CPUCount > 0 {
+		d.CPUCount = l.CPUCount
+	}
+	if l.MemoryMiB > 0 {
+		d.MemoryMiB = l.MemoryMiB
+	}
+	if l.Pids > 0 {
+		d.Pids = l.Pids
+	}
+	if l.DiskGiB > 0 {
+		d.DiskGiB = l.DiskGiB
+	}
+	return d
+}

@@ -1,0 +1,192 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"time"
+)
+
+// Sentinel errors. Callers check them with errors.Is; the edges (web,
+// nodes/toolcall) turn them into HTTP statuses or tool results.
+var (
+	// ErrNotFound: the sandbox, its record or a file in it does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable: the provider cannot serve now (daemon down, create
+	// failed). The agent sees exitCode -1 and may retry later.
+	ErrUnavailable = errors.New("sandbox service temporarily unavailable, retry later")
+	// ErrInvalidPath: a path leaves /workspace or names something that is
+	// not a regular file or directory.
+	ErrInvalidPath = errors.New("invalid path")
+	// ErrTooLarge: a file or body is over the configured bound.
+	ErrTooLarge = errors.New("too large")
+	// ErrUnsupported: the provider cannot run on this machine.
+	ErrUnsupported = errors.New("unsupported")
+)
+
+// Status is a sandbox's lifecycle state as stored in sandbox_instances.
+type Status string
+
+const (
+	StatusRunning Status = "running"
+	// StatusStopped keeps the seed's spelling for data compatibility.
+	StatusStopped Status = "stoped"
+	// StatusMissing is reported by providers only: nothing exists.
+	StatusMissing Status = "missing"
+)
+
+// WorkspaceDir is where the workspace appears inside every sandbox.
+const WorkspaceDir = "/workspace"
+
+// StateDir is where the persistent shell keeps its state inside the
+// sandbox (cwd and exported variables), out of the user's workspace.
+const StateDir = "/.flowbox"
+
+// IDFor derives the sandbox ID of a chat (S1): the first 16 hex characters
+// of sha256("appId-userId-chatId").
+func IDFor(appID, userID, chatID string) string {
+	sum := sha256.Sum256([]byte(appID + "-" + userID + "-" + chatID))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// ValidID reports whether id has the shape IDFor produces. Providers use it
+// to refuse ids that could name paths or containers they do not own.
+func ValidID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Limits are the resources one sandbox may use. Zero means "provider
+// default" for each field.
+type Limits struct {
+	CPUCount  float64 `bson:"cpuCount" json:"cpuCount"`
+	MemoryMiB int64   `bson:"memoryMiB" json:"memoryMiB"`
+	DiskGiB   int64   `bson:"diskGiB" json:"diskGiB"`
+	Pids      int64   `bson:"pids,omitempty" json:"pids,omitempty"`
+}
+
+// Spec is what a provider needs to create a sandbox.
+type Spec struct {
+	ID     string
+	Limits Limits
+	// Network allows outbound network; off unless the operator opts in.
+	Network bool
+	// Labels identify the owner (appId, userId, chatId) on the provider's
+	// resources so that orphans can be traced.
+	Labels map[string]string
+}
+
+// Capabilities are fixed facts about a provider; callers read them instead
+// of type-switching on providers.
+type Capabilities struct {
+	FilesystemIsolation bool `json:"filesystemIsolation"`
+	NetworkIsolation    bool `json:"networkIsolation"`
+	ResourceLimits      bool `json:"resourceLimits"`
+	Streaming           bool `json:"streaming"`
+	// Unsafe marks a provider that gives commands the engine's own
+	// privileges (host). Prompts and logs must say so.
+	Unsafe bool `json:"unsafe"`
+}
+
+// Stream names an output stream in live output callbacks.
+type Stream int
+
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+// ExecRequest is one shell command.
+type ExecRequest struct {
+	Command string
+	// Timeout is enforced by the provider: when it passes, every process
+	// the command started is killed. The manager clamps it to 1s–300s.
+	Timeout time.Duration
+	// OnOutput, when set, receives output as it is produced (B5). It is
+	// called from one goroutine at a time and must not retain p.
+	OnOutput func(s Stream, p []byte)
+}
+
+// ExecResult is what a command produced. Stdout and Stderr are valid UTF-8
+// and capped (head and tail kept, the cut marked).
+type ExecResult struct {
+	Stdout    string        `json:"stdout"`
+	Stderr    string        `json:"stderr"`
+	ExitCode  int           `json:"exitCode"`
+	Duration  time.Duration `json:"-"`
+	TimedOut  bool          `json:"timedOut,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+}
+
+// Resource is one sandbox a provider holds, as found by List.
+type Resource struct {
+	ID        string
+	Status    Status
+	CreatedAt time.Time
+	Labels    map[string]string
+}
+
+// Provider runs sandboxes. Implementations: sandbox/docker, sandbox/bwrap,
+// sandbox/host. All methods are safe for concurrent use; Ensure, Stop and
+// Delete are idempotent, also across engine processes.
+type Provider interface {
+	// Name is the provider's name as stored in records ("docker", ...).
+	Name() string
+	Capabilities() Capabilities
+	// Fingerprint says why the provider cannot run here (nil when it can).
+	Fingerprint(ctx context.Context) error
+	// Ensure makes the sandbox run: missing → create, stopped → start,
+	// running → nothing.
+	Ensure(ctx context.Context, spec Spec) error
+	// Exec runs a command through the persistent shell. A command that
+	// fails or times out is a result, not an error; errors mean the
+	// sandbox could not run it at all.
+	Exec(ctx context.Context, id string, req ExecRequest) (ExecResult, error)
+	// Stop ends every process of the sandbox and keeps its files.
+	Stop(ctx context.Context, id string) error
+	// Delete removes everything the sandbox owns. Deleting a missing
+	// sandbox is not an error.
+	Delete(ctx context.Context, id string) error
+	Status(ctx context.Context, id string) (Status, error)
+	// Files gives access to the sandbox's /workspace. It does not start the
+	// sandbox; ErrNotFound when the sandbox does not exist.
+	Files(ctx context.Context, id string) (Files, error)
+	// List returns every sandbox this provider holds, for reconciliation.
+	List(ctx context.Context) ([]Resource, error)
+}
+
+// FileInfo describes one entry of the workspace. Path is absolute inside
+// the sandbox (/workspace/...).
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Type    string    `json:"type"` // "file" | "directory" | "symlink" | "other"
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"modTime"`
+}
+
+// Files are the operations on a sandbox's workspace. Paths are absolute
+// inside the sandbox (/workspace/...) or relative to /workspace; nothing
+// outside /workspace is reachable, whatever links the sandbox plants.
+type Files interface {
+	List(ctx context.Context, path string) ([]FileInfo, error)
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	// Open opens a regular file for streaming.
+	Open(ctx context.Context, path string) (io.ReadCloser, FileInfo, error)
+	// ReadFile reads a regular file of at most max bytes.
+	ReadFile(ctx context.Context, path string, max int64) ([]byte, error)
+	// WriteFile replaces a file atomically, creating parent directories.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// Zip writes the directory (or file) at path to w as a ZIP archive,
+	// streaming.
+	Zip(ctx context.Context, path string, w io.Writer) error
+}
