@@ -117,8 +117,16 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("bwrap ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
 	}
 	id := spec.ID
-	_, statErr := os.Stat(p.dir(id))
-	fresh := errors.Is(statErr, fs.ErrNotExist)
+	if err := os.MkdirAll(p.cfg.Root, 0o755); err != nil {
+		return fmt.Errorf("bwrap ensure %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	// Whoever makes the directory is the creator, and only the creator
+	// rolls back: concurrent callers must not undo each other's work.
+	mkErr := os.Mkdir(p.dir(id), 0o755)
+	fresh := mkErr == nil
+	if mkErr != nil && !errors.Is(mkErr, fs.ErrExist) {
+		return fmt.Errorf("bwrap ensure %s: %w: %w", id, sandbox.ErrUnavailable, mkErr)
+	}
 
 	var cleanup []func() error
 	defer func() {
@@ -131,14 +139,14 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		}
 		err = fmt.Errorf("bwrap ensure %s: %w", id, errors.Join(errs...))
 	}()
+	if fresh {
+		cleanup = append(cleanup, func() error { return os.RemoveAll(p.dir(id)) })
+	}
 
 	for _, d := range []string{p.workspace(id), p.stateDir(id), p.homeDir(id)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("%w: create %s: %w", sandbox.ErrUnavailable, d, err)
 		}
-	}
-	if fresh {
-		cleanup = append(cleanup, func() error { return os.RemoveAll(p.dir(id)) })
 	}
 	lim := p.cfg.limits(spec.Limits)
 	if err := p.cg.create(p.ctls, id, lim); err != nil {
@@ -164,11 +172,21 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), ".meta-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func (p *Provider) readMeta(id string) (meta, error) {

@@ -1,0 +1,128 @@
+// Package config reads the engine's configuration from FLOWBOX_*
+// environment variables. Every setting has a default that runs the whole
+// product on one machine with nothing installed but the engine (B1); it
+// must never read files or reach the network.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Config is the engine's configuration. README.md documents every field
+// with its variable; keep the two in step.
+type Config struct {
+	Mode     string // FLOWBOX_MODE: development | production (default development)
+	HTTPAddr string // FLOWBOX_HTTP_ADDR (default :8080)
+	DataDir  string // FLOWBOX_DATA_DIR (default ./data)
+	LogLevel string // FLOWBOX_LOG_LEVEL: debug | info | warn | error (default info)
+
+	MongoURI string // FLOWBOX_MONGODB_URI; empty: the embedded database under DataDir
+	MongoDB  string // FLOWBOX_MONGODB_DB (default flowbox)
+
+	RedisAddr     string // FLOWBOX_REDIS_ADDR; empty: the in-process Redis
+	RedisPassword string // FLOWBOX_REDIS_PASSWORD
+	RedisDB       int    // FLOWBOX_REDIS_DB (default 0)
+
+	Sandbox Sandbox
+}
+
+// Sandbox configures the sandbox provider and its limits.
+type Sandbox struct {
+	Provider         string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | host (default auto)
+	AllowUnsafeHost  bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
+	Network          bool    // FLOWBOX_SANDBOX_NETWORK (default false)
+	CPUs             float64 // FLOWBOX_SANDBOX_CPUS (default 1)
+	MemoryMiB        int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
+	Pids             int64   // FLOWBOX_SANDBOX_PIDS (default 256)
+	DiskGiB          int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
+	Root             string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
+	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
+	DockerImage      string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
+	DockerShell      string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRoot       string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
+	DockerDaemonRoot string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+}
+
+// Load reads the configuration from the environment.
+func Load() (Config, error) { return load(os.Getenv) }
+
+func load(getenv func(string) string) (Config, error) {
+	var errs []string
+	str := func(key, def string) string {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			return v
+		}
+		return def
+	}
+	boolean := func(key string) bool {
+		v := str(key, "false")
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q is not true or false", key, v))
+		}
+		return b
+	}
+	integer := func(key string, def int64) int64 {
+		v := str(key, strconv.FormatInt(def, 10))
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q is not a whole number >= 0", key, v))
+		}
+		return n
+	}
+	c := Config{
+		Mode:          str("FLOWBOX_MODE", "development"),
+		HTTPAddr:      str("FLOWBOX_HTTP_ADDR", ":8080"),
+		DataDir:       str("FLOWBOX_DATA_DIR", "data"),
+		LogLevel:      str("FLOWBOX_LOG_LEVEL", "info"),
+		MongoURI:      str("FLOWBOX_MONGODB_URI", ""),
+		MongoDB:       str("FLOWBOX_MONGODB_DB", "flowbox"),
+		RedisAddr:     str("FLOWBOX_REDIS_ADDR", ""),
+		RedisPassword: str("FLOWBOX_REDIS_PASSWORD", ""),
+		RedisDB:       int(integer("FLOWBOX_REDIS_DB", 0)),
+	}
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	s := &c.Sandbox
+	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")
+	s.AllowUnsafeHost = boolean("FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST")
+	s.Network = boolean("FLOWBOX_SANDBOX_NETWORK")
+	cpus := str("FLOWBOX_SANDBOX_CPUS", "1")
+	if f, err := strconv.ParseFloat(cpus, 64); err != nil || f <= 0 {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_CPUS=%q is not a positive number", cpus))
+	} else {
+		s.CPUs = f
+	}
+	s.MemoryMiB = integer("FLOWBOX_SANDBOX_MEMORY_MIB", 512)
+	s.Pids = integer("FLOWBOX_SANDBOX_PIDS", 256)
+	s.DiskGiB = integer("FLOWBOX_SANDBOX_DISK_GIB", 0)
+	s.Root = str("FLOWBOX_SANDBOX_ROOT", filepath.Join(c.DataDir, "sandboxes"))
+	s.DockerHost = str("FLOWBOX_DOCKER_HOST", "")
+	s.DockerImage = str("FLOWBOX_DOCKER_IMAGE", "flowbox-sandbox:bookworm")
+	s.DockerShell = str("FLOWBOX_DOCKER_SHELL", "/bin/bash")
+	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
+	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
+
+	switch c.Mode {
+	case "development", "production":
+	default:
+		errs = append(errs, fmt.Sprintf("FLOWBOX_MODE=%q: use development or production", c.Mode))
+	}
+	switch s.Provider {
+	case "auto", "bwrap", "docker", "host":
+	default:
+		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_PROVIDER=%q: use auto, bwrap, docker or host", s.Provider))
+	}
+	if s.Provider == "host" && c.Mode == "production" {
+		errs = append(errs, "FLOWBOX_SANDBOX_PROVIDER=host is refused in production mode: it gives commands the engine's privileges; use bwrap or docker")
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}

@@ -1,0 +1,246 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Timeouts a command may ask for (S6).
+const (
+	MinTimeout     = 1 * time.Second
+	MaxTimeout     = 300 * time.Second
+	DefaultTimeout = 30 * time.Second
+)
+
+// ClampTimeout bounds a requested timeout to 1s–300s; zero or negative
+// means DefaultTimeout.
+func ClampTimeout(d time.Duration) time.Duration {
+	switch {
+	case d <= 0:
+		return DefaultTimeout
+	case d < MinTimeout:
+		return MinTimeout
+	case d > MaxTimeout:
+		return MaxTimeout
+	}
+	return d
+}
+
+// Scope names the chat a sandbox belongs to.
+type Scope struct {
+	AppID, UserID, ChatID string
+}
+
+// SandboxID is the scope's sandbox ID (S1).
+func (s Scope) SandboxID() string { return IDFor(s.AppID, s.UserID, s.ChatID) }
+
+func (s Scope) validate() error {
+	if s.AppID == "" || s.UserID == "" || s.ChatID == "" {
+		return fmt.Errorf("a sandbox needs appId, userId and chatId (got %q, %q, %q)", s.AppID, s.UserID, s.ChatID)
+	}
+	return nil
+}
+
+// Call is one command on its way through the exec chain.
+type Call struct {
+	Scope     Scope
+	SandboxID string
+	Request   ExecRequest
+}
+
+// ExecFunc runs a call.
+type ExecFunc func(ctx context.Context, call *Call) (ExecResult, error)
+
+// Middleware wraps the exec path: it may refuse a call before it runs
+// (return an error or a result without calling next), rewrite the result
+// after (redaction), or record it (audit).
+type Middleware func(next ExecFunc) ExecFunc
+
+// Config configures a Manager.
+type Config struct {
+	Provider Provider // required
+	Store    Store    // required
+	// Limits are written into new records and passed to the provider;
+	// zero fields take the provider's defaults.
+	Limits Limits
+	// Network lets sandboxes reach the network. Off by default.
+	Network bool
+	// Middleware wraps the exec path, outermost first.
+	Middleware []Middleware
+	// Now is the clock; default time.Now. Tests inject one.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Manager is the lifecycle manager: it ensures a chat's sandbox exists and
+// runs, keeps its record, and runs commands in it.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	exec    ExecFunc
+	ensures singleflight.Group
+}
+
+// New returns a manager.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Provider == nil || cfg.Store == nil {
+		return nil, errors.New("sandbox manager: Provider and Store are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("provider", cfg.Provider.Name())}
+	m.exec = m.execCore
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		m.exec = cfg.Middleware[i](m.exec)
+	}
+	if cfg.Provider.Capabilities().Unsafe {
+		m.log.Warn("sandbox provider is UNSAFE: commands run with the engine's own privileges and no isolation; never use it in production")
+	}
+	return m, nil
+}
+
+// Provider returns the provider the manager drives.
+func (m *Manager) Provider() Provider { return m.cfg.Provider }
+
+// Ensure makes the scope's sandbox exist and run (S2, S3) and returns its
+// ID. Concurrent calls for one sandbox in this process share one attempt;
+// across processes the record's unique index and the provider's idempotent
+// Ensure make them converge on one sandbox. An error wraps ErrUnavailable
+// when the provider failed.
+func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
+	if err := scope.validate(); err != nil {
+		return "", err
+	}
+	id := scope.SandboxID()
+	// The shared attempt must not die with the first caller's context:
+	// the others still wait for it, and a half-done creation is worse.
+	ch := m.ensures.DoChan(id, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		return nil, m.ensure(ctx, scope, id)
+	})
+	select {
+	case r := <-ch:
+		return id, r.Err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
+	inst := Instance{
+		Provider: m.cfg.Provider.Name(), SandboxID: id,
+		AppID: scope.AppID, UserID: scope.UserID, ChatID: scope.ChatID,
+		Limit: m.cfg.Limits,
+	}
+	// Record first: a provider resource never exists without a record.
+	if err := m.cfg.Store.Touch(ctx, inst, m.cfg.Now()); err != nil {
+		return fmt.Errorf("record sandbox %s: %w: %w", id, ErrUnavailable, err)
+	}
+	spec := Spec{
+		ID: id, Limits: m.cfg.Limits, Network: m.cfg.Network,
+		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
+	}
+	if err := m.cfg.Provider.Ensure(ctx, spec); err != nil {
+		m.log.Error("sandbox ensure failed", "sandboxId", id, "err", err)
+		if !errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return fmt.Errorf("ensure sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// Exec runs a command in the scope's sandbox, creating or waking it first.
+// When the sandbox service cannot run the command, the result is the one
+// the agent sees (exitCode -1 and a message to retry later, N5) and the
+// error wraps ErrUnavailable. A command that fails or times out is a
+// result with a nil error.
+func (m *Manager) Exec(ctx context.Context, scope Scope, req ExecRequest) (ExecResult, error) {
+	req.Timeout = ClampTimeout(req.Timeout)
+	call := &Call{Scope: scope, SandboxID: IDFor(scope.AppID, scope.UserID, scope.ChatID), Request: req}
+	return m.exec(ctx, call)
+}
+
+func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) {
+	start := time.Now()
+	if _, err := m.Ensure(ctx, call.Scope); err != nil {
+		return unavailable(err, time.Since(start)), err
+	}
+	res, err := m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ExecResult{}, fmt.Errorf("exec in sandbox %s: %w", call.SandboxID, ctx.Err())
+		}
+		m.log.Error("sandbox exec failed", "sandboxId", call.SandboxID, "err", err)
+		if !errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		err = fmt.Errorf("exec in sandbox %s: %w", call.SandboxID, err)
+		return unavailable(err, time.Since(start)), err
+	}
+	return res, nil
+}
+
+// unavailable is the result the agent sees when the sandbox service could
+// not run its command (N5).
+func unavailable(err error, d time.Duration) ExecResult {
+	msg := ErrUnavailable.Error()
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		msg += ": " + err.Error()
+	}
+	return ExecResult{Stderr: msg, ExitCode: -1, Duration: d}
+}
+
+// Files opens the scope's workspace, creating or waking the sandbox first
+// (S2: opening a chat's files counts as first use).
+func (m *Manager) Files(ctx context.Context, scope Scope) (Files, error) {
+	id, err := m.Ensure(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	return m.cfg.Provider.Files(ctx, id)
+}
+
+// Lookup returns the scope's record without creating anything;
+// ErrNotFound when the chat has no sandbox.
+func (m *Manager) Lookup(ctx context.Context, scope Scope) (Instance, error) {
+	if err := scope.validate(); err != nil {
+		return Instance{}, err
+	}
+	return m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), scope.SandboxID())
+}
+
+// Stop stops a sandbox and marks its record stopped (provider first, see
+// the package comment).
+func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
+	if err := m.cfg.Provider.Stop(ctx, sandboxID); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
+	}
+	err := m.cfg.Store.SetStatus(ctx, m.cfg.Provider.Name(), sandboxID, StatusStopped)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("mark sandbox %s stopped: %w", sandboxID, err)
+	}
+	return nil
+}
+
+// Delete removes a sandbox and then its record. Idempotent.
+func (m *Manager) Delete(ctx context.Context, sandboxID string) error {
+	if err := m.cfg.Provider.Delete(ctx, sandboxID); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", sandboxID, err)
+	}
+	if err := m.cfg.Store.Delete(ctx, m.cfg.Provider.Name(), sandboxID); err != nil {
+		return fmt.Errorf("delete record of sandbox %s: %w", sandboxID, err)
+	}
+	return nil
+}
