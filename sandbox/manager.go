@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -85,6 +86,11 @@ type Manager struct {
 	log     *slog.Logger
 	exec    ExecFunc
 	ensures singleflight.Group
+	// warm holds the sandboxes this process ensured and has not seen stop:
+	// their commands skip the ensure step and refresh the record alongside
+	// the command instead of before it. A stale entry costs one failed
+	// provider Exec (ErrNotFound / ErrNotRunning) and a full ensure.
+	warm sync.Map
 }
 
 // New returns a manager.
@@ -127,7 +133,11 @@ func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	ch := m.ensures.DoChan(id, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
-		return nil, m.ensure(ctx, scope, id)
+		err := m.ensure(ctx, scope, id)
+		if err == nil {
+			m.warm.Store(id, struct{}{})
+		}
+		return nil, err
 	})
 	select {
 	case r := <-ch:
@@ -137,12 +147,16 @@ func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	}
 }
 
-func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
-	inst := Instance{
+func (m *Manager) instance(scope Scope, id string) Instance {
+	return Instance{
 		Provider: m.cfg.Provider.Name(), SandboxID: id,
 		AppID: scope.AppID, UserID: scope.UserID, ChatID: scope.ChatID,
 		Limit: m.cfg.Limits,
 	}
+}
+
+func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
+	inst := m.instance(scope, id)
 	// Record first: a provider resource never exists without a record.
 	if err := m.cfg.Store.Touch(ctx, inst, m.cfg.Now()); err != nil {
 		return fmt.Errorf("record sandbox %s: %w: %w", id, ErrUnavailable, err)
@@ -174,10 +188,45 @@ func (m *Manager) Exec(ctx context.Context, scope Scope, req ExecRequest) (ExecR
 
 func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) {
 	start := time.Now()
+	if err := call.Scope.validate(); err != nil {
+		return ExecResult{}, err
+	}
+	if _, ok := m.warm.Load(call.SandboxID); ok {
+		res, err, done := m.execWarm(ctx, call)
+		if done {
+			return res, err
+		}
+	}
 	if _, err := m.Ensure(ctx, call.Scope); err != nil {
 		return unavailable(err, time.Since(start)), err
 	}
 	res, err := m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
+	return m.execResult(ctx, call, start, res, err)
+}
+
+// execWarm runs a command in a sandbox believed running, with the record
+// refresh (S5) beside it. done is false when the sandbox turned out to be
+// gone or stopped before the command started: the caller ensures it and
+// runs the command then.
+func (m *Manager) execWarm(ctx context.Context, call *Call) (res ExecResult, err error, done bool) {
+	start := time.Now()
+	touched := make(chan error, 1)
+	go func() {
+		touched <- m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), m.cfg.Now())
+	}()
+	res, err = m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
+	if terr := <-touched; terr != nil && err == nil {
+		m.log.Warn("sandbox record not refreshed", "sandboxId", call.SandboxID, "err", terr)
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning) {
+		m.warm.Delete(call.SandboxID)
+		return ExecResult{}, nil, false
+	}
+	res, err = m.execResult(ctx, call, start, res, err)
+	return res, err, true
+}
+
+func (m *Manager) execResult(ctx context.Context, call *Call, start time.Time, res ExecResult, err error) (ExecResult, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return ExecResult{}, fmt.Errorf("exec in sandbox %s: %w", call.SandboxID, ctx.Err())
@@ -224,6 +273,7 @@ func (m *Manager) Lookup(ctx context.Context, scope Scope) (Instance, error) {
 // Stop stops a sandbox and marks its record stopped (provider first, see
 // the package comment).
 func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
+	m.warm.Delete(sandboxID)
 	if err := m.cfg.Provider.Stop(ctx, sandboxID); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
@@ -236,6 +286,7 @@ func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
 
 // Delete removes a sandbox and then its record. Idempotent.
 func (m *Manager) Delete(ctx context.Context, sandboxID string) error {
+	m.warm.Delete(sandboxID)
 	if err := m.cfg.Provider.Delete(ctx, sandboxID); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", sandboxID, err)
 	}

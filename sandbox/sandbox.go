@@ -17,6 +17,9 @@ var (
 	// ErrUnavailable: the provider cannot serve now (daemon down, create
 	// failed). The agent sees exitCode -1 and may retry later.
 	ErrUnavailable = errors.New("sandbox service temporarily unavailable, retry later")
+	// ErrNotRunning: Exec met a sandbox that exists but is stopped; the
+	// command did not start. Callers ensure the sandbox and retry.
+	ErrNotRunning = errors.New("sandbox is not running")
 	// ErrInvalidPath: a path leaves /workspace or names something that is
 	// not a regular file or directory.
 	ErrInvalidPath = errors.New("invalid path")
@@ -149,7 +152,9 @@ type Provider interface {
 	Ensure(ctx context.Context, spec Spec) error
 	// Exec runs a command through the persistent shell. A command that
 	// fails or times out is a result, not an error; errors mean the
-	// sandbox could not run it at all.
+	// sandbox could not run it at all: ErrNotFound when the sandbox does
+	// not exist, ErrNotRunning when it is stopped. Exec never creates or
+	// starts a sandbox.
 	Exec(ctx context.Context, id string, req ExecRequest) (ExecResult, error)
 	// Stop ends every process of the sandbox and keeps its files.
 	Stop(ctx context.Context, id string) error

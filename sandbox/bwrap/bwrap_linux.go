@@ -43,7 +43,6 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("bwrap: root %q must be an absolute path", cfg.Root)
 	}
 	p := &Provider{cfg: cfg, cg: cgroups{mount: cfg.CgroupMount, parent: cfg.CgroupParent}}
-	p.sysArgs = systemMounts(cfg.EtcEntries)
 	return p, nil
 }
 
@@ -62,7 +61,15 @@ func (p *Provider) probe() error {
 			return
 		}
 		p.bwrap = path
-		p.ctls, p.probeErr = p.cg.available()
+		if p.ctls, p.probeErr = p.cg.available(); p.probeErr != nil {
+			return
+		}
+		etc, err := etcSnapshot(p.cfg.Root, p.cfg.EtcEntries)
+		if err != nil {
+			p.probeErr = err
+			return
+		}
+		p.sysArgs = systemMounts(etc)
 	})
 	return p.probeErr
 }
@@ -234,7 +241,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	case st == sandbox.StatusMissing:
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w", id, sandbox.ErrNotFound)
 	case st == sandbox.StatusStopped:
-		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: the sandbox is stopped; ensure it first: %w", id, sandbox.ErrUnavailable)
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w", id, sandbox.ErrNotRunning)
 	}
 	m, err := p.readMeta(id)
 	if err != nil {
@@ -354,9 +361,9 @@ func (p *Provider) launcher(id string, network bool, command string) []string {
 }
 
 // systemMounts binds the host's /usr read-only, mirrors the top-level
-// links into it (/bin → usr/bin on merged-/usr systems), and exposes only
-// the named entries of /etc: no shadow, no host secrets.
-func systemMounts(etc []string) []string {
+// links into it (/bin → usr/bin on merged-/usr systems), and binds the
+// snapshot of the allowed /etc entries: no shadow, no host secrets.
+func systemMounts(etcDir string) []string {
 	args := []string{"--ro-bind", "/usr", "/usr"}
 	for _, top := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		fi, err := os.Lstat(top)
@@ -371,14 +378,7 @@ func systemMounts(etc []string) []string {
 			args = append(args, "--ro-bind", top, top)
 		}
 	}
-	args = append(args, "--dir", "/etc")
-	for _, e := range etc {
-		src := filepath.Join("/etc", e)
-		if _, err := os.Stat(src); err == nil {
-			args = append(args, "--ro-bind", src, src)
-		}
-	}
-	return args
+	return append(args, "--ro-bind", etcDir, "/etc")
 }
 
 // Stop kills every process of the sandbox and marks it stopped; files stay.

@@ -112,8 +112,11 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if err := check(id); err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	if st, _ := p.Status(ctx, id); st != sandbox.StatusRunning {
-		return sandbox.ExecResult{}, fmt.Errorf("host exec %s: sandbox is %s: %w", id, st, sandbox.ErrNotFound)
+	switch st, _ := p.Status(ctx, id); st {
+	case sandbox.StatusMissing:
+		return sandbox.ExecResult{}, fmt.Errorf("host exec %s: %w", id, sandbox.ErrNotFound)
+	case sandbox.StatusStopped:
+		return sandbox.ExecResult{}, fmt.Errorf("host exec %s: %w", id, sandbox.ErrNotRunning)
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {

@@ -46,4 +46,3 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
-

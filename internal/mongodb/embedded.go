@@ -1,0 +1,143 @@
+package mongodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// Config configures the embedded database.
+type Config struct {
+	// DataDir holds the SQLite files, one per database. It is created with
+	// mode 0700 when missing. Required.
+	DataDir string
+	// Logger receives FerretDB's warnings and errors; its chatter below
+	// warn and its dumps of failed replies are dropped. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Embedded is a FerretDB running inside this process with its SQLite
+// backend, listening on a random loopback port.
+type Embedded struct {
+	uri    string
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// newMu serialises ferretdb.New, which writes package-level state of
+// FerretDB (its version record) without a lock.
+var newMu sync.Mutex
+
+// StartEmbedded starts FerretDB on 127.0.0.1 with a random port and returns
+// once it answers a ping. ctx bounds the start only; the server runs until
+// Close.
+func StartEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("start embedded database: empty data directory")
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded database: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("start embedded database: create data directory: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = slog.New(quiet{h: logger.Handler()}).With("component", "ferretdb")
+
+	// FerretDB wants a "file:" URI naming a directory with a trailing
+	// slash; url.URL escapes whatever the path contains.
+	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir) + "/"}).String()
+
+	newMu.Lock()
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Logger:    logger,
+		Handler:   "sqlite",
+		SQLiteURL: sqliteURL,
+	})
+	newMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("start embedded database in %s: %w", dir, err)
+	}
+
+	// The listener is bound by New, so the URI is known now; connections
+	// wait in the backlog until Run accepts them.
+	runCtx, cancel := context.WithCancel(context.Background())
+	e := &Embedded{uri: f.MongoDBURI(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		_ = f.Run(runCtx) // always nil; it returns when runCtx is done
+	}()
+
+	if err := ping(ctx, e.uri); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("start embedded database in %s: %w", dir, err)
+	}
+	return e, nil
+}
+
+func ping(ctx context.Context, uri string) error {
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return err
+	}
+	// Disconnect before returning: FerretDB gives connections still open at
+	// shutdown a few seconds' grace, which would slow every Close.
+	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
+	return client.Ping(ctx, readpref.Primary())
+}
+
+// URI is the mongodb:// URI of the embedded server.
+func (e *Embedded) URI() string { return e.uri }
+
+// Close stops the server and waits until it has released its files.
+// Clients should disconnect first: FerretDB waits up to 3 seconds for
+// connections still open. Close may be called more than once.
+func (e *Embedded) Close() {
+	e.once.Do(func() {
+		e.cancel()
+		<-e.done
+	})
+}
+
+// quiet keeps FerretDB's own log down to what an operator should see: it
+// drops records below warn (FerretDB logs every connection at info) and the
+// warn-level dumps of failed replies. A failed command is the client's
+// error to report, and the driver's endSessions, which FerretDB does not
+// implement, fails that way at every disconnect.
+type quiet struct {
+	h slog.Handler
+}
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && q.h.Enabled(ctx, l)
+}
+
+func (q quiet) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelError &&
+		(strings.HasPrefix(r.Message, "Response header: ") || strings.HasPrefix(r.Message, "Response message:")) {
+		return nil
+	}
+	return q.h.Handle(ctx, r)
+}
+
+func (q quiet) WithAttrs(attrs []slog.Attr) slog.Handler { return quiet{h: q.h.WithAttrs(attrs)} }
+
+func (q quiet) WithGroup(name string) slog.Handler { return quiet{h: q.h.WithGroup(name)} }

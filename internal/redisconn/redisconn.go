@@ -1,0 +1,64 @@
+// Package redisconn connects Flowbox to Redis, which carries the Asynq task
+// queues: a real Redis in production, or an in-process miniredis for a
+// zero-setup run.
+//
+// It is connection plumbing only. It must never know task types, queues or
+// keys (workers does), and it must never log or return the password.
+package redisconn
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Connect opens a client for the Redis at addr and checks with a PING that
+// it answers and accepts the password. ctx bounds the PING.
+func Connect(ctx context.Context, addr, password string, db int) (*redis.Client, error) {
+	client := redis.NewClient(&redis.Options{Addr: addr, Password: password, DB: db})
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		msg := err.Error()
+		if password != "" {
+			msg = strings.ReplaceAll(msg, password, "xxxxx")
+		}
+		// The driver's error is flattened to text: it may quote the
+		// password, and nothing checks it with errors.Is.
+		return nil, fmt.Errorf("cannot reach Redis at %s (db %d): %s; check FLOWBOX_REDIS_ADDR and FLOWBOX_REDIS_PASSWORD, or leave FLOWBOX_REDIS_ADDR empty for the embedded Redis",
+			addr, db, msg)
+	}
+	return client, nil
+}
+
+// Embedded is a miniredis listening on a random loopback port. Unlike a
+// plain miniredis, keys with a TTL expire as wall-clock time passes, as
+// they do in Redis: Asynq's leases and locks depend on it.
+type Embedded struct {
+	m    *miniredis.Miniredis
+	addr string
+}
+
+// StartEmbedded starts the embedded Redis on 127.0.0.1 with a random port.
+func StartEmbedded() (*Embedded, error) {
+	m := miniredis.NewMiniRedis()
+	// ClockTTL makes every command first age all TTLs by the time elapsed
+	// since the previous one, so expiry follows the wall clock without a
+	// goroutine calling FastForward. Expired keys are removed at the next
+	// command, which is also when Redis would be asked about them.
+	m.ClockTTL(true)
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("start embedded Redis: %w", err)
+	}
+	return &Embedded{m: m, addr: m.Addr()}, nil
+}
+
+// Addr is the host:port the embedded Redis listens on (or did, once
+// closed).
+func (e *Embedded) Addr() string { return e.addr }
+
+// Close stops the server and closes its connections. It may be called more
+// than once.
+func (e *Embedded) Close() { e.m.Close() }

@@ -1,0 +1,337 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// clock is an injected clock tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	db       *mongo.Database
+	store    *mongostore.Store
+	provider *bwrap.Provider
+	clock    *clock
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	db := mongotest.DB(t)
+	store, err := mongostore.New(context.Background(), db, slog.Default())
+	if err != nil {
+		t.Fatalf("mongostore.New: %v", err)
+	}
+	return &env{db: db, store: store, provider: p, clock: &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+}
+
+func (e *env) manager(t *testing.T, mw ...sandbox.Middleware) *sandbox.Manager {
+	t.Helper()
+	m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Middleware: mw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) records(t *testing.T, id string) int64 {
+	t.Helper()
+	n, err := e.db.Collection("sandbox_instances").CountDocuments(context.Background(), bson.M{"sandboxId": id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+var chatSeq atomic.Int64
+
+func newScope(t *testing.T) sandbox.Scope {
+	return sandbox.Scope{AppID: "app-" + t.Name(), UserID: "user-1", ChatID: "chat-" + time.Now().Format("150405.000000") + "-" + string(rune('a'+chatSeq.Add(1)%26))}
+}
+
+func TestLazyCreationAndRecord(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	scope := newScope(t)
+	id := scope.SandboxID()
+	t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+
+	if _, err := m.Lookup(ctx(t), scope); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("Lookup before first use: err = %v, want ErrNotFound", err)
+	}
+	if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusMissing {
+		t.Fatalf("provider status before first use = %q, want missing", st)
+	}
+	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "echo hello"})
+	if err != nil || res.Stdout != "hello\n" || res.ExitCode != 0 {
+		t.Fatalf("first Exec = %+v, %v", res, err)
+	}
+	inst, err := m.Lookup(ctx(t), scope)
+	if err != nil {
+		t.Fatalf("Lookup after first use: %v", err)
+	}
+	want := sandbox.Instance{Provider: "bwrap", SandboxID: id, AppID: scope.AppID, UserID: scope.UserID, ChatID: scope.ChatID, Status: sandbox.StatusRunning}
+	if inst.Provider != want.Provider || inst.SandboxID != want.SandboxID || inst.AppID != want.AppID ||
+		inst.UserID != want.UserID || inst.ChatID != want.ChatID || inst.Status != want.Status {
+		t.Fatalf("record = %+v, want %+v", inst, want)
+	}
+	if !inst.LastActiveAt.Equal(e.clock.Now()) || !inst.CreatedAt.Equal(e.clock.Now()) {
+		t.Fatalf("times = created %v, active %v; want both %v", inst.CreatedAt, inst.LastActiveAt, e.clock.Now())
+	}
+
+	// Every command refreshes lastActiveAt (S5); createdAt stays.
+	created := e.clock.Now()
+	e.clock.Add(3 * time.Minute)
+	if _, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ = m.Lookup(ctx(t), scope)
+	if !inst.LastActiveAt.Equal(e.clock.Now()) || !inst.CreatedAt.Equal(created) {
+		t.Fatalf("after a second command: created %v active %v; want %v and %v", inst.CreatedAt, inst.LastActiveAt, created, e.clock.Now())
+	}
+}
+
+func TestConcurrentFirstCallsCreateOne(t *testing.T) {
+	e := newEnv(t)
+	// Two managers stand for two engine processes: they share nothing but
+	// the database and the machine.
+	managers := []*sandbox.Manager{e.manager(t), e.manager(t)}
+	scope := newScope(t)
+	id := scope.SandboxID()
+	t.Cleanup(func() { _ = managers[0].Delete(context.Background(), id) })
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(m *sandbox.Manager) {
+			defer wg.Done()
+			res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "echo ok >> calls.log; echo ok"})
+			if err == nil && res.Stdout != "ok\n" {
+				err = errors.New("stdout " + res.Stdout + " stderr " + res.Stderr)
+			}
+			errs <- err
+		}(managers[i%2])
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent first call: %v", err)
+		}
+	}
+	if n := e.records(t, id); n != 1 {
+		t.Fatalf("%d records after 20 concurrent first calls, want 1", n)
+	}
+	list, _ := e.provider.List(ctx(t))
+	n := 0
+	for _, r := range list {
+		if r.ID == id {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("provider holds %d sandboxes for the chat, want 1", n)
+	}
+	res, _ := managers[0].Exec(ctx(t), scope, sandbox.ExecRequest{Command: "wc -l < calls.log"})
+	if strings.TrimSpace(res.Stdout) != "20" {
+		t.Fatalf("the 20 calls wrote %q lines into one workspace, want 20", res.Stdout)
+	}
+}
+
+func TestChatsAreIsolated(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	a, b := newScope(t), newScope(t)
+	b.ChatID += "-other"
+	for _, s := range []sandbox.Scope{a, b} {
+		id := s.SandboxID()
+		t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+	}
+	m.Exec(ctx(t), a, sandbox.ExecRequest{Command: "echo secret > a.txt; export MARK=a"})
+	res, err := m.Exec(ctx(t), b, sandbox.ExecRequest{Command: `ls; echo "mark=$MARK"`})
+	if err != nil || res.Stdout != "mark=\n" {
+		t.Fatalf("another chat sees %q (err %v); want an empty workspace and no variable", res.Stdout, err)
+	}
+}
+
+func TestProviderDownGivesMinusOne(t *testing.T) {
+	e := newEnv(t)
+	broken, err := bwrap.New(bwrap.Config{Root: t.TempDir(), BwrapPath: "/nonexistent/bwrap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sandbox.New(sandbox.Config{Provider: broken, Store: e.store, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var res sandbox.ExecResult
+	go func() {
+		defer close(done)
+		res, err = m.Exec(ctx(t), newScope(t), sandbox.ExecRequest{Command: "echo hi"})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Exec hangs when the provider is down")
+	}
+	if !errors.Is(err, sandbox.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if res.ExitCode != -1 || !strings.Contains(res.Stderr, "sandbox service temporarily unavailable, retry later") {
+		t.Fatalf("result = %+v, want exitCode -1 and the retry message", res)
+	}
+}
+
+func TestStopStartDelete(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	scope := newScope(t)
+	id := scope.SandboxID()
+	if _, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "cd /tmp; export V=1; echo data > /workspace/f"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stop(ctx(t), id); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if inst, _ := m.Lookup(ctx(t), scope); inst.Status != sandbox.StatusStopped {
+		t.Fatalf("record status after Stop = %q, want %q", inst.Status, sandbox.StatusStopped)
+	}
+	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: `echo "$V $(pwd) $(cat /workspace/f)"`})
+	if err != nil || res.Stdout != "1 /tmp data\n" {
+		t.Fatalf("after stop and wake: %+v, %v; want %q", res, err, "1 /tmp data\n")
+	}
+	if inst, _ := m.Lookup(ctx(t), scope); inst.Status != sandbox.StatusRunning {
+		t.Fatalf("record status after wake = %q, want running", inst.Status)
+	}
+	if err := m.Delete(ctx(t), id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := m.Lookup(ctx(t), scope); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("Lookup after Delete: %v, want ErrNotFound", err)
+	}
+	if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusMissing {
+		t.Fatalf("provider status after Delete = %q", st)
+	}
+	if err := m.Delete(ctx(t), id); err != nil {
+		t.Fatalf("second Delete: %v", err)
+	}
+}
+
+func TestFilesCreatesLazily(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	scope := newScope(t)
+	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
+	files, err := m.Files(ctx(t), scope)
+	if err != nil {
+		t.Fatalf("Files: %v", err)
+	}
+	if err := files.WriteFile(ctx(t), "/workspace/from-ui.txt", []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "cat from-ui.txt"})
+	if res.Stdout != "hi" {
+		t.Fatalf("the agent sees %q, want the file the user wrote", res.Stdout)
+	}
+}
+
+func TestTimeoutIsClamped(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	scope := newScope(t)
+	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
+	// 10ms is raised to the 1s minimum, so a 0.3s command finishes.
+	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "sleep 0.3; echo done", Timeout: 10 * time.Millisecond})
+	if err != nil || res.TimedOut || res.Stdout != "done\n" {
+		t.Fatalf("result = %+v, %v; want the command to finish under the 1s minimum", res, err)
+	}
+}
+
+func TestMiddlewareWrapsExec(t *testing.T) {
+	e := newEnv(t)
+	var order []string
+	deny := func(next sandbox.ExecFunc) sandbox.ExecFunc {
+		return func(ctx context.Context, c *sandbox.Call) (sandbox.ExecResult, error) {
+			order = append(order, "filter")
+			if strings.Contains(c.Request.Command, "forbidden") {
+				return sandbox.ExecResult{ExitCode: 126, Stderr: "refused by policy"}, nil
+			}
+			return next(ctx, c)
+		}
+	}
+	redact := func(next sandbox.ExecFunc) sandbox.ExecFunc {
+		return func(ctx context.Context, c *sandbox.Call) (sandbox.ExecResult, error) {
+			order = append(order, "redact")
+			res, err := next(ctx, c)
+			res.Stdout = strings.ReplaceAll(res.Stdout, "sk-secret", "[REDACTED]")
+			return res, err
+		}
+	}
+	m := e.manager(t, deny, redact)
+	scope := newScope(t)
+	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
+
+	res, _ := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "forbidden thing"})
+	if res.ExitCode != 126 {
+		t.Fatalf("refused call = %+v", res)
+	}
+	if _, err := m.Lookup(ctx(t), scope); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatal("a refused command created a sandbox")
+	}
+	res, _ = m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "echo key=sk-secret"})
+	if res.Stdout != "key=[REDACTED]\n" {
+		t.Fatalf("stdout = %q, want the redacted form", res.Stdout)
+	}
+	if strings.Join(order, ",") != "filter,filter,redact" {
+		t.Fatalf("middleware order = %v", order)
+	}
+}
+
+func TestScopeRequiresIDs(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	_, err := m.Exec(ctx(t), sandbox.Scope{AppID: "a", UserID: "u"}, sandbox.ExecRequest{Command: "true"})
+	if err == nil || !strings.Contains(err.Error(), "chatId") {
+		t.Fatalf("err = %v, want it to name the missing chatId", err)
+	}
+}
