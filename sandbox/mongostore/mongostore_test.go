@@ -2,9 +2,11 @@ package mongostore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -546,5 +548,45 @@ func TestRecordIDIsProviderAndSandbox(t *testing.T) {
 	}
 	if doc["provider"] != "bwrap" || doc["sandboxId"] != "00112233aabbccdd" {
 		t.Fatalf("record = %v, want provider and sandboxId stored beside the _id", doc)
+	}
+}
+
+// schemas/sandbox_instance.schema.json documents the record; a record the
+// store writes must have every field it requires, of the kind it names.
+func TestRecordMatchesSchema(t *testing.T) {
+	raw, err := os.ReadFile("../../schemas/sandbox_instance.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	s, db := newStore(t)
+	ctx := context.Background()
+	if err := s.Touch(ctx, instance("aabbccdd00112233", "chat-schema"), t0); err != nil {
+		t.Fatal(err)
+	}
+	var doc bson.M
+	if err := db.Collection(Collection).FindOne(ctx, bson.D{}).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range schema.Required {
+		if _, ok := doc[field]; !ok {
+			t.Errorf("record lacks %q, which the schema requires; record: %v", field, doc)
+		}
+	}
+	for field := range doc {
+		if _, ok := schema.Properties[field]; !ok {
+			t.Errorf("record has %q, which the schema does not describe", field)
+		}
+	}
+	for _, field := range []string{"lastActiveAt", "createdAt"} {
+		if _, ok := doc[field].(bson.DateTime); !ok {
+			t.Errorf("%s is %T, want a BSON date", field, doc[field])
+		}
 	}
 }
