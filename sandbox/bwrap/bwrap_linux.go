@@ -252,19 +252,29 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 		timeout = 30 * time.Second
 	}
 
+	// fd 3: bwrap reports the sandbox's init PID, then the exit code.
+	// fd 4: bwrap's init waits for a byte on it before it starts the
+	// command; meanwhile the engine moves bwrap and its init into the
+	// sandbox's cgroups, so everything the command forks is inside them.
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w", err)
 	}
 	defer statusR.Close()
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		statusW.Close()
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w", err)
+	}
+	defer blockW.Close()
 
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	argv := p.launcher(id, m.Network, req.Command)
+	argv := p.argv(id, m.Network, req.Command)
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{statusW} // fd 3 in the child
+	cmd.ExtraFiles = []*os.File{statusW, blockR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Killing bwrap kills the sandboxed command (--die-with-parent), and with
 	// it the PID namespace and every process in it.
@@ -276,11 +286,12 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	cmd.Stderr = io.MultiWriter(col.Stderr(), &stderrBuf)
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		statusW.Close()
+	err = cmd.Start()
+	statusW.Close()
+	blockR.Close()
+	if err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: start: %w: %w", sandbox.ErrUnavailable, err)
 	}
-	statusW.Close()
 	events := make(chan statusEvent, 4)
 	go func() {
 		defer close(events)
@@ -293,13 +304,23 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 			events <- ev
 		}
 	}()
-	waitErr := cmd.Wait()
-	duration := time.Since(start)
 	started, exitCode := false, -1
+	var joinErr error
 	for ev := range events {
 		if ev.ChildPid != nil {
 			started = true
+			if joinErr = p.cg.join(p.ctls, id, cmd.Process.Pid, *ev.ChildPid); joinErr != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			} else {
+				_, joinErr = blockW.Write([]byte{1})
+			}
+			blockW.Close()
+			break
 		}
+	}
+	waitErr := cmd.Wait()
+	duration := time.Since(start)
+	for ev := range events {
 		if ev.ExitCode != nil {
 			exitCode = *ev.ExitCode
 		}
@@ -308,6 +329,8 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	switch {
 	case ctx.Err() != nil:
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w", ctx.Err())
+	case joinErr != nil:
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: put the command in the sandbox's cgroups: %w", sandbox.ErrUnavailable, joinErr)
 	case timedOut:
 		return col.Result(-1, true, timeout, duration), nil
 	case !started:
@@ -320,24 +343,15 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return col.Result(exitCode, false, timeout, duration), nil
 }
 
-// launcher returns the argv that joins the sandbox's cgroups and then execs
-// bwrap with the command.
-func (p *Provider) launcher(id string, network bool, command string) []string {
-	procs := p.cg.procsFiles(p.ctls, id)
-	var join strings.Builder
-	for i := range procs {
-		fmt.Fprintf(&join, "echo $$ > \"$%d\" && ", i+1)
-	}
-	fmt.Fprintf(&join, "shift %d && exec \"$@\"", len(procs))
-	argv := []string{"/bin/sh", "-c", join.String(), "flowbox-join"}
-	argv = append(argv, procs...)
-	argv = append(argv, p.bwrap, "--unshare-all")
+// argv returns the bwrap command line for one command.
+func (p *Provider) argv(id string, network bool, command string) []string {
+	argv := []string{p.bwrap, "--unshare-all"}
 	if network {
 		argv = append(argv, "--share-net")
 	}
 	argv = append(argv,
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--json-status-fd", "3",
+		"--json-status-fd", "3", "--block-fd", "4",
 		"--hostname", "sandbox",
 	)
 	argv = append(argv, p.sysArgs...)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
@@ -60,4 +61,49 @@ func TestConformance(t *testing.T) {
 			return left
 		},
 	})
+}
+
+// A running command is inside the sandbox's cgroups, and the groups carry
+// the sandbox's limits: the conformance suite's process checks rely on it.
+func TestCommandRunsInSandboxCgroups(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	id := sandboxtest.NewID(t)
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id, Limits: sandbox.Limits{MemoryMiB: 96, Pids: 50, CPUCount: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), id) })
+	for file, want := range map[string]string{
+		"memory/flowbox-test/" + id + "/memory.limit_in_bytes": fmt.Sprint(96 << 20),
+		"pids/flowbox-test/" + id + "/pids.max":                "50",
+		"cpu/flowbox-test/" + id + "/cpu.cfs_quota_us":         "50000",
+	} {
+		got, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", file))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s = %q, %v; want %s", file, strings.TrimSpace(string(got)), err, want)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "sleep 1.7", Timeout: 10e9})
+		done <- err
+	}()
+	for i := 0; i < 100; i++ {
+		pids, _ := p.Processes(id)
+		for _, pid := range pids {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.Contains(string(b), "sleep\x001.7") {
+				mem, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory/flowbox-test", id, "cgroup.procs"))
+				if !strings.Contains(" "+strings.ReplaceAll(string(mem), "\n", " ")+" ", fmt.Sprintf(" %d ", pid)) {
+					t.Fatalf("sleep (pid %d) is in the pids group but not the memory group: %q", pid, mem)
+				}
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the command never showed up in the sandbox's pids cgroup")
 }

@@ -16,9 +16,9 @@ import (
 
 // cgroups places a sandbox's processes in per-sandbox cgroup v1 groups
 // (memory, pids, and cpu when present) under <Mount>/<controller>/<Parent>.
-// Processes join before bwrap forks: the launcher shell writes its own PID
-// to cgroup.procs and then execs bwrap, so nothing the command starts can
-// be outside the group.
+// The engine moves bwrap and the sandbox's init into them while the init
+// waits on --block-fd, before the command starts, so nothing the command
+// forks can be outside the group.
 type cgroups struct {
 	mount  string // /sys/fs/cgroup
 	parent string // flowbox
@@ -97,13 +97,27 @@ func (c cgroups) create(ctls []string, id string, lim sandbox.Limits) error {
 	return nil
 }
 
-// procsFiles are the cgroup.procs files the launcher joins.
-func (c cgroups) procsFiles(ctls []string, id string) []string {
-	out := make([]string, len(ctls))
-	for i, ctl := range ctls {
-		out[i] = filepath.Join(c.dir(ctl, id), "cgroup.procs")
+// join moves the processes into the sandbox's groups.
+func (c cgroups) join(ctls []string, id string, pids ...int) error {
+	for _, ctl := range ctls {
+		f, err := os.OpenFile(filepath.Join(c.dir(ctl, id), "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		for _, pid := range pids {
+			// One write per PID: the kernel takes one number a write.
+			if _, err = f.WriteString(strconv.Itoa(pid)); err != nil {
+				break
+			}
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("join %s cgroup of %s: %w", ctl, id, err)
+		}
 	}
-	return out
+	return nil
 }
 
 // pids lists the processes in the sandbox's pids group.
