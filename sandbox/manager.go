@@ -86,12 +86,20 @@ type Manager struct {
 	log     *slog.Logger
 	exec    ExecFunc
 	ensures singleflight.Group
-	// warm holds the sandboxes this process ensured and has not seen stop:
-	// their commands skip the ensure step and refresh the record alongside
-	// the command instead of before it. A stale entry costs one failed
-	// provider Exec (ErrNotFound / ErrNotRunning) and a full ensure.
-	warm sync.Map
+	// warm maps the sandboxes this process ensured and has not seen stop
+	// to when it last refreshed their record. Within WarmWindow of that,
+	// a command skips the ensure step and refreshes the record alongside
+	// the command instead of before it: the stop scan only claims
+	// sandboxes idle for minutes longer, so it cannot stop one under a
+	// command started this way. A stale entry costs one failed provider
+	// Exec (ErrNotFound / ErrNotRunning) and a full ensure.
+	warm sync.Map // sandbox ID → time.Time
 }
+
+// WarmWindow is how long after its last record refresh a sandbox's
+// commands may take the fast path. It must stay well below the stop
+// scan's idle threshold (5 minutes), clock skew between engines included.
+const WarmWindow = 2 * time.Minute
 
 // New returns a manager.
 func New(cfg Config) (*Manager, error) {
@@ -133,9 +141,10 @@ func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	ch := m.ensures.DoChan(id, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
+		touched := m.cfg.Now()
 		err := m.ensure(ctx, scope, id)
 		if err == nil {
-			m.warm.Store(id, struct{}{})
+			m.warm.Store(id, touched)
 		}
 		return nil, err
 	})
@@ -191,7 +200,7 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 	if err := call.Scope.validate(); err != nil {
 		return ExecResult{}, err
 	}
-	if _, ok := m.warm.Load(call.SandboxID); ok {
+	if last, ok := m.warm.Load(call.SandboxID); ok && m.cfg.Now().Sub(last.(time.Time)) < WarmWindow {
 		res, err, done := m.execWarm(ctx, call)
 		if done {
 			return res, err
@@ -211,12 +220,18 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 func (m *Manager) execWarm(ctx context.Context, call *Call) (res ExecResult, err error, done bool) {
 	start := time.Now()
 	touched := make(chan error, 1)
+	now := m.cfg.Now()
 	go func() {
-		touched <- m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), m.cfg.Now())
+		touched <- m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), now)
 	}()
 	res, err = m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
-	if terr := <-touched; terr != nil && err == nil {
-		m.log.Warn("sandbox record not refreshed", "sandboxId", call.SandboxID, "err", terr)
+	if terr := <-touched; terr != nil {
+		m.warm.Delete(call.SandboxID)
+		if err == nil {
+			m.log.Warn("sandbox record not refreshed", "sandboxId", call.SandboxID, "err", terr)
+		}
+	} else {
+		m.warm.Store(call.SandboxID, now)
 	}
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning) {
 		m.warm.Delete(call.SandboxID)

@@ -335,3 +335,30 @@ func TestScopeRequiresIDs(t *testing.T) {
 		t.Fatalf("err = %v, want it to name the missing chatId", err)
 	}
 }
+
+// Another engine process (here a second manager) stops the sandbox behind
+// this one's back: the next command still runs, in the restarted sandbox,
+// with its state, and the record says running again.
+func TestStoppedElsewhereIsRestarted(t *testing.T) {
+	e := newEnv(t)
+	here, elsewhere := e.manager(t), e.manager(t)
+	scope := newScope(t)
+	id := scope.SandboxID()
+	t.Cleanup(func() { _ = here.Delete(context.Background(), id) })
+	if _, err := here.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "export K=v; echo x > f"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := elsewhere.Stop(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	res, err := here.Exec(ctx(t), scope, sandbox.ExecRequest{Command: `echo "$K $(cat f)"`})
+	if err != nil || res.Stdout != "v x\n" {
+		t.Fatalf("after a stop elsewhere: %+v, %v; want %q", res, err, "v x\n")
+	}
+	if inst, _ := here.Lookup(ctx(t), scope); inst.Status != sandbox.StatusRunning {
+		t.Fatalf("record status = %q, want running", inst.Status)
+	}
+	if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusRunning {
+		t.Fatalf("provider status = %q, want running", st)
+	}
+}
