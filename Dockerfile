@@ -1,0 +1,31 @@
+# The Flowbox engine: one binary (cmd/engine) serving the API, the UI and
+# the workers.
+#
+#   docker build -t flowbox-engine .
+#
+# docker-compose.yml runs it with MongoDB and Redis and Docker sandboxes.
+# bubblewrap is installed for the bwrap sandbox provider; in a container it
+# needs user namespaces that Docker's default seccomp profile refuses, so
+# the compose file uses the docker provider.
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# Pure Go (the embedded database uses modernc.org/sqlite): a static binary.
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/flowbox-engine ./cmd/engine
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+	&& apt-get install -y --no-install-recommends bubblewrap ca-certificates \
+	&& rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/flowbox-engine /usr/local/bin/flowbox-engine
+ENV FLOWBOX_DATA_DIR=/var/lib/flowbox \
+	FLOWBOX_HTTP_ADDR=:8080
+VOLUME /var/lib/flowbox
+EXPOSE 8080
+# Root: the engine talks to the Docker socket and removes sandbox files
+# that root inside the sandboxes created.
+ENTRYPOINT ["flowbox-engine"]
+CMD ["serve"]

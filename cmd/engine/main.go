@@ -1,0 +1,187 @@
+// Command engine is Flowbox's one binary.
+//
+//	engine serve              run the product: HTTP API and UI (more with each release)
+//	engine migrate            create the database indexes and exit
+//	engine shell [flags] CMD  run one command in a chat's sandbox, as the agent would
+//	engine version            print the version
+//
+// Configuration comes from FLOWBOX_* environment variables (README.md);
+// with none set, it runs on an embedded database, an in-process Redis and
+// the best sandbox provider this machine can run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `usage: engine <command> [flags]
+
+commands:
+  serve     run the engine (HTTP on FLOWBOX_HTTP_ADDR, default :8080)
+  migrate   create the database indexes and exit
+  shell     run one command in a chat's sandbox: engine shell -app A -user U -chat C 'echo hi'
+  version   print the version
+
+Configuration is read from FLOWBOX_* environment variables; see README.md.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	code := 0
+	switch os.Args[1] {
+	case "serve":
+		err = serve(ctx, os.Args[2:])
+	case "migrate":
+		err = migrate(ctx)
+	case "shell":
+		code, err = shell(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "version":
+		fmt.Println("flowbox engine", version)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "engine: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "engine:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func serve(ctx context.Context, args []string) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.HTTPAddr, "addr", cfg.HTTPAddr, "HTTP listen address (FLOWBOX_HTTP_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogLevel)
+	svc, err := start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+
+	srv := &http.Server{
+		Addr:              cfg.HTTPAddr,
+		Handler:           web.New(web.Config{Ready: svc.readyChecks()}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("flowbox engine serving", "addr", cfg.HTTPAddr, "version", version, "mode", cfg.Mode,
+		"sandboxProvider", svc.provider.Name(), "mongodb", svc.mongoDesc, "redis", svc.redisDesc)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server on %s: %w", cfg.HTTPAddr, err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shut down http server: %w", err)
+	}
+	return nil
+}
+
+func migrate(ctx context.Context) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogLevel)
+	// Opening the store creates the indexes; no provider is needed.
+	db, closeDB, desc, err := openMongo(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if _, err := openStore(ctx, db, log); err != nil {
+		return err
+	}
+	log.Info("indexes created", "mongodb", desc)
+	return nil
+}
+
+// shell runs one command in a chat's sandbox through the manager, exactly
+// as the sandbox_shell tool does, and returns the command's exit code.
+func shell(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("shell", flag.ContinueOnError)
+	app := fs.String("app", "local-app", "app id")
+	user := fs.String("user", "local-user", "user id")
+	chat := fs.String("chat", "local-chat", "chat id")
+	timeout := fs.Duration("timeout", sandbox.DefaultTimeout, "command timeout (1s-300s)")
+	if err := fs.Parse(args); err != nil {
+		return 2, err
+	}
+	if fs.NArg() != 1 {
+		return 2, errors.New("shell takes exactly one command argument; quote it: engine shell 'ls -la'")
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return 1, err
+	}
+	log := newLogger(cfg.LogLevel)
+	svc, err := start(ctx, cfg, log)
+	if err != nil {
+		return 1, err
+	}
+	defer svc.Close()
+	res, err := svc.manager.Exec(ctx, sandbox.Scope{AppID: *app, UserID: *user, ChatID: *chat}, sandbox.ExecRequest{
+		Command: fs.Arg(0), Timeout: *timeout,
+		OnOutput: func(s sandbox.Stream, p []byte) {
+			if s == sandbox.Stdout {
+				stdout.Write(p)
+			} else {
+				stderr.Write(p)
+			}
+		},
+	})
+	if err != nil {
+		return 1, err
+	}
+	if res.Truncated {
+		fmt.Fprintln(stderr, "[the stored result was truncated; the output above is complete]")
+	}
+	if res.TimedOut {
+		fmt.Fprintf(stderr, "[timed out after %s]\n", *timeout)
+	}
+	return res.ExitCode, nil
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/internal/mongodb"
+	"github.com/flowbox/flowbox/internal/redisconn"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/host"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/web"
+)
+
+// services are the long-lived components of one engine process.
+type services struct {
+	db        *mongo.Database
+	redis     *redis.Client
+	provider  sandbox.Provider
+	manager   *sandbox.Manager
+	mongoDesc string
+	redisDesc string
+	closers   []func()
+}
+
+// Close stops everything in reverse order of start.
+func (s *services) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// start brings up the database, Redis and the sandbox provider. Anything
+// started before a failure is stopped again.
+func start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *services, err error) {
+	s := &services{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	db, closeDB, desc, err := openMongo(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	s.db, s.mongoDesc = db, desc
+	s.closers = append(s.closers, closeDB)
+
+	if cfg.RedisAddr == "" {
+		emb, err := redisconn.StartEmbedded()
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, emb.Close)
+		s.redisDesc = "embedded at " + emb.Addr()
+		cfg.RedisAddr = emb.Addr()
+	} else {
+		s.redisDesc = cfg.RedisAddr
+	}
+	s.redis, err = redisconn.Connect(ctx, cfg.RedisAddr, cfg.RedisPassword, cfg.RedisDB)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { s.redis.Close() })
+
+	store, err := openStore(ctx, db, log)
+	if err != nil {
+		return nil, err
+	}
+	s.provider, err = chooseProvider(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := s.provider.(interface{ Close() error }); ok {
+		s.closers = append(s.closers, func() { c.Close() })
+	}
+	s.manager, err = sandbox.New(sandbox.Config{
+		Provider: s.provider,
+		Store:    store,
+		Limits:   sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
+		Network:  cfg.Sandbox.Network,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func openMongo(ctx context.Context, cfg config.Config, log *slog.Logger) (*mongo.Database, func(), string, error) {
+	uri, desc := cfg.MongoURI, mongodb.Redact(cfg.MongoURI)
+	var closers []func()
+	if uri == "" {
+		dir := filepath.Join(cfg.DataDir, "mongodb")
+		emb, err := mongodb.StartEmbedded(ctx, mongodb.Config{DataDir: dir, Logger: log})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		closers = append(closers, emb.Close)
+		uri, desc = emb.URI(), "embedded (FerretDB, SQLite) in "+dir
+	}
+	client, db, err := mongodb.Connect(ctx, uri, cfg.MongoDB)
+	if err != nil {
+		for _, c := range closers {
+			c()
+		}
+		return nil, nil, "", err
+	}
+	closeAll := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = client.Disconnect(dctx)
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	return db, closeAll, desc, nil
+}
+
+func openStore(ctx context.Context, db *mongo.Database, log *slog.Logger) (*mongostore.Store, error) {
+	store, err := mongostore.New(ctx, db, log)
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox_instances: %w", err)
+	}
+	return store, nil
+}
+
+// chooseProvider builds the configured provider and checks that it can
+// run here. "auto" takes bwrap, then docker; it never picks host.
+func chooseProvider(ctx context.Context, cfg config.Config, log *slog.Logger) (sandbox.Provider, error) {
+	sc := cfg.Sandbox
+	build := map[string]func() (sandbox.Provider, error){
+		"bwrap": func() (sandbox.Provider, error) {
+			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap")})
+		},
+		"docker": func() (sandbox.Provider, error) {
+			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,
+				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, Logger: log})
+		},
+		"host": func() (sandbox.Provider, error) {
+			return host.New(host.Config{Root: filepath.Join(sc.Root, "host"), AllowUnsafe: sc.AllowUnsafeHost})
+		},
+	}
+	names := []string{sc.Provider}
+	if sc.Provider == "auto" {
+		names = []string{"bwrap", "docker"}
+	}
+	var reasons []error
+	for _, name := range names {
+		p, err := build[name]()
+		if err == nil {
+			err = p.Fingerprint(ctx)
+		}
+		if err == nil {
+			return p, nil
+		}
+		reasons = append(reasons, fmt.Errorf("%s: %w", name, err))
+		log.Warn("sandbox provider cannot run here", "provider", name, "reason", err)
+	}
+	return nil, fmt.Errorf("no sandbox provider can run on this machine (FLOWBOX_SANDBOX_PROVIDER=%s): %w", sc.Provider, errors.Join(reasons...))
+}
+
+func (s *services) readyChecks() []web.Check {
+	return []web.Check{
+		{Name: "mongodb", Fn: func(ctx context.Context) error { return s.db.Client().Ping(ctx, nil) }},
+		{Name: "redis", Fn: func(ctx context.Context) error { return s.redis.Ping(ctx).Err() }},
+		{Name: "sandbox", Fn: s.provider.Fingerprint},
+	}
+}

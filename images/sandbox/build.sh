@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Builds the default sandbox image, flowbox-sandbox:bookworm, without a
+# container registry: debootstrap fetches Debian packages from an apt
+# mirror, and the root file system is imported with `docker import`.
+# It also writes CONTENTS.md beside this script, the list of what the image
+# holds, because the agent's system prompt must describe the image truly.
+#
+# Usage: images/sandbox/build.sh [--force]
+#
+# Environment:
+#   FLOWBOX_DOCKER_IMAGE   image to build (default flowbox-sandbox:bookworm)
+#   FLOWBOX_DEBIAN_MIRROR  Debian mirror (default: the one apt on this
+#                          machine uses, else http://deb.debian.org/debian)
+#   FLOWBOX_DOCKER_HOST    daemon to import into (else DOCKER_HOST, else
+#                          the docker CLI's default)
+#   FLOWBOX_BUILD_FORCE=1  same as --force: rebuild even if the image exists
+#
+# Needs: root, debootstrap, tar, the docker CLI.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+image=${FLOWBOX_DOCKER_IMAGE:-flowbox-sandbox:bookworm}
+suite=bookworm
+packages=bash,coreutils,python3,git,curl,ca-certificates,procps,util-linux
+force=${FLOWBOX_BUILD_FORCE:-0}
+
+for arg in "$@"; do
+	case $arg in
+	-f | --force) force=1 ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "build.sh: unknown argument $arg (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+if [ -n "${FLOWBOX_DOCKER_HOST:-}" ]; then
+	export DOCKER_HOST=$FLOWBOX_DOCKER_HOST
+fi
+
+log() { printf '%s build.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+# apt_uri prints the first URI that apt on this machine uses for suite,
+# reading both the one-line format (sources.list, *.list) and the deb822
+# format (*.sources) that Debian 12 installs by default.
+apt_uri() {
+	local want=$1 f
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -r "$f" ] || continue
+		# deb [options] uri suite component...
+		awk -v want="$want" '
+			$1 == "deb" {
+				i = 2
+				if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+				if ($(i + 1) == want) { print $i; exit }
+			}' "$f"
+	done
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -r "$f" ] || continue
+		awk -v want="$want" '
+			function flush() {
+				if (types ~ /(^| )deb( |$)/ && enabled != "no" && (" " suites " ") ~ (" " want " ") && uris != "") {
+					split(uris, u, " "); print u[1]; found = 1
+				}
+				types = ""; suites = ""; uris = ""; enabled = ""
+			}
+			/^[ \t]*#/ { next }
+			/^[ \t]*$/ { flush(); if (found) exit; next }
+			{
+				key = tolower($1); sub(/:$/, "", key)
+				val = $0; sub(/^[^:]*:[ \t]*/, "", val)
+				if (key == "types") types = val
+				else if (key == "suites") suites = val
+				else if (key == "uris") uris = val
+				else if (key == "enabled") enabled = tolower(val)
+			}
+			END { if (!found) flush() }' "$f"
+	done
+}
+
+mirror=${FLOWBOX_DEBIAN_MIRROR:-$(apt_uri "$suite" | head -n1)}
+mirror=${mirror:-http://deb.debian.org/debian}
+security=$(apt_uri "$suite-security" | head -n1)
+security=${security:-http://deb.debian.org/debian-security}
+
+command -v docker >/dev/null || die "the docker CLI is not installed"
+docker version >/dev/null 2>&1 || die "cannot reach the Docker daemon${DOCKER_HOST:+ at $DOCKER_HOST}; start dockerd or set FLOWBOX_DOCKER_HOST"
+
+if [ "$force" != 1 ] && docker image inspect "$image" >/dev/null 2>&1; then
+	log "$image exists; nothing to do (--force rebuilds it)"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "debootstrap needs root; run it with sudo"
+command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/flowbox-sandbox.XXXXXX")
+trap 'rm -rf --one-file-system "$work"' EXIT
+root=$work/rootfs
+start=$(date +%s)
+
+log "debootstrap $suite from $mirror into $root"
+debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+	{
+		tail -n 30 "$work/debootstrap.log" >&2
+		die "debootstrap failed; the end of its log is above"
+	}
+
+log "configuring the root file system"
+cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb $security $suite-security main
+EOF
+# Sandboxes run as root with every capability dropped: apt cannot switch to
+# its _apt user to download, so it downloads as root.
+cat >"$root/etc/apt/apt.conf.d/99flowbox-sandbox" <<'EOF'
+APT::Sandbox::User "root";
+APT::Install-Recommends "false";
+EOF
+mkdir -p "$root/workspace" "$root/.flowbox"
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/var/log/* "$root"/tmp/*
+: >"$root/etc/machine-id"
+
+log "writing CONTENTS.md"
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 "$@" 2>&1 | head -n1; }
+pkg() { dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Version}' "$1"; }
+{
+	echo "# Contents of the $image sandbox image"
+	echo
+	echo "Generated by \`images/sandbox/build.sh\` on $(date -u +%Y-%m-%d); do not edit."
+	echo "Debian $(cat "$root/etc/debian_version") ($suite), debootstrap --variant=minbase, $(dpkg --print-architecture)."
+	echo
+	echo "## Tools"
+	echo
+	echo "| Package | Version | The tool says |"
+	echo "| --- | --- | --- |"
+	echo "| bash | $(pkg bash) | $(in_root bash --version) |"
+	echo "| coreutils | $(pkg coreutils) | $(in_root ls --version) |"
+	echo "| python3 | $(pkg python3) | $(in_root python3 --version) |"
+	echo "| git | $(pkg git) | $(in_root git --version) |"
+	echo "| curl | $(pkg curl) | $(in_root curl --version | cut -d' ' -f1-2) |"
+	echo "| ca-certificates | $(pkg ca-certificates) | |"
+	echo "| procps (ps, top, kill, pkill) | $(pkg procps) | |"
+	echo "| util-linux (setsid, more) | $(pkg util-linux) | |"
+	echo "| apt | $(pkg apt) | $(in_root apt-get --version) |"
+	echo
+	echo "Not installed: pip (python3-pip), a C compiler, editors, network tools"
+	echo "beyond curl. With network access, \`apt-get update && apt-get install -y PKG\`"
+	echo "works as root; \`python3 -m venv\` needs python3-venv first."
+	echo
+	echo "## Environment"
+	echo
+	echo "- WORKDIR /workspace (the chat's persistent workspace)"
+	echo "- PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	echo "- LANG=C.UTF-8"
+	echo
+	echo "## Packages"
+	echo
+	echo '```'
+	dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n'
+	echo '```'
+} >"$here/CONTENTS.md.tmp"
+
+old=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
+log "importing into Docker as $image"
+tar --numeric-owner --xattrs -C "$root" -c . |
+	docker import \
+		--change 'WORKDIR /workspace' \
+		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		--change 'ENV LANG=C.UTF-8' \
+		--change 'LABEL org.opencontainers.image.title=flowbox-sandbox' \
+		--change 'CMD ["/bin/bash"]' \
+		--message "debootstrap $suite from $mirror" \
+		- "$image" >/dev/null
+mv "$here/CONTENTS.md.tmp" "$here/CONTENTS.md"
+if [ -n "$old" ] && [ "$old" != "$(docker image inspect -f '{{.Id}}' "$image")" ]; then
+	# The image this one replaced, unless containers still use it.
+	docker image rm "$old" >/dev/null 2>&1 || true
+fi
+
+size=$(docker image inspect -f '{{.Size}}' "$image")
+log "built $image: $((size / 1024 / 1024)) MiB in $(($(date +%s) - start)) s"

@@ -1,0 +1,163 @@
+package docker_test
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+)
+
+// The goals: an Exec through the provider at most 60% of the time of
+// `docker exec` (BenchmarkCLIExecTrue is that baseline, measured in the
+// same run), and a new sandbox's first output in under 300 ms.
+// BenchmarkAPIExecTrue is the floor any exec through the daemon has: the
+// bare API calls for `sh -c true`, without the persistent shell.
+
+func benchSandbox(b *testing.B) (*docker.Provider, string) {
+	b.Helper()
+	p := dockertest.Provider(b, docker.Config{})
+	id := sandbox.IDFor("bench", b.Name(), time.Now().String())
+	if err := p.Ensure(context.Background(), sandbox.Spec{ID: id}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+	return p, id
+}
+
+func BenchmarkExecTrue(b *testing.B) {
+	p, id := benchSandbox(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "true", Timeout: 10 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("Exec: %+v, %v", res, err)
+		}
+	}
+}
+
+func BenchmarkAPIExecTrue(b *testing.B) {
+	_, id := benchSandbox(b)
+	cli := dockertest.Client(b)
+	ctx := context.Background()
+	var create, run, inspect time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		ex, err := cli.ExecCreate(ctx, docker.ContainerName(id), client.ExecCreateOptions{
+			AttachStdout: true, AttachStderr: true, Cmd: []string{"/bin/sh", "-c", "true"},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		att, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, att.Reader)
+		att.Close()
+		t2 := time.Now()
+		if res, err := cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); err != nil || res.ExitCode != 0 {
+			b.Fatalf("inspect: %+v, %v", res, err)
+		}
+		create += t1.Sub(t0)
+		run += t2.Sub(t1)
+		inspect += time.Since(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(create.Microseconds())/n/1000, "ms/create")
+	b.ReportMetric(float64(run.Microseconds())/n/1000, "ms/run")
+	b.ReportMetric(float64(inspect.Microseconds())/n/1000, "ms/inspect")
+}
+
+func BenchmarkCLIExecTrue(b *testing.B) {
+	cli, err := exec.LookPath("docker")
+	if err != nil {
+		b.Skip("the docker CLI is not installed")
+	}
+	_, id := benchSandbox(b)
+	b.ResetTimer()
+	for b.Loop() {
+		if out, err := exec.Command(cli, "exec", docker.ContainerName(id), "/bin/sh", "-c", "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker exec: %v: %s", err, out)
+		}
+	}
+}
+
+// BenchmarkColdStart measures a new sandbox from Ensure to the first byte
+// of output of its first command (ms/first-output) and to Ensure's return
+// (ms/ensure); ns/op also includes the rest of that command.
+func BenchmarkColdStart(b *testing.B) {
+	p := dockertest.Provider(b, docker.Config{})
+	ctx := context.Background()
+	var toFirst, toRunning time.Duration
+	for b.Loop() {
+		id := sandbox.IDFor("bench", b.Name(), time.Now().String())
+		start := time.Now()
+		var first time.Time
+		if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+			b.Fatal(err)
+		}
+		toRunning += time.Since(start)
+		res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "echo hi", Timeout: 10 * time.Second,
+			OnOutput: func(sandbox.Stream, []byte) {
+				if first.IsZero() {
+					first = time.Now()
+				}
+			}})
+		if err != nil || res.Stdout != "hi\n" {
+			b.Fatalf("Exec: %+v, %v", res, err)
+		}
+		toFirst += first.Sub(start)
+		b.StopTimer()
+		if err := p.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(toFirst.Microseconds())/float64(b.N)/1000, "ms/first-output")
+	b.ReportMetric(float64(toRunning.Microseconds())/float64(b.N)/1000, "ms/ensure")
+}
+
+func BenchmarkStop(b *testing.B) {
+	p := dockertest.Provider(b, docker.Config{})
+	ctx := context.Background()
+	id := sandbox.IDFor("bench", b.Name(), time.Now().String())
+	b.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+	for b.Loop() {
+		b.StopTimer()
+		if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := p.Stop(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDelete(b *testing.B) {
+	p := dockertest.Provider(b, docker.Config{})
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		id := sandbox.IDFor("bench", b.Name(), time.Now().String())
+		if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "echo x > f", Timeout: 10 * time.Second}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := p.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

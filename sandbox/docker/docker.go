@@ -1,0 +1,357 @@
+// Package docker runs sandboxes as Docker containers, one container per
+// sandbox, through the Docker Engine API. A container has no network
+// unless the spec asks for it, no capabilities, no new privileges and
+// cgroup limits on CPU, memory and processes; the sandbox's workspace and
+// shell state are host directories bind-mounted into it, so they survive
+// stop and start.
+//
+// The package must never run a user's command outside the persistent
+// shell (sandbox.ShellArgv), never leave a timed-out command running, and
+// never touch containers it did not label as its own.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultImage         = "flowbox-sandbox:bookworm"
+	DefaultShell         = "/bin/bash"
+	DefaultWorkspaceRoot = "/var/lib/flowbox/docker"
+	DefaultStopTimeout   = 10 * time.Second
+	DefaultNetwork       = "bridge"
+)
+
+// defaultLimits fill the fields that both a spec's Limits and
+// Config.DefaultLimits leave at zero.
+var defaultLimits = sandbox.Limits{CPUCount: 1, MemoryMiB: 512, Pids: 256}
+
+// Labels put on every container; List finds the product's containers by
+// LabelManaged. A spec's own labels are added under LabelPrefix.
+const (
+	LabelPrefix  = "flowbox."
+	LabelManaged = LabelPrefix + "managed"
+	LabelSandbox = LabelPrefix + "sandbox"
+)
+
+// Config configures a Provider. Every zero value has the default named in
+// its comment.
+type Config struct {
+	// Host is the daemon's address (unix:///var/run/docker.sock,
+	// tcp://host:2376). Default: DOCKER_HOST and the other DOCKER_*
+	// variables the Docker client reads, else the local socket.
+	Host string
+	// Image runs every sandbox. Default DefaultImage, built by
+	// images/sandbox/build.sh.
+	Image string
+	// Shell interprets commands inside the image. Default DefaultShell;
+	// use /bin/sh for images without bash.
+	Shell string
+	// WorkspaceRoot is the directory, as this process sees it, that holds
+	// <id>/workspace and <id>/state for each sandbox. Default
+	// DefaultWorkspaceRoot.
+	WorkspaceRoot string
+	// DaemonWorkspaceRoot is the same directory as the Docker daemon sees
+	// it, for bind mounts. It differs from WorkspaceRoot when the engine
+	// runs in a container with the directory mounted elsewhere. Default
+	// WorkspaceRoot.
+	DaemonWorkspaceRoot string
+	// Network is the Docker network of sandboxes whose spec allows
+	// network access. Default DefaultNetwork. Other sandboxes get none.
+	Network string
+	// DefaultLimits fill the zero fields of a spec's Limits. Zero fields
+	// here fall back to 1 CPU, 512 MiB of memory (no swap) and 256
+	// processes. DiskGiB is not enforced: overlay2 quotas need XFS with
+	// project quotas.
+	DefaultLimits sandbox.Limits
+	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+	// Default DefaultStopTimeout. The container's main process exits at
+	// once on SIGTERM, so this only matters when the daemon is slow.
+	StopTimeout time.Duration
+	// Logger receives failures that are not returned (cleanup, kills).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Provider runs sandboxes as Docker containers. It is safe for concurrent
+// use, also by several engine processes sharing one daemon.
+type Provider struct {
+	cfg Config
+	cli *client.Client
+	log *slog.Logger
+}
+
+var _ sandbox.Provider = (*Provider)(nil)
+
+// New returns a provider for cfg. It does not contact the daemon;
+// Fingerprint does.
+func New(cfg Config) (*Provider, error) {
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.Shell == "" {
+		cfg.Shell = DefaultShell
+	}
+	if cfg.WorkspaceRoot == "" {
+		cfg.WorkspaceRoot = DefaultWorkspaceRoot
+	}
+	if cfg.DaemonWorkspaceRoot == "" {
+		cfg.DaemonWorkspaceRoot = cfg.WorkspaceRoot
+	}
+	if cfg.Network == "" {
+		cfg.Network = DefaultNetwork
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.DefaultLimits = mergeLimits(cfg.DefaultLimits, defaultLimits)
+	for _, dir := range []*string{&cfg.WorkspaceRoot, &cfg.DaemonWorkspaceRoot} {
+		if !filepath.IsAbs(*dir) {
+			return nil, fmt.Errorf("docker sandbox: the workspace root %q must be an absolute path", *dir)
+		}
+		*dir = filepath.Clean(*dir)
+	}
+
+	// API version negotiation is on by default: the first request pings
+	// the daemon and the client downgrades to the daemon's version.
+	opts := []client.Opt{client.FromEnv}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	cli, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker sandbox: configure the Docker client: %w", err)
+	}
+	return &Provider{cfg: cfg, cli: cli, log: cfg.Logger.With("provider", "docker")}, nil
+}
+
+// Close releases the client's idle connections.
+func (p *Provider) Close() error { return p.cli.Close() }
+
+// Name implements sandbox.Provider.
+func (p *Provider) Name() string { return "docker" }
+
+// Capabilities implements sandbox.Provider.
+func (p *Provider) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{
+		FilesystemIsolation: true,
+		NetworkIsolation:    true,
+		ResourceLimits:      true,
+		Streaming:           true,
+	}
+}
+
+// ContainerName is the name of the container that holds sandbox id.
+func ContainerName(id string) string { return "flowbox-" + id }
+
+func (p *Provider) hostDir(id string) string { return filepath.Join(p.cfg.WorkspaceRoot, id) }
+
+func (p *Provider) workspaceDir(id string) string {
+	return filepath.Join(p.cfg.WorkspaceRoot, id, "workspace")
+}
+
+func (p *Provider) stateDir(id string) string { return filepath.Join(p.cfg.WorkspaceRoot, id, "state") }
+
+// Fingerprint says why sandboxes cannot run: the daemon is unreachable,
+// the image is missing or the workspace root is not writable.
+func (p *Provider) Fingerprint(ctx context.Context) error {
+	if _, err := p.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return fmt.Errorf("cannot reach the Docker daemon at %s: %v; start dockerd or set FLOWBOX_DOCKER_HOST: %w",
+			p.cli.DaemonHost(), err, sandbox.ErrUnavailable)
+	}
+	if _, err := p.cli.ImageInspect(ctx, p.cfg.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("the sandbox image %s is not in the Docker daemon at %s; build it with images/sandbox/build.sh (no registry needed) or from images/sandbox/Dockerfile, or set FLOWBOX_DOCKER_IMAGE",
+				p.cfg.Image, p.cli.DaemonHost())
+		}
+		return p.apiErr("inspect the sandbox image "+p.cfg.Image, err)
+	}
+	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
+		return fmt.Errorf("docker sandbox: the workspace root is not usable: %w", err)
+	}
+	return nil
+}
+
+// Status implements sandbox.Provider.
+func (p *Provider) Status(ctx context.Context, id string) (sandbox.Status, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	res, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return sandbox.StatusMissing, nil
+	}
+	if err != nil {
+		return "", p.apiErr("inspect sandbox "+id, err)
+	}
+	return statusOf(stateOf(res.Container)), nil
+}
+
+func stateOf(c container.InspectResponse) container.ContainerState {
+	if c.State == nil {
+		return ""
+	}
+	return c.State.Status
+}
+
+func statusOf(s container.ContainerState) sandbox.Status {
+	switch s {
+	case container.StateRunning, container.StatePaused, container.StateRestarting:
+		return sandbox.StatusRunning
+	}
+	return sandbox.StatusStopped
+}
+
+// Stop implements sandbox.Provider. Stopping a missing or stopped sandbox
+// is not an error.
+func (p *Provider) Stop(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	secs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
+	_, err := p.cli.ContainerStop(ctx, ContainerName(id), client.ContainerStopOptions{Timeout: &secs})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return p.apiErr("stop sandbox "+id, err)
+	}
+	return nil
+}
+
+// Delete implements sandbox.Provider: the container, its anonymous volumes
+// and the sandbox's host directory.
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	_, err := p.cli.ContainerRemove(ctx, ContainerName(id), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		return p.apiErr("delete sandbox "+id, err)
+	}
+	// RemoveAll does not follow links, so links the sandbox planted in its
+	// workspace cannot make it delete anything outside.
+	if err := os.RemoveAll(p.hostDir(id)); err != nil {
+		return fmt.Errorf("delete sandbox %s: remove its files: %w", id, err)
+	}
+	return nil
+}
+
+// isRemovalInProgress reports a concurrent Delete of the same container.
+func isRemovalInProgress(err error) bool {
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
+}
+
+// Files implements sandbox.Provider. The workspace is a host directory, so
+// files are reachable while the sandbox is stopped.
+func (p *Provider) Files(ctx context.Context, id string) (sandbox.Files, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	dir := p.workspaceDir(id)
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("files of sandbox %s: %w", id, sandbox.ErrNotFound)
+		}
+		return nil, fmt.Errorf("files of sandbox %s: %w", id, err)
+	}
+	return sandbox.DirFiles{Dir: dir}, nil
+}
+
+// List implements sandbox.Provider: every container labelled as the
+// product's, running or not.
+func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
+	res, err := p.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: client.Filters{}.Add("label", LabelManaged+"=true"),
+	})
+	if err != nil {
+		return nil, p.apiErr("list sandboxes", err)
+	}
+	out := make([]sandbox.Resource, 0, len(res.Items))
+	for _, c := range res.Items {
+		id := c.Labels[LabelSandbox]
+		if !sandbox.ValidID(id) {
+			continue
+		}
+		r := sandbox.Resource{
+			ID:        id,
+			Status:    statusOf(c.State),
+			CreatedAt: time.Unix(c.Created, 0).UTC(),
+			Labels:    map[string]string{},
+		}
+		for k, v := range c.Labels {
+			if k == LabelManaged || k == LabelSandbox {
+				continue
+			}
+			if name, ok := strings.CutPrefix(k, LabelPrefix); ok {
+				r.Labels[name] = v
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func checkID(id string) error {
+	if !sandbox.ValidID(id) {
+		return fmt.Errorf("docker sandbox: %q is not a sandbox id: %w", id, sandbox.ErrNotFound)
+	}
+	return nil
+}
+
+// mergeLimits fills the zero fields of l from def.
+func mergeLimits(l, def sandbox.Limits) sandbox.Limits {
+	if l.CPUCount <= 0 {
+		l.CPUCount = def.CPUCount
+	}
+	if l.MemoryMiB <= 0 {
+		l.MemoryMiB = def.MemoryMiB
+	}
+	if l.DiskGiB <= 0 {
+		l.DiskGiB = def.DiskGiB
+	}
+	if l.Pids <= 0 {
+		l.Pids = def.Pids
+	}
+	return l
+}
+
+// apiErr wraps an Engine API error, mapping a missing container to
+// sandbox.ErrNotFound and an unreachable daemon to sandbox.ErrUnavailable.
+func (p *Provider) apiErr(op string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w", op, err)
+	case unreachable(err):
+		return fmt.Errorf("%s: cannot reach the Docker daemon at %s: %w: %w", op, p.cli.DaemonHost(), sandbox.ErrUnavailable, err)
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%s: %w: %w", op, sandbox.ErrNotFound, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// unreachable reports whether err means the daemon could not be reached,
+// including for the hijacked connections that exec uses.
+func unreachable(err error) bool {
+	if client.IsErrConnectionFailed(err) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}

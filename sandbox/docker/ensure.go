@@ -1,0 +1,257 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// keepAlive is the container's main process. Under the init process that
+// Docker adds (Init: true), SIGTERM reaches it directly and ends it at
+// once, so a stop does not wait out the grace period.
+var keepAlive = []string{"sleep", "2147483647"}
+
+// Ensure implements sandbox.Provider: missing → create and start, stopped
+// → start, paused → unpause, running → nothing. Concurrent calls, also
+// from other processes, leave exactly one container: the daemon refuses a
+// second container of the same name, and the loser starts the winner's.
+// An existing container keeps the image and limits it was created with.
+func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
+	id := spec.ID
+	if err := checkID(id); err != nil {
+		return err
+	}
+	res, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return p.create(ctx, spec)
+	case err != nil:
+		return p.ensureErr(id, p.apiErr("inspect", err))
+	}
+	switch stateOf(res.Container) {
+	case container.StateRunning:
+		return nil
+	case container.StatePaused:
+		if _, err := p.cli.ContainerUnpause(ctx, res.Container.ID, client.ContainerUnpauseOptions{}); err != nil {
+			return p.ensureErr(id, p.apiErr("unpause", err))
+		}
+		return nil
+	case container.StateDead:
+		// A container the daemon failed to remove: finish the removal and
+		// start afresh; the files are on the host and stay.
+		if _, err := p.cli.ContainerRemove(ctx, res.Container.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return p.ensureErr(id, p.apiErr("remove the dead container", err))
+		}
+		return p.create(ctx, spec)
+	case container.StateRemoving:
+		return p.ensureErr(id, fmt.Errorf("it is being deleted: %w", sandbox.ErrUnavailable))
+	}
+	// created, exited, restarting: the bind-mounted directories must exist
+	// for the start to succeed.
+	if err := p.makeDirs(id); err != nil {
+		return p.ensureErr(id, err)
+	}
+	if err := p.start(ctx, id); err != nil {
+		return p.ensureErr(id, err)
+	}
+	return nil
+}
+
+// ensureErr marks every Ensure failure as ErrUnavailable (the agent may
+// retry), keeping ErrNotFound and context errors recognisable.
+func (p *Provider) ensureErr(id string, err error) error {
+	if errors.Is(err, sandbox.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("ensure sandbox %s: %w", id, err)
+	}
+	return fmt.Errorf("ensure sandbox %s: %w: %w", id, sandbox.ErrUnavailable, err)
+}
+
+// start starts the container. A second start of a running container is a
+// no-op for the daemon (304). The container may not be visible yet when
+// another process's create is still in flight, so a missing container is
+// retried for a short while.
+func (p *Provider) start(ctx context.Context, id string) error {
+	const attempts = 20
+	for i := 0; ; i++ {
+		_, err := p.cli.ContainerStart(ctx, ContainerName(id), client.ContainerStartOptions{})
+		if err == nil || cerrdefs.IsNotModified(err) {
+			return nil
+		}
+		if !cerrdefs.IsNotFound(err) || i == attempts-1 {
+			return p.apiErr("start", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// makeDirs creates the sandbox's host directories if they are missing.
+func (p *Provider) makeDirs(id string) error {
+	for _, dir := range []string{p.workspaceDir(id), p.stateDir(id)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create the sandbox's directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// create creates and starts the container of spec. On failure it undoes
+// what it did, in reverse order. When another caller created the container
+// first, create starts that one instead.
+func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
+	id := spec.ID
+	var undo cleanup
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Undo even when ctx is what failed.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if uerr := undo.run(uctx); uerr != nil {
+			p.log.Warn("sandbox creation was not fully rolled back", "sandbox", id, "err", uerr)
+			err = errors.Join(err, fmt.Errorf("roll back: %w", uerr))
+		}
+		err = p.ensureErr(id, err)
+	}()
+
+	// Directories: remember the ones this call created. The rollback
+	// removes them only while empty, so it never deletes files another
+	// caller's sandbox put there meanwhile. The root itself is shared and
+	// stays.
+	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
+		return fmt.Errorf("create the workspace root: %w", err)
+	}
+	for _, dir := range []string{p.hostDir(id), p.workspaceDir(id), p.stateDir(id)} {
+		if _, serr := os.Lstat(dir); serr == nil {
+			continue
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create the sandbox's directory: %w", err)
+		}
+		undo.add("remove "+dir, func(context.Context) error {
+			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
+				return err
+			}
+			return nil
+		})
+	}
+
+	created, err := p.cli.ContainerCreate(ctx, p.createOptions(spec))
+	if cerrdefs.IsConflict(err) {
+		// Another caller, maybe another engine, created it: use theirs.
+		undo = cleanup{}
+		return p.start(ctx, id)
+	}
+	if err != nil {
+		return p.apiErr("create the container", err)
+	}
+	for _, w := range created.Warnings {
+		p.log.Warn("docker warned while creating a sandbox", "sandbox", id, "warning", w)
+	}
+	undo.add("remove the container", func(ctx context.Context) error {
+		_, err := p.cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if _, err := p.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil && !cerrdefs.IsNotModified(err) {
+		return p.apiErr("start the container", err)
+	}
+	return nil
+}
+
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
+}
+
+func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOptions {
+	id := spec.ID
+	lim := mergeLimits(spec.Limits, p.cfg.DefaultLimits)
+	labels := map[string]string{LabelManaged: "true", LabelSandbox: id}
+	for k, v := range spec.Labels {
+		if k == "managed" || k == "sandbox" {
+			continue // the product's own labels win
+		}
+		labels[LabelPrefix+k] = v
+	}
+	network := container.NetworkMode("none")
+	if spec.Network {
+		network = container.NetworkMode(p.cfg.Network)
+	}
+	mem := lim.MemoryMiB << 20
+	init := true
+	stopSecs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
+	return client.ContainerCreateOptions{
+		Name: ContainerName(id),
+		Config: &container.Config{
+			Image:      p.cfg.Image,
+			Hostname:   "sandbox",
+			Labels:     labels,
+			WorkingDir: sandbox.WorkspaceDir,
+			// An image's entrypoint would wrap keepAlive; sandboxes run
+			// none. [""] is the API's way to say "no entrypoint".
+			Entrypoint:  []string{""},
+			Cmd:         keepAlive,
+			StopTimeout: &stopSecs,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode: network,
+			CapDrop:     []string{"ALL"},
+			SecurityOpt: []string{"no-new-privileges"},
+			Init:        &init,
+			Resources: container.Resources{
+				Memory:     mem,
+				MemorySwap: mem, // equal to Memory: no swap
+				NanoCPUs:   int64(lim.CPUCount * 1e9),
+				PidsLimit:  &lim.Pids,
+			},
+			Mounts: []mount.Mount{
+				{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "workspace"), Target: sandbox.WorkspaceDir},
+				{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "state"), Target: sandbox.StateDir},
+			},
+			LogConfig: container.LogConfig{Type: "none"},
+		},
+	}
+}
+
+// cleanup is a stack of undo steps, run in reverse order of addition.
+type cleanup struct {
+	steps []cleanupStep
+}
+
+type cleanupStep struct {
+	name string
+	fn   func(context.Context) error
+}
+
+func (c *cleanup) add(name string, fn func(context.Context) error) {
+	c.steps = append(c.steps, cleanupStep{name, fn})
+}
+
+// run runs every step, last first, whatever fails, and joins the errors.
+func (c *cleanup) run(ctx context.Context) error {
+	var errs []error
+	for i := len(c.steps) - 1; i >= 0; i-- {
+		if err := c.steps[i].fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.steps[i].name, err))
+		}
+	}
+	c.steps = nil
+	return errors.Join(errs...)
+}
