@@ -190,8 +190,8 @@ func errorMessage(r io.Reader) string {
 }
 
 type wireChoice struct {
-	Message      *Message `json:"message"`
-	Delta        *struct {
+	Message *Message `json:"message"`
+	Delta   *struct {
 		Content   string `json:"content"`
 		ToolCalls []struct {
 			Index    int    `json:"index"`

@@ -221,4 +221,3 @@ func TestBadBaseURL(t *testing.T) {
 		}
 	}
 }
-
