@@ -1,0 +1,95 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/flowbox/flowbox/internal/llm"
+)
+
+// Models gives the model a node names.
+type Models interface {
+	Model(name string) (llm.Model, error)
+}
+
+// Builtins returns the node types every engine has: workflowStart,
+// answerNode and chatNode. The tool-call node (type "tools") is installed
+// by the caller from nodes/toolcall.
+func Builtins(models Models) map[string]NodeType {
+	return map[string]NodeType{
+		"workflowStart": startNode{},
+		"answerNode":    answerNode{},
+		"chatNode":      chatNode{models: models},
+	}
+}
+
+type startNode struct{}
+
+func (startNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
+	return map[string]any{"userChatInput": run.Chat.Question}, nil
+}
+
+type answerNode struct{}
+
+func (answerNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
+	t, _ := run.Inputs["text"].(string)
+	run.Emit(EventAnswer, t)
+	return map[string]any{"answerText": t}, nil
+}
+
+type chatNode struct{ models Models }
+
+func (n chatNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
+	model, err := n.models.Model(StringInput(run.Inputs, "model"))
+	if err != nil {
+		return nil, err
+	}
+	req := llm.Request{
+		Model:       StringInput(run.Inputs, "model"),
+		Messages:    Messages(StringInput(run.Inputs, "systemPrompt"), run.Chat.History, IntInput(run.Inputs, "history"), StringInput(run.Inputs, "userChatInput")),
+		Temperature: FloatInput(run.Inputs, "temperature"),
+	}
+	resp, err := model.Complete(ctx, req, func(s string) { run.Emit(EventAnswer, s) })
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", req.Model, err)
+	}
+	return map[string]any{"answerText": resp.Message.Content}, nil
+}
+
+// Messages builds a model conversation: the system prompt (when not
+// empty), the last n messages of history, and the question.
+func Messages(systemPrompt string, history []llm.Message, n int, question string) []llm.Message {
+	var out []llm.Message
+	if strings.TrimSpace(systemPrompt) != "" {
+		out = append(out, llm.Message{Role: llm.RoleSystem, Content: systemPrompt})
+	}
+	if n > 0 && len(history) > 0 {
+		out = append(out, history[max(0, len(history)-n):]...)
+	}
+	return append(out, llm.Message{Role: llm.RoleUser, Content: question})
+}
+
+// StringInput, IntInput, FloatInput and BoolInput read resolved inputs,
+// which hold JSON types (numbers are float64).
+func StringInput(in map[string]any, key string) string {
+	s, _ := in[key].(string)
+	return s
+}
+
+func IntInput(in map[string]any, key string) int {
+	f, _ := in[key].(float64)
+	return int(f)
+}
+
+func FloatInput(in map[string]any, key string) *float64 {
+	if f, ok := in[key].(float64); ok {
+		return &f
+	}
+	return nil
+}
+
+func BoolInput(in map[string]any, key string) bool {
+	b, _ := in[key].(bool)
+	return b
+}

@@ -1,0 +1,150 @@
+// Package nodes is the workflow engine: an app is a graph of typed nodes
+// described by JSON, validated against the node templates in schemas/nodes,
+// and run in dependency order with its events streamed to the caller.
+// Node types are plugins (NodeType); the tool-call node lives in
+// nodes/toolcall. The engine reaches sandboxes only through the node types
+// that use them, and must never know HTTP or storage shapes.
+package nodes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Graph is an app's workflow.
+type Graph struct {
+	Nodes []Node `json:"nodes"`
+	Edges []Edge `json:"edges"`
+}
+
+// Node is one step of the workflow. Inputs map input keys to JSON values;
+// a string value may reference other nodes' outputs as {{$nodeId.key$}}.
+type Node struct {
+	NodeID string                     `json:"nodeId"`
+	Type   string                     `json:"type"`
+	Name   string                     `json:"name,omitempty"`
+	Inputs map[string]json.RawMessage `json:"inputs,omitempty"`
+}
+
+// Edge orders two nodes: target runs after source.
+type Edge struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// Ref is a reference to another node's output.
+type Ref struct {
+	NodeID, Key string
+}
+
+var refRe = regexp.MustCompile(`\{\{\$([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)\$\}\}`)
+
+// refsIn lists the references in a raw input value (only strings hold
+// references).
+func refsIn(raw json.RawMessage) []Ref {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	var out []Ref
+	for _, m := range refRe.FindAllStringSubmatch(s, -1) {
+		out = append(out, Ref{NodeID: m[1], Key: m[2]})
+	}
+	return out
+}
+
+// pureRef reports whether the raw value is exactly one reference; such an
+// input takes the referenced output's value with its type.
+func pureRef(raw json.RawMessage) (Ref, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return Ref{}, false
+	}
+	m := refRe.FindStringSubmatch(s)
+	if m == nil || m[0] != strings.TrimSpace(s) {
+		return Ref{}, false
+	}
+	return Ref{NodeID: m[1], Key: m[2]}, true
+}
+
+// ValidationError lists everything wrong with a graph, each problem naming
+// the node and input it concerns.
+type ValidationError struct {
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return "invalid workflow: " + strings.Join(e.Problems, "; ")
+}
+
+// ErrInvalid is wrapped by every ValidationError, for errors.Is.
+var ErrInvalid = errors.New("invalid workflow")
+
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// order returns the nodes in an order where every node comes after the
+// nodes it depends on (edges and references); an error names a cycle.
+func (g *Graph) order() ([]*Node, error) {
+	index := map[string]*Node{}
+	for i := range g.Nodes {
+		index[g.Nodes[i].NodeID] = &g.Nodes[i]
+	}
+	deps := map[string]map[string]bool{}
+	add := func(from, to string) {
+		if deps[to] == nil {
+			deps[to] = map[string]bool{}
+		}
+		deps[to][from] = true
+	}
+	for _, e := range g.Edges {
+		add(e.Source, e.Target)
+	}
+	for _, n := range g.Nodes {
+		for _, raw := range n.Inputs {
+			for _, r := range refsIn(raw) {
+				if r.NodeID != n.NodeID {
+					add(r.NodeID, n.NodeID)
+				}
+			}
+		}
+	}
+	var out []*Node
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(id string, path []string) error
+	visit = func(id string, path []string) error {
+		switch state[id] {
+		case 1:
+			return fmt.Errorf("the nodes form a cycle: %s", strings.Join(append(path, id), " → "))
+		case 2:
+			return nil
+		}
+		state[id] = 1
+		sorted := make([]string, 0, len(deps[id]))
+		for dep := range deps[id] {
+			sorted = append(sorted, dep)
+		}
+		sort.Strings(sorted)
+		for _, dep := range sorted {
+			if index[dep] == nil {
+				continue // reported by validation
+			}
+			if err := visit(dep, append(path, id)); err != nil {
+				return err
+			}
+		}
+		state[id] = 2
+		out = append(out, index[id])
+		return nil
+	}
+	// Visit in declaration order so that independent nodes keep it.
+	for _, n := range g.Nodes {
+		if err := visit(n.NodeID, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
