@@ -1,0 +1,296 @@
+// Package toolcall is the tool-call node (type "tools"): an LLM agent that
+// calls tools in rounds until it answers. With the useAgentSandbox switch
+// on, it gives the model the built-in sandbox_shell tool and a system
+// prompt suffix describing the sandbox, and runs the model's commands in
+// the chat's own sandbox. It must never let a model's arguments crash a
+// run: broken arguments become tool errors the model can read.
+package toolcall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// ShellToolName is the built-in sandbox tool's name (N2).
+const ShellToolName = "sandbox_shell"
+
+// ShellTool is the sandbox_shell declaration sent to the model (N2).
+var ShellTool = llm.Tool{Type: "function", Function: llm.FunctionDef{
+	Name:        ShellToolName,
+	Description: "Run a shell command in your own Linux sandbox for this chat: files, code, packages. The working directory and exported variables persist between calls.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{` +
+		`"command":{"type":"string","description":"The shell command to run"},` +
+		`"timeout":{"type":"number","minimum":1,"maximum":300,"description":"Timeout in seconds (1-300, default 30)"}},` +
+		`"required":["command"]}`),
+}}
+
+// Sandbox runs commands in chats' sandboxes; *sandbox.Manager is one.
+type Sandbox interface {
+	Exec(ctx context.Context, scope sandbox.Scope, req sandbox.ExecRequest) (sandbox.ExecResult, error)
+}
+
+// Environment is what the prompt suffix tells the model about its sandbox.
+// It must be true of the image and provider in use.
+type Environment struct {
+	// System names the operating system, e.g. "Debian 12 (bookworm)".
+	System string
+	// Tools are the preinstalled programs.
+	Tools []string
+	// Network says whether the sandbox reaches the network.
+	Network bool
+	// Install says how to add packages, e.g. "apt-get install -y PKG".
+	Install string
+	// Unsafe marks a sandbox without isolation (the host provider).
+	Unsafe bool
+}
+
+// Config configures the node type.
+type Config struct {
+	Models  nodes.Models
+	Sandbox Sandbox // nil: sandbox_shell answers that no sandbox is configured
+	Env     Environment
+	// Now is the clock for tool durations; default time.Now.
+	Now func() time.Time
+}
+
+// Node is the tool-call node type.
+type Node struct{ cfg Config }
+
+var _ nodes.NodeType = (*Node)(nil)
+
+// New returns the node type.
+func New(cfg Config) *Node {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Node{cfg: cfg}
+}
+
+// PromptSuffix is appended to the system prompt when the sandbox is on (N3).
+func (n *Node) PromptSuffix() string {
+	e := n.cfg.Env
+	var b strings.Builder
+	b.WriteString("\n\nYou have your own Linux sandbox for this chat")
+	if e.System != "" {
+		fmt.Fprintf(&b, " (%s)", e.System)
+	}
+	b.WriteString(". Run shell commands in it with the sandbox_shell tool.\n")
+	if len(e.Tools) > 0 {
+		fmt.Fprintf(&b, "- Preinstalled: %s\n", strings.Join(e.Tools, ", "))
+	}
+	b.WriteString("- Working directory: /workspace; its files, your current directory and exported variables persist for this chat\n")
+	switch {
+	case e.Network && e.Install != "":
+		fmt.Fprintf(&b, "- Network: available; install packages with: %s\n", e.Install)
+	case e.Network:
+		b.WriteString("- Network: available\n")
+	default:
+		b.WriteString("- Network: none, so packages cannot be downloaded; work with what is installed\n")
+	}
+	b.WriteString("- Each command has no input and times out after 30 seconds unless you pass timeout (at most 300)\n")
+	if e.Unsafe {
+		b.WriteString("- WARNING: this sandbox is not isolated: commands run directly on the server\n")
+	}
+	return b.String()
+}
+
+// Call is one tool call as recorded in the node's response and the chat.
+type Call struct {
+	ID         string          `json:"id"`
+	Tool       string          `json:"toolName"`
+	Arguments  string          `json:"params"`
+	Response   json.RawMessage `json:"response"`
+	DurationMs int64           `json:"durationMs"`
+	Status     string          `json:"status"` // success | failed | timed out | error
+}
+
+// Run calls the model, runs the tools it asks for, sends the results back,
+// and repeats until the model answers without tools or the round limit.
+func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, error) {
+	in := run.Inputs
+	modelName := nodes.StringInput(in, "model")
+	model, err := n.cfg.Models.Model(modelName)
+	if err != nil {
+		return nil, err
+	}
+	system := nodes.StringInput(in, "systemPrompt")
+	useSandbox := nodes.BoolInput(in, "useAgentSandbox")
+	var tools []llm.Tool
+	if useSandbox {
+		tools = append(tools, ShellTool)
+		system += n.PromptSuffix()
+	}
+	msgs := nodes.Messages(system, run.Chat.History, nodes.IntInput(in, "history"), nodes.StringInput(in, "userChatInput"))
+	if useSandbox && nodes.StringInput(in, "systemPrompt") == "" {
+		msgs[0].Content = strings.TrimLeft(msgs[0].Content, "\n")
+	}
+	maxRounds := max(1, nodes.IntInput(in, "maxToolRounds"))
+	var calls []Call
+	defer func() { run.Detail = map[string]any{"toolCalls": calls} }()
+
+	var answer string
+	for round := 1; ; round++ {
+		resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: nodes.FloatInput(in, "temperature")},
+			func(s string) { run.Emit(nodes.EventAnswer, s) })
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", modelName, err)
+		}
+		msgs = append(msgs, resp.Message)
+		answer = resp.Message.Content
+		if len(resp.Message.ToolCalls) == 0 {
+			break
+		}
+		if round > maxRounds {
+			note := fmt.Sprintf("\n\n[Stopped: the model still wanted tools after %d rounds, the limit of this node. Raise \"Maximum tool rounds\" or ask it to continue.]", maxRounds)
+			run.Emit(nodes.EventAnswer, note)
+			answer += note
+			break
+		}
+		for _, tc := range resp.Message.ToolCalls {
+			call, unavailable := n.runTool(ctx, run, tc, tools)
+			calls = append(calls, call)
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: string(call.Response)})
+			if unavailable != nil {
+				// N5: the node ends with the error as its output; the rest
+				// of the workflow runs on.
+				run.Warning = unavailable.Error()
+				run.Emit(nodes.EventError, map[string]string{"message": sandbox.ErrUnavailable.Error()})
+				return map[string]any{"answerText": sandbox.ErrUnavailable.Error(), "toolCalls": calls}, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return map[string]any{"answerText": answer, "toolCalls": calls}, nil
+}
+
+// runTool runs one tool call and reports it; unavailable is set when the
+// sandbox service could not run the command.
+func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tools []llm.Tool) (call Call, unavailable error) {
+	call = Call{ID: tc.ID, Tool: tc.Function.Name, Arguments: tc.Function.Arguments}
+	run.Emit(nodes.EventToolCall, map[string]any{"id": tc.ID, "toolName": tc.Function.Name, "params": tc.Function.Arguments})
+	run.Emit(nodes.EventToolParams, map[string]any{"id": tc.ID, "params": tc.Function.Arguments})
+	start := n.cfg.Now()
+	var resp any
+	if !offered(tools, tc.Function.Name) {
+		call.Status = "error"
+		resp = toolError(fmt.Sprintf("unknown tool %q; the tools you have are: %s", tc.Function.Name, names(tools)))
+	} else {
+		resp, call.Status, unavailable = n.shell(ctx, run, tc)
+	}
+	call.DurationMs = n.cfg.Now().Sub(start).Milliseconds()
+	call.Response, _ = json.Marshal(resp)
+	run.Emit(nodes.EventToolResponse, map[string]any{"id": tc.ID, "toolName": tc.Function.Name, "response": string(call.Response), "durationMs": call.DurationMs, "status": call.Status})
+	return call, unavailable
+}
+
+// ShellResult is what the model reads back from sandbox_shell (N4).
+type ShellResult struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exitCode"`
+	DurationMs int64  `json:"durationMs"`
+	TimedOut   bool   `json:"timedOut,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+}
+
+func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (resp any, status string, unavailable error) {
+	cmd, timeout, problem := ParseShellArgs(tc.Function.Arguments)
+	if problem != "" {
+		return toolError(problem), "error", nil
+	}
+	if n.cfg.Sandbox == nil {
+		err := fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
+		return ShellResult{ExitCode: -1, Stderr: sandbox.ErrUnavailable.Error()}, "failed", err
+	}
+	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
+	res, err := n.cfg.Sandbox.Exec(ctx, scope, sandbox.ExecRequest{
+		Command: cmd, Timeout: timeout,
+		OnOutput: func(s sandbox.Stream, p []byte) {
+			stream := "stdout"
+			if s == sandbox.Stderr {
+				stream = "stderr"
+			}
+			run.Emit(nodes.EventToolOutput, map[string]any{"id": tc.ID, "stream": stream, "text": string(p)})
+		},
+	})
+	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated}
+	switch {
+	case errors.Is(err, sandbox.ErrUnavailable):
+		return out, "failed", err
+	case err != nil:
+		// Cancelled, or the scope was refused: the model sees why.
+		return ShellResult{ExitCode: -1, Stderr: err.Error()}, "failed", nil
+	case res.TimedOut:
+		return out, "timed out", nil
+	case res.ExitCode != 0:
+		return out, "failed", nil
+	}
+	return out, "success", nil
+}
+
+// ParseShellArgs reads sandbox_shell's arguments leniently (models send
+// broken JSON) and says plainly what is wrong when it cannot.
+func ParseShellArgs(args string) (command string, timeout time.Duration, problem string) {
+	example := `; call it like {"command": "ls -la", "timeout": 30}`
+	c := gjson.Get(args, "command")
+	switch {
+	case !c.Exists():
+		return "", 0, fmt.Sprintf("sandbox_shell needs a \"command\" string, and the arguments %s have none%s", clipArgs(args), example)
+	case c.Type != gjson.String:
+		return "", 0, fmt.Sprintf("\"command\" must be a string, got %s%s", c.Raw, example)
+	case strings.TrimSpace(c.String()) == "":
+		return "", 0, "\"command\" is empty" + example
+	}
+	t := gjson.Get(args, "timeout")
+	if t.Exists() && t.Type != gjson.Null {
+		if t.Type != gjson.Number {
+			return "", 0, fmt.Sprintf("\"timeout\" must be a number of seconds from 1 to 300, not %s%s", t.Raw, example)
+		}
+		if t.Float() < 1 || t.Float() > 300 {
+			return "", 0, fmt.Sprintf("\"timeout\" must be from 1 to 300 seconds, got %s%s", t.Raw, example)
+		}
+		timeout = time.Duration(t.Float() * float64(time.Second))
+	}
+	return c.String(), timeout, ""
+}
+
+func toolError(msg string) map[string]string { return map[string]string{"error": msg} }
+
+func offered(tools []llm.Tool, name string) bool {
+	for _, t := range tools {
+		if t.Function.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func names(tools []llm.Tool) string {
+	if len(tools) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Function.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+func clipArgs(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}

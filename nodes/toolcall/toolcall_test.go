@@ -1,0 +1,311 @@
+package toolcall_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/internal/llm/llmtest"
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// one model for every name, talking to the scripted endpoint.
+type endpoint struct{ c *llm.Client }
+
+func (e endpoint) Model(string) (llm.Model, error) { return e.c, nil }
+
+type fixture struct {
+	engine  *nodes.Engine
+	model   *llmtest.Server
+	manager *sandbox.Manager
+}
+
+func newManager(t *testing.T, bwrapPath string) *sandbox.Manager {
+	t.Helper()
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", BwrapPath: bwrapPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bwrapPath == "" {
+		testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	}
+	store, err := mongostore.New(context.Background(), mongotest.DB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func newFixture(t *testing.T, manager *sandbox.Manager, replies ...llmtest.Reply) *fixture {
+	t.Helper()
+	srv := llmtest.New(t, replies...)
+	client, err := llm.NewClient(llm.Config{BaseURL: srv.BaseURL, RetryBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := nodes.LoadTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := nodes.Builtins(endpoint{client})
+	cfg := toolcall.Config{Models: endpoint{client}, Env: toolcall.Environment{System: "Debian 12 (bookworm)", Tools: []string{"bash", "python3"}}}
+	if manager != nil {
+		cfg.Sandbox = manager
+	}
+	types["tools"] = toolcall.New(cfg)
+	return &fixture{engine: &nodes.Engine{Templates: ts, Types: types}, model: srv, manager: manager}
+}
+
+func app(t *testing.T, toolInputs string) *nodes.Graph {
+	t.Helper()
+	var g nodes.Graph
+	js := fmt.Sprintf(`{"nodes":[
+		{"nodeId":"start","type":"workflowStart"},
+		{"nodeId":"agent","type":"tools","name":"Agent","inputs":%s},
+		{"nodeId":"answer","type":"answerNode","inputs":{"text":"\n[after: {{$agent.answerText$}}]"}}],
+		"edges":[{"source":"start","target":"agent"},{"source":"agent","target":"answer"}]}`, toolInputs)
+	if err := json.Unmarshal([]byte(js), &g); err != nil {
+		t.Fatal(err)
+	}
+	return &g
+}
+
+func (f *fixture) run(t *testing.T, g *nodes.Graph, chat nodes.Chat) (*nodes.Result, []nodes.Event) {
+	t.Helper()
+	if chat.AppID == "" {
+		chat.AppID, chat.UserID = "app-"+t.Name(), "user-1"
+	}
+	var events []nodes.Event
+	res, err := f.engine.Run(context.Background(), g, chat, func(ev nodes.Event) { events = append(events, ev) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.manager != nil {
+		id := sandbox.IDFor(chat.AppID, chat.UserID, chat.ChatID)
+		t.Cleanup(func() { f.manager.Delete(context.Background(), id) })
+	}
+	return res, events
+}
+
+func toolMessages(req llm.Request) []llm.Message {
+	var out []llm.Message
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleTool {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestSwitchOnInjectsToolAndPrompt(t *testing.T) {
+	f := newFixture(t, nil, llmtest.Reply{Text: "on"}, llmtest.Reply{Text: "off"}, llmtest.Reply{Text: "on, with prompt"})
+	f.run(t, app(t, `{"useAgentSandbox":true}`), nodes.Chat{ChatID: "c1", Question: "hi"})
+	f.run(t, app(t, `{"useAgentSandbox":false}`), nodes.Chat{ChatID: "c2", Question: "hi"})
+	f.run(t, app(t, `{"useAgentSandbox":true,"systemPrompt":"Be brief."}`), nodes.Chat{ChatID: "c3", Question: "hi"})
+	reqs := f.model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	on, off, withPrompt := reqs[0], reqs[1], reqs[2]
+	if len(on.Tools) != 1 || on.Tools[0].Function.Name != "sandbox_shell" {
+		t.Errorf("switch on: tools = %+v, want sandbox_shell", on.Tools)
+	}
+	var params struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type    string  `json:"type"`
+			Minimum float64 `json:"minimum"`
+			Maximum float64 `json:"maximum"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(on.Tools[0].Function.Parameters, &params)
+	if fmt.Sprint(params.Required) != "[command]" || params.Properties["command"].Type != "string" ||
+		params.Properties["timeout"].Type != "number" || params.Properties["timeout"].Minimum != 1 || params.Properties["timeout"].Maximum != 300 {
+		t.Errorf("sandbox_shell parameters = %+v, want command (string, required) and timeout (number 1-300)", params)
+	}
+	if on.Messages[0].Role != llm.RoleSystem || !strings.Contains(on.Messages[0].Content, "/workspace") ||
+		!strings.Contains(on.Messages[0].Content, "Debian 12") || !strings.Contains(on.Messages[0].Content, "bash, python3") {
+		t.Errorf("switch on: first message = %+v, want a system message describing the sandbox", on.Messages[0])
+	}
+	if len(off.Tools) != 0 || off.Messages[0].Role == llm.RoleSystem {
+		t.Errorf("switch off: tools %+v, messages %+v; want neither tool nor sandbox prompt", off.Tools, off.Messages)
+	}
+	if sys := withPrompt.Messages[0].Content; !strings.HasPrefix(sys, "Be brief.\n\n") || !strings.Contains(sys, "sandbox_shell") {
+		t.Errorf("with a system prompt: %q, want the suffix appended to it", sys)
+	}
+}
+
+func TestTurnsShareTheChatsSandbox(t *testing.T) {
+	m := newManager(t, "")
+	f := newFixture(t, m,
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo data > f.txt; export V=42; cd /tmp"}`)}},
+		llmtest.Reply{Text: "saved"},
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c2", "sandbox_shell", `{"command":"cat /workspace/f.txt; echo $V; pwd"}`)}},
+		llmtest.Reply{Text: "read"},
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c3", "sandbox_shell", `{"command":"ls /workspace; echo \"v=$V\""}`)}},
+		llmtest.Reply{Text: "other chat"},
+	)
+	g := app(t, `{"useAgentSandbox":true}`)
+	f.run(t, g, nodes.Chat{ChatID: "chat-a", Question: "save"})
+	f.run(t, g, nodes.Chat{ChatID: "chat-a", Question: "read back"})
+	f.run(t, g, nodes.Chat{ChatID: "chat-b", Question: "look"})
+	reqs := f.model.Requests()
+	var second, other toolcall.ShellResult
+	json.Unmarshal([]byte(toolMessages(reqs[3])[0].Content), &second)
+	json.Unmarshal([]byte(toolMessages(reqs[5])[0].Content), &other)
+	if second.Stdout != "data\n42\n/tmp\n" || second.ExitCode != 0 {
+		t.Errorf("second turn saw %+v, want the file, the variable and the directory of the first", second)
+	}
+	if other.Stdout != "v=\n" {
+		t.Errorf("another chat saw %q, want an empty workspace and no variable", other.Stdout)
+	}
+}
+
+func TestSandboxDownEndsNodeWithTheError(t *testing.T) {
+	f := newFixture(t, newManager(t, "/nonexistent/bwrap"),
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"ls"}`)}},
+		llmtest.Reply{Text: "never asked"},
+	)
+	res, events := f.run(t, app(t, `{"useAgentSandbox":true}`), nodes.Chat{ChatID: "c", Question: "list"})
+	agent, answer := res.Responses[1], res.Responses[2]
+	if !strings.Contains(agent.Error, "temporarily unavailable") || agent.Outputs["answerText"] != sandbox.ErrUnavailable.Error() {
+		t.Fatalf("agent response = %+v, want the unavailable error as its output", agent)
+	}
+	calls := agent.Detail.(map[string]any)["toolCalls"].([]toolcall.Call)
+	var result toolcall.ShellResult
+	json.Unmarshal(calls[0].Response, &result)
+	if result.ExitCode != -1 || !strings.Contains(result.Stderr, "sandbox service temporarily unavailable, retry later") {
+		t.Fatalf("tool result = %+v, want exitCode -1 and the retry message", result)
+	}
+	if answer.Error != "" || answer.Outputs["answerText"] != "\n[after: sandbox service temporarily unavailable, retry later]" {
+		t.Fatalf("answer node = %+v, want it to run after the tool-call node", answer)
+	}
+	if len(f.model.Requests()) != 1 {
+		t.Fatalf("%d model requests, want the node to end after the failed tool call", len(f.model.Requests()))
+	}
+	var sawError bool
+	for _, ev := range events {
+		sawError = sawError || ev.Type == nodes.EventError
+	}
+	if !sawError {
+		t.Fatal("no error event streamed")
+	}
+}
+
+func TestBrokenArgumentsBecomeToolErrors(t *testing.T) {
+	m := newManager(t, "")
+	tests := []struct {
+		name, tool, args string
+		want             string // in the tool message the model gets
+	}{
+		{"not JSON", "sandbox_shell", `run ls please`, `needs a \"command\" string`},
+		{"command not a string", "sandbox_shell", `{"command": 5}`, `\"command\" must be a string`},
+		{"empty command", "sandbox_shell", `{"command": "  "}`, `\"command\" is empty`},
+		{"timeout as string", "sandbox_shell", `{"command":"ls","timeout":"abc"}`, `must be a number of seconds`},
+		{"timeout out of range", "sandbox_shell", `{"command":"ls","timeout":900}`, `from 1 to 300 seconds, got 900`},
+		{"unknown tool", "rm_everything", `{}`, `unknown tool \"rm_everything\"; the tools you have are: sandbox_shell`},
+		{"truncated JSON still runs", "sandbox_shell", `{"command": "echo lenient"`, `"stdout":"lenient\n"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, m,
+				llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", tc.tool, tc.args)}},
+				llmtest.Reply{Text: "understood"},
+			)
+			res, _ := f.run(t, app(t, `{"useAgentSandbox":true}`), nodes.Chat{ChatID: "c-" + tc.name, Question: "go"})
+			reqs := f.model.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model requests, want the tool result sent back once", len(reqs))
+			}
+			got := toolMessages(reqs[1])[0].Content
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("tool message = %s, want it to contain %s", got, tc.want)
+			}
+			if res.Responses[1].Error != "" || res.Responses[1].Outputs["answerText"] != "understood" {
+				t.Fatalf("agent = %+v; a broken call must not fail the node", res.Responses[1])
+			}
+		})
+	}
+}
+
+func TestRoundLimit(t *testing.T) {
+	m := newManager(t, "")
+	call := func(id string) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(id, "sandbox_shell", `{"command":"true"}`)}}
+	}
+	f := newFixture(t, m, call("a"), call("b"), call("c"), llmtest.Reply{Text: "never"})
+	res, _ := f.run(t, app(t, `{"useAgentSandbox":true,"maxToolRounds":2}`), nodes.Chat{ChatID: "c", Question: "loop"})
+	if n := len(f.model.Requests()); n != 3 {
+		t.Fatalf("%d model requests, want 3 (two rounds of tools, then the limit)", n)
+	}
+	if a := res.Responses[1].Outputs["answerText"].(string); !strings.Contains(a, "after 2 rounds") {
+		t.Fatalf("answer = %q, want it to say the round limit stopped it", a)
+	}
+	if calls := res.Responses[1].Detail.(map[string]any)["toolCalls"].([]toolcall.Call); len(calls) != 2 {
+		t.Fatalf("%d tool calls ran, want 2", len(calls))
+	}
+}
+
+func TestModelErrorThenSuccess(t *testing.T) {
+	f := newFixture(t, nil, llmtest.Reply{Status: 500, ErrMessage: "overloaded"}, llmtest.Reply{Text: "fine now"})
+	res, _ := f.run(t, app(t, `{"useAgentSandbox":false}`), nodes.Chat{ChatID: "c", Question: "q"})
+	if res.Responses[1].Error != "" || res.Responses[1].Outputs["answerText"] != "fine now" || len(f.model.Requests()) != 2 {
+		t.Fatalf("agent = %+v after %d requests; want a retry and success", res.Responses[1], len(f.model.Requests()))
+	}
+}
+
+// The events of one tool round, in order, with the command's output
+// streamed while it runs.
+func TestEventSequence(t *testing.T) {
+	m := newManager(t, "")
+	f := newFixture(t, m,
+		llmtest.Reply{Text: "Running it.", ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo one; sleep 1; echo two >&2"}`)}},
+		llmtest.Reply{Text: "All done."},
+	)
+	_, events := f.run(t, app(t, `{"useAgentSandbox":true}`), nodes.Chat{ChatID: "c", Question: "go"})
+	var seq []string
+	for _, ev := range events {
+		s := ev.Type
+		if ev.Type == nodes.EventFlowNodeStatus || ev.Type == nodes.EventToolOutput {
+			s += ":" + ev.NodeID
+		}
+		if ev.Type == nodes.EventToolOutput {
+			s += ":" + ev.Data.(map[string]any)["stream"].(string)
+		}
+		if len(seq) == 0 || seq[len(seq)-1] != s {
+			seq = append(seq, s)
+		}
+	}
+	want := []string{
+		"flowNodeStatus:start", "flowNodeStatus:agent", "answer", "toolCall", "toolParams",
+		"toolOutput:agent:stdout", "toolOutput:agent:stderr", "toolResponse", "answer", "flowNodeStatus:answer", "answer",
+	}
+	if strings.Join(seq, " ") != strings.Join(want, " ") {
+		t.Fatalf("events:\n got  %v\n want %v", seq, want)
+	}
+	for _, ev := range events {
+		if ev.Type == nodes.EventToolResponse {
+			d := ev.Data.(map[string]any)
+			if d["status"] != "success" || d["durationMs"].(int64) < 900 {
+				t.Fatalf("toolResponse = %v, want success and the command's duration", d)
+			}
+		}
+	}
+}
+
