@@ -308,4 +308,3 @@ func TestEventSequence(t *testing.T) {
 		}
 	}
 }
-
