@@ -6,6 +6,21 @@
 // collections, documents or indexes (their owners do, e.g.
 // sandbox/mongostore), and it must never log or return a connection string
 // or an error that still carries the password.
+//
+// What the embedded FerretDB v1.24 (SQLite) does differently from MongoDB,
+// which every collection's owner must design for (measured here):
+//   - Only a filter that is exactly {_id: <scalar>} is answered from an
+//     index; every other query, $in on _id included, decodes the whole
+//     collection (about 15-20 µs a document).
+//   - Updates are read-modify-write without a lock: of 20 concurrent $inc
+//     on one document about 6 land, and a conditional update
+//     ({_id, status: "running"} → "stopping") can succeed for several
+//     concurrent callers. Inserts under a unique key are atomic (a
+//     duplicate gets E11000): build exclusive claims on them, or on Redis.
+//   - No transactions, partial indexes (refused with code 238), TTL
+//     indexes or change streams; $slice in $push is accepted and ignored;
+//     one createIndexes naming several existing indexes drops the
+//     connection.
 package mongodb
 
 import (
