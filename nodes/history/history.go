@@ -19,6 +19,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -61,17 +62,48 @@ type Chat struct {
 	Recent    []llm.Message `bson:"recent" json:"-"`
 }
 
-// Item is one message of a chat.
+// Item is one message of a chat. ToolCalls and Responses are JSON as the
+// engine produced it; they are stored as JSON text, because their shapes
+// are open and the embedded database refuses some (nested arrays).
 type Item struct {
-	ID         string    `bson:"_id" json:"dataId"`
-	ChatID     string    `bson:"chatId" json:"chatId"`
-	Seq        int       `bson:"seq" json:"seq"`
-	Role       string    `bson:"role" json:"role"` // user | assistant
-	Text       string    `bson:"text" json:"text"`
-	ToolCalls  any       `bson:"toolCalls,omitempty" json:"toolCalls,omitempty"`
-	Responses  any       `bson:"responses,omitempty" json:"responses,omitempty"`
-	DurationMs int64     `bson:"durationMs,omitempty" json:"durationMs,omitempty"`
-	CreatedAt  time.Time `bson:"createdAt" json:"createdAt"`
+	ID         string          `json:"dataId"`
+	ChatID     string          `json:"chatId"`
+	Seq        int             `json:"seq"`
+	Role       string          `json:"role"` // user | assistant
+	Text       string          `json:"text"`
+	ToolCalls  json.RawMessage `json:"toolCalls,omitempty"`
+	Responses  json.RawMessage `json:"responses,omitempty"`
+	DurationMs int64           `json:"durationMs,omitempty"`
+	CreatedAt  time.Time       `json:"createdAt"`
+}
+
+// itemDoc is an Item as stored.
+type itemDoc struct {
+	ID         string    `bson:"_id"`
+	ChatID     string    `bson:"chatId"`
+	Seq        int       `bson:"seq"`
+	Role       string    `bson:"role"`
+	Text       string    `bson:"text"`
+	ToolCalls  string    `bson:"toolCalls,omitempty"`
+	Responses  string    `bson:"responses,omitempty"`
+	DurationMs int64     `bson:"durationMs,omitempty"`
+	CreatedAt  time.Time `bson:"createdAt"`
+}
+
+func (it Item) doc() itemDoc {
+	return itemDoc{ID: it.ID, ChatID: it.ChatID, Seq: it.Seq, Role: it.Role, Text: it.Text,
+		ToolCalls: string(it.ToolCalls), Responses: string(it.Responses), DurationMs: it.DurationMs, CreatedAt: it.CreatedAt}
+}
+
+func (d itemDoc) item() Item {
+	it := Item{ID: d.ID, ChatID: d.ChatID, Seq: d.Seq, Role: d.Role, Text: d.Text, DurationMs: d.DurationMs, CreatedAt: d.CreatedAt}
+	if d.ToolCalls != "" {
+		it.ToolCalls = json.RawMessage(d.ToolCalls)
+	}
+	if d.Responses != "" {
+		it.Responses = json.RawMessage(d.Responses)
+	}
+	return it
 }
 
 // Store is the MongoDB history store.
@@ -164,7 +196,7 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 		it.ChatID, it.CreatedAt = chat.ID, now
 		for attempt := 0; ; attempt++ {
 			it.Seq, it.ID = seq, itemID(chat.ID, seq)
-			_, err := s.items.InsertOne(ctx, it)
+			_, err := s.items.InsertOne(ctx, it.doc())
 			if err == nil {
 				break
 			}
@@ -182,8 +214,8 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, error) {
 	var out []Item
 	for seq := max(0, from); len(out) < limit; seq++ {
-		var it Item
-		err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(chat.ID, seq)}}).Decode(&it)
+		var d itemDoc
+		err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(chat.ID, seq)}}).Decode(&d)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			if seq < chat.Items {
 				continue // a turn whose item was not written (crash between writes)
@@ -193,7 +225,7 @@ func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, 
 		if err != nil {
 			return nil, fmt.Errorf("read chat %s item %d: %w", chat.ID, seq, err)
 		}
-		out = append(out, it)
+		out = append(out, d.item())
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,7 +25,7 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	if err != nil || chat.Items != 0 {
 		t.Fatalf("a new chat: %+v, %v", chat, err)
 	}
-	calls := []map[string]any{{"id": "c1", "toolName": "sandbox_shell", "params": `{"command":"ls"}`, "response": `{"exitCode":0}`, "durationMs": 12}}
+	calls := json.RawMessage(`[{"id":"c1","toolName":"sandbox_shell","params":"{\"command\":\"ls\"}","response":"{\"exitCode\":0}","durationMs":12}]`)
 	chat, err = s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "list the files\nplease"},
 		history.Item{Role: "assistant", Text: "there are none", ToolCalls: calls, DurationMs: 40}, t0)
 	if err != nil {
@@ -49,7 +50,7 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	if err != nil || len(items) != 4 {
 		t.Fatalf("items = %+v, %v", items, err)
 	}
-	if items[1].Text != "there are none" || items[1].Seq != 1 || items[1].DurationMs != 40 || fmt.Sprint(items[1].ToolCalls) == "<nil>" {
+	if items[1].Text != "there are none" || items[1].Seq != 1 || items[1].DurationMs != 40 || string(items[1].ToolCalls) != string(calls) {
 		t.Fatalf("answer item = %+v, want its tool calls and duration", items[1])
 	}
 	if page, _ := s.Items(ctx, got, 2, 1); len(page) != 1 || page[0].Text != "thanks" {

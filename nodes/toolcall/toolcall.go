@@ -106,12 +106,12 @@ func (n *Node) PromptSuffix() string {
 
 // Call is one tool call as recorded in the node's response and the chat.
 type Call struct {
-	ID         string          `json:"id"`
-	Tool       string          `json:"toolName"`
-	Arguments  string          `json:"params"`
-	Response   json.RawMessage `json:"response"`
-	DurationMs int64           `json:"durationMs"`
-	Status     string          `json:"status"` // success | failed | timed out | error
+	ID         string `json:"id"`
+	Tool       string `json:"toolName"`
+	Arguments  string `json:"params"`
+	Response   string `json:"response"` // the JSON the model read
+	DurationMs int64  `json:"durationMs"`
+	Status     string `json:"status"` // success | failed | timed out | error
 }
 
 // Run calls the model, runs the tools it asks for, sends the results back,
@@ -159,7 +159,7 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 		for _, tc := range resp.Message.ToolCalls {
 			call, unavailable := n.runTool(ctx, run, tc, tools)
 			calls = append(calls, call)
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: string(call.Response)})
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: call.Response})
 			if unavailable != nil {
 				// N5: the node ends with the error as its output; the rest
 				// of the workflow runs on.
@@ -190,8 +190,9 @@ func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 		resp, call.Status, unavailable = n.shell(ctx, run, tc)
 	}
 	call.DurationMs = n.cfg.Now().Sub(start).Milliseconds()
-	call.Response, _ = json.Marshal(resp)
-	run.Emit(nodes.EventToolResponse, map[string]any{"id": tc.ID, "toolName": tc.Function.Name, "response": string(call.Response), "durationMs": call.DurationMs, "status": call.Status})
+	b, _ := json.Marshal(resp)
+	call.Response = string(b)
+	run.Emit(nodes.EventToolResponse, map[string]any{"id": tc.ID, "toolName": tc.Function.Name, "response": call.Response, "durationMs": call.DurationMs, "status": call.Status})
 	return call, unavailable
 }
 

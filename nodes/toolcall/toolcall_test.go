@@ -189,7 +189,7 @@ func TestSandboxDownEndsNodeWithTheError(t *testing.T) {
 	}
 	calls := agent.Detail.(map[string]any)["toolCalls"].([]toolcall.Call)
 	var result toolcall.ShellResult
-	json.Unmarshal(calls[0].Response, &result)
+	json.Unmarshal([]byte(calls[0].Response), &result)
 	if result.ExitCode != -1 || !strings.Contains(result.Stderr, "sandbox service temporarily unavailable, retry later") {
 		t.Fatalf("tool result = %+v, want exitCode -1 and the retry message", result)
 	}

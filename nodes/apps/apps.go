@@ -1,0 +1,113 @@
+// Package apps stores apps: a named workflow graph with its owner. Graphs
+// are validated against the node templates before they are saved. Apps
+// are read by _id only (see internal/mongodb on the embedded database). It
+// must never decide who may read or change an app: callers check OwnerID.
+package apps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/flowbox/flowbox/nodes"
+)
+
+// Collection holds the apps.
+const Collection = "apps"
+
+// ErrNotFound: no such app.
+var ErrNotFound = errors.New("app not found")
+
+// DemoAppID is the app every engine has: the demo model with the sandbox
+// switch on, so a first run shows the whole loop.
+const DemoAppID = "demo"
+
+// App is an app as stored. The graph is kept as JSON text, exactly as
+// validated.
+type App struct {
+	ID        string      `bson:"_id" json:"appId"`
+	Name      string      `bson:"name" json:"name"`
+	OwnerID   string      `bson:"ownerId" json:"ownerId"`
+	Graph     nodes.Graph `bson:"-" json:"graph"`
+	GraphJSON string      `bson:"graph" json:"-"`
+	CreatedAt time.Time   `bson:"createdAt" json:"createdAt"`
+	UpdatedAt time.Time   `bson:"updatedAt" json:"updatedAt"`
+}
+
+// Store keeps apps in MongoDB.
+type Store struct {
+	coll      *mongo.Collection
+	templates nodes.Templates
+}
+
+// New returns a store that validates graphs with templates.
+func New(db *mongo.Database, templates nodes.Templates) *Store {
+	return &Store{coll: db.Collection(Collection), templates: templates}
+}
+
+// Get returns an app; ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, id string) (App, error) {
+	var a App
+	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&a)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return App{}, fmt.Errorf("app %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return App{}, fmt.Errorf("read app %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(a.GraphJSON), &a.Graph); err != nil {
+		return App{}, fmt.Errorf("app %s has an unreadable graph: %w", id, err)
+	}
+	return a, nil
+}
+
+// Put validates the app's graph and saves it (insert or replace).
+func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
+	if a.ID == "" || a.Name == "" {
+		return fmt.Errorf("an app needs an id and a name")
+	}
+	if err := s.templates.Validate(&a.Graph); err != nil {
+		return err
+	}
+	graph, err := json.Marshal(a.Graph)
+	if err != nil {
+		return err
+	}
+	now = now.UTC()
+	_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: a.ID}}, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
+		{Key: "$setOnInsert", Value: bson.D{{Key: "createdAt", Value: now}}},
+	}, options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		return fmt.Errorf("save app %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// DemoGraph is the demo app's workflow: the tool-call node on the offline
+// demo model with the sandbox on.
+func DemoGraph() nodes.Graph {
+	var g nodes.Graph
+	_ = json.Unmarshal([]byte(`{"nodes":[
+		{"nodeId":"start","type":"workflowStart","name":"Start"},
+		{"nodeId":"agent","type":"tools","name":"Agent","inputs":{
+			"model":"flowbox-demo","useAgentSandbox":true,
+			"systemPrompt":"You are a helpful assistant with a Linux sandbox."}}],
+		"edges":[{"source":"start","target":"agent"}]}`), &g)
+	return g
+}
+
+// EnsureDemo creates the demo app when it does not exist; an existing one
+// (perhaps edited) is left alone.
+func (s *Store) EnsureDemo(ctx context.Context, owner string, now time.Time) error {
+	if _, err := s.Get(ctx, DemoAppID); err == nil || !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return s.Put(ctx, App{ID: DemoAppID, Name: "Demo: sandbox agent", OwnerID: owner, Graph: DemoGraph()}, now)
+}
