@@ -48,6 +48,10 @@ type ChatHandler struct {
 	DefaultApp string
 	Now        func() time.Time
 	Log        *slog.Logger
+
+	// trace, when set (benchmarks), learns when each relayed event left
+	// the engine.
+	trace func(chatID string, at time.Time)
 }
 
 // maxChatBody bounds a request body.
@@ -140,6 +144,9 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	hist := chat.History(50)
 	run := nodes.Chat{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: question, History: hist, Variables: req.Variables}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
+	if h.trace != nil {
+		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
+	}
 	start := h.Now()
 	res, runErr := h.Engine.Run(ctx, &app.Graph, run, out.event)
 	if runErr != nil && errors.Is(runErr, nodes.ErrInvalid) {
@@ -152,6 +159,9 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	answer := res.Answer
 	if runErr != nil {
 		answer += "\n[interrupted: " + runErr.Error() + "]"
+	} else {
+		// The client has the whole answer before the turn is written down.
+		out.finish(res)
 	}
 	// The turn is kept even when the client went away: its commands ran.
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -163,10 +173,6 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	if err != nil {
 		h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
 	}
-	if runErr != nil {
-		return // the client is gone
-	}
-	out.finish(res)
 }
 
 // toolCalls lists every tool call of the run, in order.
@@ -205,6 +211,7 @@ type chatStream struct {
 	stream, detail bool
 	id             string
 	created        int64
+	trace          func(time.Time)
 }
 
 func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
@@ -225,6 +232,9 @@ func (s *chatStream) chunk(delta map[string]any, finish any) map[string]any {
 }
 
 func (s *chatStream) send(event string, data any) {
+	if s.trace != nil {
+		s.trace(time.Now())
+	}
 	var b []byte
 	if str, ok := data.(string); ok && str == "[DONE]" {
 		b = []byte(str)

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 
 type chatEnv struct {
 	srv      *httptest.Server
+	handler  *ChatHandler
 	provider *bwrap.Provider
 	history  *history.Store
 	model    *llmtest.Server
@@ -38,7 +39,7 @@ type chatEnv struct {
 
 // newChatEnv serves the chat API with the demo app and a "scripted" app
 // whose tool-call node talks to a scripted endpoint.
-func newChatEnv(t *testing.T, replies ...llmtest.Reply) *chatEnv {
+func newChatEnv(t testing.TB, replies ...llmtest.Reply) *chatEnv {
 	t.Helper()
 	ctx := context.Background()
 	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
@@ -80,10 +81,10 @@ func newChatEnv(t *testing.T, replies ...llmtest.Reply) *chatEnv {
 	r.POST("/api/v1/chat/completions", h.Completions)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	return &chatEnv{srv: srv, provider: p, history: hist, model: model}
+	return &chatEnv{srv: srv, handler: h, provider: p, history: hist, model: model}
 }
 
-func (e *chatEnv) post(t *testing.T, ctx context.Context, key, body string) *http.Response {
+func (e *chatEnv) post(t testing.TB, ctx context.Context, key, body string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/api/v1/chat/completions", strings.NewReader(body))
 	if key != "" {
@@ -102,7 +103,7 @@ type sseEvent struct {
 	Data  string
 }
 
-func readSSE(t *testing.T, r io.Reader, each func(sseEvent) bool) []sseEvent {
+func readSSE(t testing.TB, r io.Reader, each func(sseEvent) bool) []sseEvent {
 	t.Helper()
 	var out []sseEvent
 	sc := bufio.NewScanner(r)

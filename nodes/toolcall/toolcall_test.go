@@ -32,7 +32,7 @@ type fixture struct {
 	manager *sandbox.Manager
 }
 
-func newManager(t *testing.T, bwrapPath string) *sandbox.Manager {
+func newManager(t testing.TB, bwrapPath string) *sandbox.Manager {
 	t.Helper()
 	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", BwrapPath: bwrapPath})
 	if err != nil {
@@ -72,7 +72,7 @@ func newFixture(t *testing.T, manager *sandbox.Manager, replies ...llmtest.Reply
 	return &fixture{engine: &nodes.Engine{Templates: ts, Types: types}, model: srv, manager: manager}
 }
 
-func app(t *testing.T, toolInputs string) *nodes.Graph {
+func app(t testing.TB, toolInputs string) *nodes.Graph {
 	t.Helper()
 	var g nodes.Graph
 	js := fmt.Sprintf(`{"nodes":[
