@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +307,46 @@ func TestEventSequence(t *testing.T) {
 				t.Fatalf("toolResponse = %v, want success and the command's duration", d)
 			}
 		}
+	}
+}
+
+// The probe reports what the sandbox really has, checked against what a
+// command in a sandbox of the same provider finds.
+func TestProbeTellsTheTruth(t *testing.T) {
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	env, err := toolcall.Probe(context.Background(), p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.System == "" || !strings.Contains(env.System, "Debian") {
+		t.Errorf("system = %q, want the sandbox's os-release name", env.System)
+	}
+	want := map[string]bool{}
+	for _, tool := range []string{"bash", "python3", "git", "curl"} {
+		if _, err := os.Stat("/usr/bin/" + tool); err == nil {
+			want[tool] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, tool := range env.Tools {
+		got[tool] = true
+	}
+	for tool := range want {
+		if !got[tool] {
+			t.Errorf("the sandbox has %s but the probe did not report it (got %v)", tool, env.Tools)
+		}
+	}
+	if got["no-such-tool"] || env.Network {
+		t.Errorf("env = %+v", env)
+	}
+	if strings.Contains(env.Install, "apt-get") {
+		t.Errorf("install hint %q: bwrap's system is read-only, apt cannot work", env.Install)
+	}
+	if list, _ := p.List(context.Background()); len(list) != 0 {
+		t.Errorf("the probe left sandboxes behind: %+v", list)
 	}
 }
