@@ -304,3 +304,15 @@ func (s *chatStream) finish(res *nodes.Result) {
 	}
 	s.c.JSON(http.StatusOK, body)
 }
+
+// decodeJSON reads one JSON value and refuses trailing data.
+func decodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}

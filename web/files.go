@@ -1,0 +1,248 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// ChatAccess decides who may reach a chat's sandbox (F3): the chat's
+// owner, the app's owner and admins. It returns the chat owner's user id,
+// which names the sandbox, or ErrNoAccess, which the API answers as 404:
+// whether another user's chat exists is private.
+type ChatAccess interface {
+	ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string) (ownerID string, err error)
+}
+
+// ErrNoAccess: no such chat, or not yours.
+var ErrNoAccess = errors.New("no such chat")
+
+// SandboxFiles is the part of sandbox.Manager the file API uses.
+type SandboxFiles interface {
+	Files(ctx context.Context, scope sandbox.Scope) (sandbox.Files, error)
+	Lookup(ctx context.Context, scope sandbox.Scope) (sandbox.Instance, error)
+}
+
+// FilesHandler serves the sandbox file API (F1, F2): list, read and write
+// a chat's /workspace, download a file or a directory as a ZIP, and say
+// whether a chat has a sandbox without creating one.
+type FilesHandler struct {
+	Sandboxes SandboxFiles
+	Access    ChatAccess
+	// MaxRead bounds a file read into a JSON answer (default 1 MiB);
+	// larger files are downloaded.
+	MaxRead int64
+	// MaxWrite bounds a written file (default 1 MiB).
+	MaxWrite int64
+}
+
+type fileRequest struct {
+	Action  string  `json:"action"`
+	AppID   string  `json:"appId"`
+	ChatID  string  `json:"chatId"`
+	Path    string  `json:"path"`
+	Content *string `json:"content"`
+}
+
+func (h *FilesHandler) limits() (read, write int64) {
+	read, write = h.MaxRead, h.MaxWrite
+	if read <= 0 {
+		read = 1 << 20
+	}
+	if write <= 0 {
+		write = 1 << 20
+	}
+	return read, write
+}
+
+// bind reads the JSON body (bounded) and checks the chat; it answers the
+// client itself and returns ok=false when the request goes no further.
+func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64) (req fileRequest, scope sandbox.Scope, ok bool) {
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit)
+	if err := decodeJSON(body, &req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", bodyLimit))
+		} else {
+			apiError(c, http.StatusBadRequest, "the request body is not valid JSON: "+err.Error())
+		}
+		return req, scope, false
+	}
+	if req.AppID == "" || req.ChatID == "" {
+		apiError(c, http.StatusBadRequest, "appId and chatId are required")
+		return req, scope, false
+	}
+	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, req.ChatID)
+	if err != nil {
+		if errors.Is(err, ErrNoAccess) {
+			apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", req.ChatID))
+		} else {
+			apiError(c, http.StatusInternalServerError, "could not check access to the chat; retry later")
+		}
+		return req, scope, false
+	}
+	return req, sandbox.Scope{AppID: req.AppID, UserID: owner, ChatID: req.ChatID}, true
+}
+
+// sandboxError answers an error of the sandbox layer.
+func sandboxError(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, sandbox.ErrInvalidPath):
+		apiError(c, http.StatusBadRequest, err.Error())
+	case errors.Is(err, sandbox.ErrNotFound):
+		apiError(c, http.StatusNotFound, err.Error())
+	case errors.Is(err, sandbox.ErrTooLarge):
+		apiError(c, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, sandbox.ErrUnavailable):
+		apiError(c, http.StatusServiceUnavailable, sandbox.ErrUnavailable.Error())
+	default:
+		apiError(c, http.StatusInternalServerError, "the sandbox could not do it; retry later")
+	}
+}
+
+// File serves POST /api/core/ai/sandbox/file (F1). Opening a chat's files
+// creates or wakes its sandbox (S2).
+func (h *FilesHandler) File(c *gin.Context) {
+	maxRead, maxWrite := h.limits()
+	req, scope, ok := h.bind(c, maxWrite+64<<10)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	switch req.Action {
+	case "list", "read", "write":
+	default:
+		apiError(c, http.StatusBadRequest, fmt.Sprintf("action %q: use list, read or write", req.Action))
+		return
+	}
+	if req.Action == "write" && req.Content == nil {
+		apiError(c, http.StatusBadRequest, "write needs content")
+		return
+	}
+	if _, err := sandbox.WorkspaceRel(req.Path); err != nil {
+		sandboxError(c, err)
+		return
+	}
+	files, err := h.Sandboxes.Files(ctx, scope)
+	if err != nil {
+		sandboxError(c, err)
+		return
+	}
+	switch req.Action {
+	case "list":
+		list, err := files.List(ctx, req.Path)
+		if err != nil {
+			sandboxError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"action": "list", "files": list})
+	case "read":
+		data, err := files.ReadFile(ctx, req.Path, maxRead)
+		if err != nil {
+			sandboxError(c, err)
+			return
+		}
+		if isBinary(data) {
+			apiError(c, http.StatusUnsupportedMediaType, fmt.Sprintf("%s is a binary file (%d bytes): download it instead", req.Path, len(data)))
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"action": "read", "content": string(data)})
+	case "write":
+		if int64(len(*req.Content)) > maxWrite {
+			apiError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("content is %d bytes, the limit is %d", len(*req.Content), maxWrite))
+			return
+		}
+		if err := files.WriteFile(ctx, req.Path, []byte(*req.Content)); err != nil {
+			sandboxError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"action": "write", "success": true})
+	}
+}
+
+// Download serves POST /api/core/ai/sandbox/download (F2): a file as a
+// stream, a directory as a ZIP built while it is sent.
+func (h *FilesHandler) Download(c *gin.Context) {
+	_, maxWrite := h.limits()
+	req, scope, ok := h.bind(c, maxWrite+64<<10)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	files, err := h.Sandboxes.Files(ctx, scope)
+	if err != nil {
+		sandboxError(c, err)
+		return
+	}
+	info, err := files.Stat(ctx, req.Path)
+	if err != nil {
+		sandboxError(c, err)
+		return
+	}
+	if info.Type == "directory" {
+		c.Header("Content-Type", "application/zip")
+		c.Header("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": info.Name + ".zip"}))
+		c.Status(http.StatusOK)
+		// Headers are gone once the ZIP streams; a failure now can only
+		// cut the archive short, which the client sees as a broken ZIP.
+		_ = files.Zip(ctx, req.Path, c.Writer)
+		return
+	}
+	rc, fi, err := files.Open(ctx, req.Path)
+	if err != nil {
+		sandboxError(c, err)
+		return
+	}
+	defer rc.Close()
+	ctype := mime.TypeByExtension(path.Ext(fi.Name))
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	c.Header("Content-Type", ctype)
+	c.Header("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name}))
+	c.Header("Content-Length", fmt.Sprint(fi.Size))
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Status(http.StatusOK)
+	_, _ = io.Copy(c.Writer, rc)
+}
+
+// Status serves POST /api/core/ai/sandbox/status: whether the chat has a
+// sandbox, without creating one.
+func (h *FilesHandler) Status(c *gin.Context) {
+	_, scope, ok := h.bind(c, 64<<10)
+	if !ok {
+		return
+	}
+	inst, err := h.Sandboxes.Lookup(c.Request.Context(), scope)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		c.JSON(http.StatusOK, gin.H{"exists": false})
+		return
+	}
+	if err != nil {
+		sandboxError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"exists": true, "status": inst.Status, "lastActiveAt": inst.LastActiveAt, "provider": inst.Provider})
+}
+
+// isBinary reports data that is not text: invalid UTF-8 or NUL bytes.
+func isBinary(data []byte) bool {
+	if !utf8.Valid(data) {
+		return true
+	}
+	for _, b := range data {
+		if b == 0 {
+			return true
+		}
+	}
+	return false
+}
