@@ -1,0 +1,194 @@
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// SessionCookie holds a browser session's token.
+const SessionCookie = "flowbox_session"
+
+// CSRFHeader must carry the session's CSRF token on every state-changing
+// request made with a session cookie.
+const CSRFHeader = "X-CSRF-Token"
+
+// Authenticator resolves credentials (auth.Store).
+type Authenticator interface {
+	Session(ctx context.Context, token string) (auth.Principal, string, error)
+	APIKey(ctx context.Context, key string) (auth.Principal, error)
+}
+
+const principalKey = "flowbox.principal"
+
+// PrincipalOf returns the authenticated caller, if any.
+func PrincipalOf(c *gin.Context) (auth.Principal, bool) {
+	v, ok := c.Get(principalKey)
+	if !ok {
+		return auth.Principal{}, false
+	}
+	p, ok := v.(auth.Principal)
+	return p, ok
+}
+
+// Authenticate identifies the caller from an API key (Authorization:
+// Bearer) or a session cookie and refuses a cookie-authenticated request
+// that changes state without the session's CSRF token. A request with no
+// credentials goes on anonymous; bad credentials are refused.
+func Authenticate(a Authenticator) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := c.Request.Context()
+		if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
+			p, err := a.APIKey(ctx, strings.TrimSpace(bearer))
+			if err != nil {
+				credentialError(c, err, "the API key is not valid")
+				return
+			}
+			c.Set(principalKey, p)
+			c.Next()
+			return
+		}
+		token, err := c.Cookie(SessionCookie)
+		if err != nil || token == "" {
+			c.Next()
+			return
+		}
+		p, csrf, err := a.Session(ctx, token)
+		if err != nil {
+			credentialError(c, err, "your session has ended; sign in again")
+			return
+		}
+		switch c.Request.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			got := c.GetHeader(CSRFHeader)
+			if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
+				apiError(c, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header; reload the page")
+				return
+			}
+		}
+		c.Set(principalKey, p)
+		c.Set("flowbox.csrf", csrf)
+		c.Next()
+	}
+}
+
+func credentialError(c *gin.Context, err error, msg string) {
+	if errors.Is(err, auth.ErrBadCredentials) {
+		apiError(c, http.StatusUnauthorized, msg)
+		return
+	}
+	apiError(c, http.StatusServiceUnavailable, "could not check your credentials; retry later")
+}
+
+// RequireUser refuses anonymous callers.
+func RequireUser() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if _, ok := PrincipalOf(c); !ok {
+			apiError(c, http.StatusUnauthorized, "sign in, or send Authorization: Bearer <API key>")
+			return
+		}
+		c.Next()
+	}
+}
+
+// RequireAdmin refuses everyone but admins.
+func RequireAdmin() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, ok := PrincipalOf(c)
+		if !ok {
+			apiError(c, http.StatusUnauthorized, "sign in as an admin")
+			return
+		}
+		if !p.Admin() {
+			apiError(c, http.StatusForbidden, "this needs an admin")
+			return
+		}
+		c.Next()
+	}
+}
+
+// RateLimiter allows each key (a client address, a user) a steady rate
+// with a burst; keys idle for ten minutes are forgotten.
+type RateLimiter struct {
+	Every time.Duration // one request per Every, on average
+	Burst int
+	Now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// allow takes one request from key's budget, or says how long to wait.
+func (r *RateLimiter) allow(key string) (bool, time.Duration) {
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.buckets == nil {
+		r.buckets = map[string]*bucket{}
+	}
+	if now.Sub(r.swept) > time.Minute {
+		for k, b := range r.buckets {
+			if now.Sub(b.seen) > 10*time.Minute {
+				delete(r.buckets, k)
+			}
+		}
+		r.swept = now
+	}
+	b := r.buckets[key]
+	if b == nil {
+		b = &bucket{lim: rate.NewLimiter(rate.Every(r.Every), r.Burst)}
+		r.buckets[key] = b
+	}
+	b.seen = now
+	res := b.lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// Middleware limits requests by the key keyOf returns.
+func (r *RateLimiter) Middleware(keyOf func(c *gin.Context) string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ok, wait := r.allow(keyOf(c))
+		if !ok {
+			c.Header("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+			apiError(c, http.StatusTooManyRequests, fmt.Sprintf("too many requests; retry in %s", wait.Round(time.Second)))
+			return
+		}
+		c.Next()
+	}
+}
+
+// ByClient keys limits by the client's address.
+func ByClient(c *gin.Context) string { return c.ClientIP() }
+
+// ByUser keys limits by the caller, or the address when anonymous.
+func ByUser(c *gin.Context) string {
+	if p, ok := PrincipalOf(c); ok {
+		return "u:" + p.UserID
+	}
+	return "ip:" + c.ClientIP()
+}
