@@ -20,7 +20,7 @@ import (
 // which names the sandbox, or ErrNoAccess, which the API answers as 404:
 // whether another user's chat exists is private.
 type ChatAccess interface {
-	ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string) (ownerID string, err error)
+	ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string, write bool) (ownerID string, err error)
 }
 
 // ErrNoAccess: no such chat, or not yours.
@@ -66,7 +66,7 @@ func (h *FilesHandler) limits() (read, write int64) {
 
 // bind reads the JSON body (bounded) and checks the chat; it answers the
 // client itself and returns ok=false when the request goes no further.
-func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64) (req fileRequest, scope sandbox.Scope, ok bool) {
+func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fileRequest, scope sandbox.Scope, ok bool) {
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit)
 	if err := decodeJSON(body, &req); err != nil {
 		var tooBig *http.MaxBytesError
@@ -81,7 +81,7 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64) (req fileRequest, s
 		apiError(c, http.StatusBadRequest, "appId and chatId are required")
 		return req, scope, false
 	}
-	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, req.ChatID)
+	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, req.ChatID, write || req.Action == "write")
 	if err != nil {
 		if errors.Is(err, ErrNoAccess) {
 			apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", req.ChatID))
@@ -113,7 +113,7 @@ func sandboxError(c *gin.Context, err error) {
 // creates or wakes its sandbox (S2).
 func (h *FilesHandler) File(c *gin.Context) {
 	maxRead, maxWrite := h.limits()
-	req, scope, ok := h.bind(c, maxWrite+64<<10)
+	req, scope, ok := h.bind(c, maxWrite+64<<10, false)
 	if !ok {
 		return
 	}
@@ -173,7 +173,7 @@ func (h *FilesHandler) File(c *gin.Context) {
 // stream, a directory as a ZIP built while it is sent.
 func (h *FilesHandler) Download(c *gin.Context) {
 	_, maxWrite := h.limits()
-	req, scope, ok := h.bind(c, maxWrite+64<<10)
+	req, scope, ok := h.bind(c, maxWrite+64<<10, false)
 	if !ok {
 		return
 	}
@@ -218,7 +218,7 @@ func (h *FilesHandler) Download(c *gin.Context) {
 // Status serves POST /api/core/ai/sandbox/status: whether the chat has a
 // sandbox, without creating one.
 func (h *FilesHandler) Status(c *gin.Context) {
-	_, scope, ok := h.bind(c, 64<<10)
+	_, scope, ok := h.bind(c, 64<<10, false)
 	if !ok {
 		return
 	}

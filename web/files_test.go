@@ -25,7 +25,7 @@ import (
 // "admin" reaches every chat.
 type testAccess map[string]string // chatID → owner
 
-func (a testAccess) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string) (string, error) {
+func (a testAccess) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string, write bool) (string, error) {
 	owner, ok := a[chatID]
 	who := c.GetHeader("X-User")
 	if !ok || (who != owner && who != "admin") {

@@ -31,9 +31,11 @@ const DemoAppID = "demo"
 // App is an app as stored. The graph is kept as JSON text, exactly as
 // validated.
 type App struct {
-	ID        string      `bson:"_id" json:"appId"`
-	Name      string      `bson:"name" json:"name"`
-	OwnerID   string      `bson:"ownerId" json:"ownerId"`
+	ID      string `bson:"_id" json:"appId"`
+	Name    string `bson:"name" json:"name"`
+	OwnerID string `bson:"ownerId" json:"ownerId"`
+	// Public apps may be chatted with by every signed-in user.
+	Public    bool        `bson:"public" json:"public"`
 	Graph     nodes.Graph `bson:"-" json:"graph"`
 	GraphJSON string      `bson:"graph" json:"-"`
 	CreatedAt time.Time   `bson:"createdAt" json:"createdAt"`
@@ -81,7 +83,7 @@ func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
 	}
 	now = now.UTC()
 	_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: a.ID}}, bson.D{
-		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
+		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
 		{Key: "$setOnInsert", Value: bson.D{{Key: "createdAt", Value: now}}},
 	}, options.UpdateOne().SetUpsert(true))
 	if err != nil {
@@ -109,5 +111,31 @@ func (s *Store) EnsureDemo(ctx context.Context, owner string, now time.Time) err
 	if _, err := s.Get(ctx, DemoAppID); err == nil || !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	return s.Put(ctx, App{ID: DemoAppID, Name: "Demo: sandbox agent", OwnerID: owner, Graph: DemoGraph()}, now)
+	return s.Put(ctx, App{ID: DemoAppID, Name: "Demo: sandbox agent", OwnerID: owner, Public: true, Graph: DemoGraph()}, now)
+}
+
+// List returns the apps of an owner, or every app when owner is empty,
+// by name.
+func (s *Store) List(ctx context.Context, owner string) ([]App, error) {
+	filter := bson.D{}
+	if owner != "" {
+		filter = bson.D{{Key: "ownerId", Value: owner}}
+	}
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "name", Value: 1}}).SetProjection(bson.D{{Key: "graph", Value: 0}}))
+	if err != nil {
+		return nil, fmt.Errorf("list apps: %w", err)
+	}
+	var out []App
+	if err := cur.All(ctx, &out); err != nil {
+		return nil, fmt.Errorf("list apps: %w", err)
+	}
+	return out, nil
+}
+
+// Delete removes an app; a missing one is not an error.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if _, err := s.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
+		return fmt.Errorf("delete app %s: %w", id, err)
+	}
+	return nil
 }

@@ -265,3 +265,37 @@ func title(q string) string {
 	}
 	return q
 }
+
+// Rename sets a chat's title.
+func (s *Store) Rename(ctx context.Context, chatID, title string) error {
+	res, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chatID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "title", Value: title}}}})
+	if err != nil {
+		return fmt.Errorf("rename chat %s: %w", chatID, err)
+	}
+	if res.MatchedCount == 0 {
+		return fmt.Errorf("chat %s: %w", chatID, ErrNotFound)
+	}
+	return nil
+}
+
+// List returns an app's chats, most recent first: all of them, or only
+// userID's when it is not empty.
+func (s *Store) List(ctx context.Context, appID, userID string, limit int) ([]Chat, error) {
+	filter := bson.D{{Key: "appId", Value: appID}}
+	if userID != "" {
+		filter = append(filter, bson.E{Key: "userId", Value: userID})
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "updatedAt", Value: -1}}).SetProjection(bson.D{{Key: "recent", Value: 0}})
+	if limit > 0 {
+		opts.SetLimit(int64(limit))
+	}
+	cur, err := s.chats.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list chats of app %s: %w", appID, err)
+	}
+	var out []Chat
+	if err := cur.All(ctx, &out); err != nil {
+		return nil, fmt.Errorf("list chats of app %s: %w", appID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,279 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
+)
+
+// AppStore keeps apps (apps.Store).
+type AppStore interface {
+	AppReader
+	List(ctx context.Context, owner string) ([]apps.App, error)
+	Put(ctx context.Context, a apps.App, now time.Time) error
+	Delete(ctx context.Context, id string) error
+}
+
+// ChatStore keeps chats (history.Store).
+type ChatStore interface {
+	ChatGetter
+	List(ctx context.Context, appID, userID string, limit int) ([]history.Chat, error)
+	Items(ctx context.Context, chat history.Chat, from, limit int) ([]history.Item, error)
+	Rename(ctx context.Context, chatID, title string) error
+	Delete(ctx context.Context, chatID string) error
+}
+
+// SandboxDeleter records that chats' or an app's sandboxes must go. It
+// returns once the intent is durable; the workers do the rest (S8).
+type SandboxDeleter interface {
+	DeleteChats(ctx context.Context, appID string, chatIDs []string) error
+	DeleteApp(ctx context.Context, appID string) error
+}
+
+// AppsHandler serves /api/apps.
+type AppsHandler struct {
+	Apps    AppStore
+	Access  *Access
+	Deleter SandboxDeleter
+	Now     func() time.Time
+}
+
+type appBody struct {
+	Name   string      `json:"name"`
+	Public bool        `json:"public"`
+	Graph  nodes.Graph `json:"graph"`
+}
+
+// visible loads the app at :appId if the caller may see it; otherwise it
+// answers 404 and returns false.
+func (h *AppsHandler) visible(c *gin.Context) (apps.App, bool) {
+	app, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
+	if err == nil && h.Access.CanUseApp(c, app) {
+		return app, true
+	}
+	if err != nil && !errors.Is(err, apps.ErrNotFound) {
+		apiError(c, http.StatusInternalServerError, "could not read the app; retry later")
+		return apps.App{}, false
+	}
+	apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
+	return apps.App{}, false
+}
+
+func (h *AppsHandler) editable(c *gin.Context) (apps.App, bool) {
+	app, ok := h.visible(c)
+	if ok && !h.Access.CanEditApp(c, app) {
+		apiError(c, http.StatusForbidden, "only the app's owner and admins may change it")
+		return apps.App{}, false
+	}
+	return app, ok
+}
+
+// List answers the apps the caller may use.
+func (h *AppsHandler) List(c *gin.Context) {
+	all, err := h.Apps.List(c.Request.Context(), "")
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not list apps; retry later")
+		return
+	}
+	out := []apps.App{}
+	for _, a := range all {
+		if h.Access.CanUseApp(c, a) {
+			out = append(out, a)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"apps": out})
+}
+
+// Get answers one app with its graph.
+func (h *AppsHandler) Get(c *gin.Context) {
+	if app, ok := h.visible(c); ok {
+		c.JSON(http.StatusOK, app)
+	}
+}
+
+func (h *AppsHandler) save(c *gin.Context, app apps.App, status int) {
+	var body appBody
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20), &body); err != nil {
+		apiError(c, http.StatusBadRequest, "the request body is not a valid app: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(body.Name) == "" {
+		apiError(c, http.StatusBadRequest, "an app needs a name")
+		return
+	}
+	app.Name, app.Public, app.Graph = strings.TrimSpace(body.Name), body.Public, body.Graph
+	err := h.Apps.Put(c.Request.Context(), app, h.Now())
+	var invalid *nodes.ValidationError
+	switch {
+	case errors.As(err, &invalid):
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
+			"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": err.Error(), "problems": invalid.Problems})
+		return
+	case err != nil:
+		apiError(c, http.StatusInternalServerError, "could not save the app; retry later")
+		return
+	}
+	saved, _ := h.Apps.Get(c.Request.Context(), app.ID)
+	c.JSON(status, saved)
+}
+
+// Create makes an app owned by the caller; its graph must be valid.
+func (h *AppsHandler) Create(c *gin.Context) {
+	p, _ := PrincipalOf(c)
+	h.save(c, apps.App{ID: newID(), OwnerID: p.UserID}, http.StatusCreated)
+}
+
+// Update replaces an app's name, visibility and graph.
+func (h *AppsHandler) Update(c *gin.Context) {
+	if app, ok := h.editable(c); ok {
+		h.save(c, app, http.StatusOK)
+	}
+}
+
+// Delete records the deletion of the app's sandboxes and removes the app;
+// it answers at once, the workers remove the sandboxes (S8).
+func (h *AppsHandler) Delete(c *gin.Context) {
+	app, ok := h.editable(c)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	if err := h.Deleter.DeleteApp(ctx, app.ID); err != nil {
+		apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the app's sandboxes; nothing was deleted, retry later")
+		return
+	}
+	if err := h.Apps.Delete(ctx, app.ID); err != nil {
+		apiError(c, http.StatusInternalServerError, "the app's sandboxes are being deleted but the app could not be; retry")
+		return
+	}
+	c.JSON(http.StatusAccepted, gin.H{"deleted": app.ID})
+}
+
+// ChatsHandler serves an app's chats.
+type ChatsHandler struct {
+	Apps    AppReader
+	Chats   ChatStore
+	Access  *Access
+	Deleter SandboxDeleter
+}
+
+// List answers the app's chats: all of them for its owner and admins, the
+// caller's own for everyone else.
+func (h *ChatsHandler) List(c *gin.Context) {
+	ctx := c.Request.Context()
+	app, err := h.Apps.Get(ctx, c.Param("appId"))
+	if err != nil || !h.Access.CanUseApp(c, app) {
+		apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
+		return
+	}
+	p, _ := PrincipalOf(c)
+	user := p.UserID
+	if h.Access.CanEditApp(c, app) {
+		user = ""
+	}
+	chats, err := h.Chats.List(ctx, app.ID, user, 200)
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not list chats; retry later")
+		return
+	}
+	if chats == nil {
+		chats = []history.Chat{}
+	}
+	c.JSON(http.StatusOK, gin.H{"chats": chats})
+}
+
+// chat loads the chat at :chatId if the caller may reach it.
+func (h *ChatsHandler) chat(c *gin.Context, write bool) (history.Chat, bool) {
+	ctx := c.Request.Context()
+	appID, chatID := c.Param("appId"), c.Param("chatId")
+	if _, err := h.Access.ChatOwner(ctx, c, appID, chatID, write); err != nil {
+		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
+		return history.Chat{}, false
+	}
+	chat, err := h.Chats.Get(ctx, chatID)
+	if err != nil {
+		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
+		return history.Chat{}, false
+	}
+	return chat, true
+}
+
+// Get answers a chat with its items (?from=seq&limit=n).
+func (h *ChatsHandler) Get(c *gin.Context) {
+	chat, ok := h.chat(c, false)
+	if !ok {
+		return
+	}
+	from, _ := strconv.Atoi(c.DefaultQuery("from", "0"))
+	limit, _ := strconv.Atoi(c.DefaultQuery("limit", "100"))
+	items, err := h.Chats.Items(c.Request.Context(), chat, from, min(max(limit, 1), 500))
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not read the chat; retry later")
+		return
+	}
+	if items == nil {
+		items = []history.Item{}
+	}
+	c.JSON(http.StatusOK, gin.H{"chat": chat, "items": items})
+}
+
+// Rename sets a chat's title.
+func (h *ChatsHandler) Rename(c *gin.Context) {
+	chat, ok := h.chat(c, true)
+	if !ok {
+		return
+	}
+	var body struct {
+		Title string `json:"title"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 64<<10), &body); err != nil || strings.TrimSpace(body.Title) == "" {
+		apiError(c, http.StatusBadRequest, `send {"title": "..."}`)
+		return
+	}
+	if err := h.Chats.Rename(c.Request.Context(), chat.ID, strings.TrimSpace(body.Title)); err != nil {
+		apiError(c, http.StatusInternalServerError, "could not rename the chat; retry later")
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"chatId": chat.ID, "title": strings.TrimSpace(body.Title)})
+}
+
+// Delete removes one or many chats ({"chatIds": [...]}): it records their
+// sandboxes' deletion durably, removes the chats and answers at once;
+// it never waits for the sandboxes (S8).
+func (h *ChatsHandler) Delete(c *gin.Context) {
+	var body struct {
+		ChatIDs []string `json:"chatIds"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20), &body); err != nil || len(body.ChatIDs) == 0 || len(body.ChatIDs) > 1000 {
+		apiError(c, http.StatusBadRequest, `send {"chatIds": ["...", ...]} with 1 to 1000 ids`)
+		return
+	}
+	ctx := c.Request.Context()
+	appID := c.Param("appId")
+	for _, id := range body.ChatIDs {
+		if _, err := h.Access.ChatOwner(ctx, c, appID, id, true); err != nil {
+			apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(id))
+			return
+		}
+	}
+	if err := h.Deleter.DeleteChats(ctx, appID, body.ChatIDs); err != nil {
+		apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the chats' sandboxes; nothing was deleted, retry later")
+		return
+	}
+	for _, id := range body.ChatIDs {
+		if err := h.Chats.Delete(ctx, id); err != nil {
+			apiError(c, http.StatusInternalServerError, "the chats' sandboxes are being deleted but chat "+strconv.Quote(id)+" could not be; retry")
+			return
+		}
+	}
+	c.JSON(http.StatusAccepted, gin.H{"deleted": body.ChatIDs})
+}
