@@ -42,8 +42,12 @@ type ChatHandler struct {
 	Engine  *nodes.Engine
 	Apps    AppReader
 	History ChatHistory
-	// APIKey authorises programs until accounts exist; empty refuses all.
+	// APIKey authorises programs that have no account (they name their
+	// user in customUid); empty refuses them. Signed-in callers (a session
+	// or their own API key, see Authenticate) chat as themselves.
 	APIKey string
+	// Access, when set, decides which apps signed-in callers may use.
+	Access *Access
 	// DefaultApp answers requests that name no app.
 	DefaultApp string
 	Now        func() time.Time
@@ -76,6 +80,9 @@ func apiError(c *gin.Context, status int, msg string) {
 }
 
 func (h *ChatHandler) authorised(c *gin.Context) bool {
+	if _, ok := PrincipalOf(c); ok {
+		return true
+	}
 	got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
 	if !ok || h.APIKey == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.APIKey)) != 1 {
 		apiError(c, http.StatusUnauthorized, "missing or wrong API key: send Authorization: Bearer <FLOWBOX_API_KEY>")
@@ -120,8 +127,15 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	if req.CustomUID == "" {
 		req.CustomUID = "api"
 	}
+	principal, signedIn := PrincipalOf(c)
+	if signedIn {
+		req.CustomUID = principal.UserID
+	}
 	ctx := c.Request.Context()
 	app, err := h.Apps.Get(ctx, req.AppID)
+	if err == nil && signedIn && h.Access != nil && !h.Access.CanUseApp(c, app) {
+		err = apps.ErrNotFound
+	}
 	if errors.Is(err, apps.ErrNotFound) {
 		apiError(c, http.StatusNotFound, fmt.Sprintf("no app %q", req.AppID))
 		return

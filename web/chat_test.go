@@ -75,9 +75,15 @@ func newChatEnv(t testing.TB, replies ...llmtest.Reply) *chatEnv {
 	}
 	hist := history.New(db)
 	h := &ChatHandler{Engine: &nodes.Engine{Templates: ts, Types: types}, Apps: appStore, History: hist,
-		APIKey: "test-key", DefaultApp: apps.DemoAppID, Now: time.Now, Log: slog.Default()}
+		APIKey: "test-key", DefaultApp: apps.DemoAppID, Now: time.Now, Log: slog.Default(),
+		Access: &Access{Apps: appStore, Chats: hist}}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
+	r.Use(func(c *gin.Context) { // stands for Authenticate: X-As names a signed-in caller
+		if p, ok := people[c.GetHeader("X-As")]; ok {
+			c.Set(principalKey, p)
+		}
+	})
 	r.POST("/api/v1/chat/completions", h.Completions)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
@@ -297,4 +303,32 @@ func TestClientDisconnectStopsTheCommand(t *testing.T) {
 	}
 	pids, _ := e.provider.Processes(sandboxID)
 	t.Fatalf("processes %v still run 5s after the client left", pids)
+}
+
+// A signed-in caller chats as themselves, whatever customUid says, and
+// only with apps they may use.
+func TestSignedInCallersChatAsThemselves(t *testing.T) {
+	e := newChatEnv(t, llmtest.Reply{Text: "hi alice"})
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("X-As", "alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(`{"appId":"scripted","chatId":"x","messages":[{"role":"user","content":"hi"}]}`); code != 404 || !strings.Contains(body, `no app \"scripted\"`) {
+		t.Fatalf("a private app of someone else: %d %s, want 404", code, body)
+	}
+	code, body := post(`{"appId":"demo","chatId":"mine","customUid":"bob","messages":[{"role":"user","content":"hello"}]}`)
+	if code != 200 || !strings.Contains(body, "offline demo model") {
+		t.Fatalf("the public demo app: %d %s", code, body)
+	}
+	chat, err := e.history.Get(context.Background(), "mine")
+	if err != nil || chat.UserID != "u:alice" {
+		t.Fatalf("chat = %+v, %v; want it owned by alice, not the customUid she sent", chat, err)
+	}
 }
