@@ -1,0 +1,305 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+//go:embed ui/templates/*.html
+var templateFS embed.FS
+
+//go:embed ui/static
+var staticFS embed.FS
+
+// StaticFiles serves the UI's script and style sheet.
+func StaticFiles() http.FileSystem {
+	sub, _ := fs.Sub(staticFS, "ui/static")
+	return http.FS(sub)
+}
+
+// labels of the UI in English and Chinese.
+var labels = map[string]map[string]string{
+	"en": {
+		"apps": "Apps", "admin": "Admin", "queues": "Queues", "signIn": "Sign in", "signOut": "Sign out",
+		"userName": "User name", "password": "Password", "name": "Name", "owner": "Owner", "public": "public",
+		"newChat": "New chat", "edit": "Edit", "chats": "Chats", "builder": "App builder", "publicApp": "Every user may chat with this app",
+		"toolNode": "Tool-call node", "save": "Save", "saved": "saved", "files": "Files", "downloadZip": "Download folder (ZIP)",
+		"saveFile": "Save file", "download": "Download", "send": "Send", "askPlaceholder": "Ask, or run a command: $ ls -la",
+		"title": "Title", "updated": "Updated", "sandboxes": "Sandboxes", "provider": "Provider", "status": "Status",
+		"lastActive": "Last active", "stop": "Stop", "delete": "Delete",
+		"running": "running", "success": "success", "failed": "failed", "timed out": "timed out", "error": "error",
+	},
+	"zh": {
+		"apps": "应用", "admin": "管理", "queues": "任务队列", "signIn": "登录", "signOut": "退出",
+		"userName": "用户名", "password": "密码", "name": "名称", "owner": "所有者", "public": "公开",
+		"newChat": "新对话", "edit": "编辑", "chats": "对话", "builder": "应用编排", "publicApp": "所有用户都可以使用此应用",
+		"toolNode": "工具调用节点", "save": "保存", "saved": "已保存", "files": "文件", "downloadZip": "下载文件夹 (ZIP)",
+		"saveFile": "保存文件", "download": "下载", "send": "发送", "askPlaceholder": "提问,或运行命令:$ ls -la",
+		"title": "标题", "updated": "更新时间", "sandboxes": "沙盒", "provider": "提供者", "status": "状态",
+		"lastActive": "最后活跃", "stop": "停止", "delete": "删除",
+		"running": "运行中", "success": "成功", "failed": "失败", "timed out": "超时", "error": "错误",
+	},
+}
+
+func translate(lang, key string) string {
+	if s, ok := labels[lang][key]; ok {
+		return s
+	}
+	return labels["en"][key]
+}
+
+// SandboxLister lists every sandbox record for the admin page.
+type SandboxLister interface {
+	List(ctx context.Context) ([]sandbox.Instance, error)
+}
+
+// UI serves the server-rendered pages.
+type UI struct {
+	Apps      AppStore
+	Chats     ChatStore
+	Access    *Access
+	Templates nodes.Templates
+	Sandboxes SandboxLister
+	pages     map[string]*template.Template
+}
+
+type page struct {
+	Lang, Title, CSRF string
+	User              auth.Principal
+	I18N              map[string]string
+	Data              any
+}
+
+// Load parses the templates.
+func (u *UI) Load() error {
+	u.pages = map[string]*template.Template{}
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin"} {
+		t, err := template.New(name).Funcs(template.FuncMap{"t": translate}).ParseFS(templateFS, "ui/templates/layout.html", "ui/templates/"+name+".html")
+		if err != nil {
+			return err
+		}
+		u.pages[name] = t
+	}
+	return nil
+}
+
+func lang(c *gin.Context) string {
+	if l := c.Query("lang"); l == "en" || l == "zh" {
+		c.SetCookie("flowbox_lang", l, 365*24*3600, "/", "", false, false)
+		return l
+	}
+	if l, err := c.Cookie("flowbox_lang"); err == nil && (l == "en" || l == "zh") {
+		return l
+	}
+	if strings.HasPrefix(c.GetHeader("Accept-Language"), "zh") {
+		return "zh"
+	}
+	return "en"
+}
+
+func (u *UI) render(c *gin.Context, name, title string, data any) {
+	p, _ := PrincipalOf(c)
+	csrf, _ := c.Get("flowbox.csrf")
+	l := lang(c)
+	tokenStr, _ := csrf.(string)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+	c.Status(http.StatusOK)
+	if err := u.pages[name].ExecuteTemplate(c.Writer, name+".html", page{Lang: l, Title: title, CSRF: tokenStr, User: p, I18N: labels[l], Data: data}); err != nil {
+		_ = c.Error(err)
+	}
+}
+
+// RequirePage sends anonymous visitors to the sign-in page.
+func RequirePage() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if _, ok := PrincipalOf(c); !ok {
+			c.Redirect(http.StatusSeeOther, "/login")
+			c.Abort()
+			return
+		}
+		c.Next()
+	}
+}
+
+// Login is the sign-in page.
+func (u *UI) Login(c *gin.Context) { u.render(c, "login", translate(lang(c), "signIn"), nil) }
+
+// Apps is the app list.
+func (u *UI) AppList(c *gin.Context) {
+	all, err := u.Apps.List(c.Request.Context(), "")
+	if err != nil {
+		c.String(http.StatusInternalServerError, "could not list apps; retry later")
+		return
+	}
+	var visible []apps.App
+	for _, a := range all {
+		if u.Access.CanUseApp(c, a) {
+			visible = append(visible, a)
+		}
+	}
+	u.render(c, "apps", translate(lang(c), "apps"), gin.H{"Apps": visible})
+}
+
+func (u *UI) app(c *gin.Context) (apps.App, bool) {
+	a, err := u.Apps.Get(c.Request.Context(), c.Param("appId"))
+	if err != nil || !u.Access.CanUseApp(c, a) {
+		c.String(http.StatusNotFound, "no such app")
+		return apps.App{}, false
+	}
+	return a, true
+}
+
+type builderInputs struct {
+	Model, SystemPrompt string
+	MaxToolRounds       int
+	UseAgentSandbox     bool
+}
+
+// Builder edits an app's tool-call node: model, system prompt, rounds and
+// the sandbox switch.
+func (u *UI) Builder(c *gin.Context) {
+	a, ok := u.app(c)
+	if !ok {
+		return
+	}
+	if !u.Access.CanEditApp(c, a) {
+		c.String(http.StatusForbidden, "only the app's owner and admins may edit it")
+		return
+	}
+	l := lang(c)
+	tmpl := u.Templates["tools"]
+	var schema struct {
+		Properties map[string]struct {
+			Label       map[string]string `json:"x-label"`
+			Description map[string]string `json:"x-description"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(tmpl.Schema, &schema)
+	lbls := map[string]string{}
+	for k, p := range schema.Properties {
+		lbls[k] = p.Label[l]
+	}
+	in := builderInputs{Model: llmDefault, MaxToolRounds: 10}
+	for _, n := range a.Graph.Nodes {
+		if n.Type != "tools" {
+			continue
+		}
+		raw := map[string]any{}
+		for k, v := range n.Inputs {
+			var x any
+			_ = json.Unmarshal(v, &x)
+			raw[k] = x
+		}
+		in.Model = nodes.StringInput(raw, "model")
+		in.SystemPrompt = nodes.StringInput(raw, "systemPrompt")
+		in.UseAgentSandbox = nodes.BoolInput(raw, "useAgentSandbox")
+		if r := nodes.IntInput(raw, "maxToolRounds"); r > 0 {
+			in.MaxToolRounds = r
+		}
+		break
+	}
+	graph, _ := json.Marshal(a.Graph)
+	u.render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls,
+		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph)})
+}
+
+const llmDefault = "flowbox-demo"
+
+// ChatList lists the app's chats the caller may see.
+func (u *UI) ChatList(c *gin.Context) {
+	a, ok := u.app(c)
+	if !ok {
+		return
+	}
+	p, _ := PrincipalOf(c)
+	user := p.UserID
+	if u.Access.CanEditApp(c, a) {
+		user = ""
+	}
+	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
+	u.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats})
+}
+
+type pageCall struct {
+	toolcall.Call
+	Command string
+}
+
+type pageItem struct {
+	history.Item
+	Calls []pageCall
+}
+
+// Chat is a chat page: its history, the input, the files panel. "new"
+// starts a chat.
+func (u *UI) Chat(c *gin.Context) {
+	a, ok := u.app(c)
+	if !ok {
+		return
+	}
+	chatID := c.Param("chatId")
+	if chatID == "new" {
+		c.Redirect(http.StatusSeeOther, "/apps/"+a.ID+"/chat/"+newID())
+		return
+	}
+	ctx := c.Request.Context()
+	if _, err := u.Access.ChatOwner(ctx, c, a.ID, chatID, false); err != nil {
+		c.String(http.StatusNotFound, "no such chat")
+		return
+	}
+	title := chatID
+	var items []pageItem
+	chat, err := u.Chats.Get(ctx, chatID)
+	if err == nil {
+		title = chat.Title
+		raw, _ := u.Chats.Items(ctx, chat, 0, 500)
+		for _, it := range raw {
+			pi := pageItem{Item: it}
+			var calls []toolcall.Call
+			_ = json.Unmarshal(it.ToolCalls, &calls)
+			for _, call := range calls {
+				var args struct{ Command string }
+				cmd := call.Arguments
+				if json.Unmarshal([]byte(call.Arguments), &args) == nil && args.Command != "" {
+					cmd = args.Command
+				}
+				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: cmd})
+			}
+			items = append(items, pi)
+		}
+	} else if !errors.Is(err, history.ErrNotFound) {
+		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
+		return
+	}
+	u.render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "Title": title, "Items": items})
+}
+
+// Admin lists every sandbox with its state.
+func (u *UI) Admin(c *gin.Context) {
+	var list []sandbox.Instance
+	if u.Sandboxes != nil {
+		var err error
+		if list, err = u.Sandboxes.List(c.Request.Context()); err != nil {
+			c.String(http.StatusInternalServerError, "could not list sandboxes; retry later")
+			return
+		}
+	}
+	u.render(c, "admin", translate(lang(c), "sandboxes"), gin.H{"Sandboxes": list})
+}

@@ -1,0 +1,225 @@
+// Flowbox UI: the chat (streamed answers, command cards, live output), the
+// files panel and the app builder. No framework; every text that comes
+// from a model, a command or a file is inserted as text, never as HTML.
+"use strict";
+
+const csrf = () => document.querySelector('meta[name="csrf-token"]').content;
+const T = (key) => (window.FLOWBOX_I18N && window.FLOWBOX_I18N[key]) || key;
+
+async function api(method, path, body) {
+  const resp = await fetch(path, {
+    method, credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok) throw new Error(data.message || resp.statusText);
+  return data;
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+// Markdown, safely: the text is split into fenced code blocks and prose;
+// prose keeps line breaks, `code` and **bold**. Nothing is parsed as HTML.
+function renderMarkdown(target, text) {
+  target.textContent = "";
+  const parts = text.split(/```[a-zA-Z0-9_+-]*\n?/);
+  parts.forEach((part, i) => {
+    if (i % 2 === 1) { target.append(el("pre", {}, el("code", {}, part.replace(/\n$/, "")))); return; }
+    part.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/).forEach((piece) => {
+      if (/^`[^`]+`$/.test(piece)) target.append(el("code", {}, piece.slice(1, -1)));
+      else if (/^\*\*[^*]+\*\*$/.test(piece)) target.append(el("strong", {}, piece.slice(2, -2)));
+      else piece.split("\n").forEach((line, j) => { if (j > 0) target.append(el("br")); target.append(line); });
+    });
+  });
+}
+
+// A command card: collapsed, with the command, a status badge, the
+// duration, and stdout / stderr blocks filled while the command runs.
+function toolCard(id, params) {
+  let command = params;
+  try { command = JSON.parse(params).command || params; } catch (_) { /* broken arguments: show them as sent */ }
+  const status = el("span", { class: "badge running", "data-role": "status" }, T("running"));
+  const duration = el("span", { class: "duration", "data-role": "duration" });
+  const stdout = el("pre", { class: "stdout", "data-role": "stdout" });
+  const stderr = el("pre", { class: "stderr", "data-role": "stderr" });
+  const card = el("details", { class: "tool-card", "data-tool-id": id },
+    el("summary", {}, el("span", { class: "label" }, "sandbox_shell"), status, duration,
+      el("code", { class: "command", "data-role": "command" }, command)),
+    el("div", { class: "out" }, el("div", { class: "stream-label" }, "stdout"), stdout, el("div", { class: "stream-label" }, "stderr"), stderr));
+  return card;
+}
+
+function finishCard(card, response, status, durationMs) {
+  let r = {};
+  try { r = JSON.parse(response); } catch (_) { r = { stdout: response }; }
+  card.querySelector('[data-role="stdout"]').textContent = r.stdout !== undefined ? r.stdout : (r.error || "");
+  card.querySelector('[data-role="stderr"]').textContent = r.stderr || "";
+  const badge = card.querySelector('[data-role="status"]');
+  const st = status || (r.exitCode === 0 ? "success" : "failed");
+  badge.className = "badge " + st.replace(" ", "-");
+  badge.textContent = T(st);
+  card.querySelector('[data-role="duration"]').textContent = (durationMs !== undefined ? durationMs : r.durationMs || 0) + " ms";
+}
+
+async function sendChat(form) {
+  const box = document.getElementById("messages");
+  const input = form.querySelector("textarea");
+  const question = input.value.trim();
+  if (!question) return;
+  input.value = "";
+  box.append(el("div", { class: "msg user" }, question));
+  const answer = el("div", { class: "msg assistant" });
+  const text = el("div", { class: "text" });
+  answer.append(text);
+  box.append(answer);
+  let answerText = "";
+  const cards = {};
+  const resp = await fetch("/api/v1/chat/completions", {
+    method: "POST", credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+    body: JSON.stringify({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: true, messages: [{ role: "user", content: question }] }),
+  });
+  if (!resp.ok) { const e = await resp.json().catch(() => ({})); text.textContent = e.message || resp.statusText; return; }
+  const reader = resp.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "", event = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl); buf = buf.slice(nl + 1);
+      if (line.startsWith("event: ")) { event = line.slice(7); continue; }
+      if (!line.startsWith("data: ")) continue;
+      const raw = line.slice(6);
+      if (raw === "[DONE]") continue;
+      const data = JSON.parse(raw);
+      if (event === "answer") {
+        const delta = data.choices && data.choices[0].delta.content;
+        if (delta) { answerText += delta; renderMarkdown(text, answerText); }
+      } else if (event === "toolCall") {
+        const card = toolCard(data.tool.id, data.tool.params);
+        cards[data.tool.id] = card;
+        answer.insertBefore(card, text);
+      } else if (event === "toolOutput") {
+        const card = cards[data.tool.id];
+        if (card) card.querySelector('[data-role="' + data.tool.stream + '"]').append(data.tool.text);
+      } else if (event === "toolResponse") {
+        const card = cards[data.tool.id];
+        if (card) finishCard(card, data.tool.response, data.tool.status, data.tool.durationMs);
+      } else if (event === "error") {
+        answer.append(el("div", { class: "error" }, data.message));
+      }
+      box.scrollTop = box.scrollHeight;
+    }
+  }
+  refreshFiles();
+}
+
+// Files panel: the workspace tree, a text editor, downloads.
+let currentDir = "/workspace";
+async function refreshFiles(dir) {
+  const panel = document.getElementById("files");
+  if (!panel) return;
+  if (dir) currentDir = dir;
+  const { app, chat } = panel.dataset;
+  const list = panel.querySelector("ul");
+  panel.querySelector('[data-role="cwd"]').textContent = currentDir;
+  try {
+    const data = await api("POST", "/api/core/ai/sandbox/file", { action: "list", appId: app, chatId: chat, path: currentDir });
+    list.textContent = "";
+    if (currentDir !== "/workspace") {
+      list.append(el("li", {}, el("a", { href: "#", onclick: (e) => { e.preventDefault(); refreshFiles(currentDir.replace(/\/[^/]+$/, "")); } }, "..")));
+    }
+    for (const f of data.files) {
+      const open = (e) => { e.preventDefault(); f.type === "directory" ? refreshFiles(f.path) : openFile(f.path); };
+      list.append(el("li", { class: f.type, "data-path": f.path },
+        el("a", { href: "#", onclick: open }, f.name + (f.type === "directory" ? "/" : "")),
+        el("button", { class: "download", title: T("download"), onclick: () => download(f.path, f.name, f.type) }, "⤓")));
+    }
+  } catch (err) { list.textContent = err.message; }
+}
+
+async function openFile(path) {
+  const panel = document.getElementById("files");
+  const editor = panel.querySelector("textarea");
+  const status = panel.querySelector('[data-role="file-status"]');
+  try {
+    const data = await api("POST", "/api/core/ai/sandbox/file", { action: "read", appId: panel.dataset.app, chatId: panel.dataset.chat, path });
+    editor.value = data.content; editor.dataset.path = path; status.textContent = path;
+  } catch (err) { status.textContent = err.message; }
+}
+
+async function saveFile() {
+  const panel = document.getElementById("files");
+  const editor = panel.querySelector("textarea");
+  const status = panel.querySelector('[data-role="file-status"]');
+  if (!editor.dataset.path) return;
+  try {
+    await api("POST", "/api/core/ai/sandbox/file", { action: "write", appId: panel.dataset.app, chatId: panel.dataset.chat, path: editor.dataset.path, content: editor.value });
+    status.textContent = editor.dataset.path + " — " + T("saved");
+  } catch (err) { status.textContent = err.message; }
+}
+
+async function download(path, name, type) {
+  const panel = document.getElementById("files");
+  const resp = await fetch("/api/core/ai/sandbox/download", {
+    method: "POST", credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+    body: JSON.stringify({ appId: panel.dataset.app, chatId: panel.dataset.chat, path }),
+  });
+  if (!resp.ok) return;
+  const blob = await resp.blob();
+  const a = el("a", { href: URL.createObjectURL(blob), download: type === "directory" ? name + ".zip" : name });
+  document.body.append(a); a.click(); a.remove();
+}
+
+// The builder: the tool-call node's inputs, saved through the API.
+async function saveApp(form) {
+  const status = form.querySelector('[data-role="save-status"]');
+  const graph = JSON.parse(form.dataset.graph);
+  const node = graph.nodes.find((n) => n.type === "tools");
+  node.inputs = node.inputs || {};
+  node.inputs.model = form.elements.model.value;
+  node.inputs.systemPrompt = form.elements.systemPrompt.value;
+  node.inputs.useAgentSandbox = form.elements.useAgentSandbox.checked;
+  node.inputs.maxToolRounds = parseInt(form.elements.maxToolRounds.value, 10);
+  try {
+    await api("PUT", "/api/apps/" + form.dataset.app, { name: form.elements.name.value, public: form.elements.public.checked, graph });
+    status.className = "ok"; status.textContent = T("saved");
+  } catch (err) { status.className = "error"; status.textContent = err.message; }
+}
+
+async function signIn(form) {
+  const status = form.querySelector('[data-role="status"]');
+  try {
+    await fetch("/api/login", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ name: form.elements.name.value, password: form.elements.password.value }) })
+      .then(async (r) => { if (!r.ok) throw new Error((await r.json()).message); });
+    location.href = "/";
+  } catch (err) { status.textContent = err.message; }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const on = (sel, ev, fn) => { const n = document.querySelector(sel); if (n) n.addEventListener(ev, (e) => { e.preventDefault(); fn(n); }); };
+  on("#chat-form", "submit", sendChat);
+  on("#builder", "submit", saveApp);
+  on("#login", "submit", signIn);
+  on("#save-file", "click", saveFile);
+  on("#logout", "click", async () => { await api("POST", "/api/logout"); location.href = "/login"; });
+  document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
+  document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
+  document.querySelectorAll("[data-admin-action]").forEach((b) => b.addEventListener("click", async () => {
+    try { await api("POST", "/api/admin/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction); location.reload(); } catch (err) { alert(err.message); }
+  }));
+  refreshFiles();
+});
