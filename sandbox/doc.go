@@ -18,25 +18,39 @@
 // leaves a state the reconciliation task can repair, and never a provider
 // resource that nobody knows about:
 //
-//   - Ensure (create or wake): 1. upsert the record (status running,
+//   - Ensure (create or wake): 1. Touch the record (status running,
 //     lastActiveAt now); 2. provider Ensure. A crash after 1 leaves a
 //     record with no resource behind it; the next Ensure creates the
 //     resource, and reconciliation marks such records stopped.
-//     A resource is therefore never created without a record.
+//     A resource is therefore never created without a record. Touch
+//     refuses while the stop scan or reconciliation holds a claim on the
+//     sandbox (ErrBusy: Ensure waits up to Config.BusyWait, then starts
+//     the sandbox the stop left) and once the chat or its app is deleted
+//     (ErrDeleted: nothing is created).
 //   - Exec: Ensure as above, then the provider runs the command. The
-//     record's lastActiveAt is refreshed on every command (S5).
-//   - Stop: 1. provider Stop; 2. record status stoped. A crash after 1
-//     leaves a record saying running for a stopped resource: the next
-//     Ensure starts it again, and the stop scan stops it again.
-//   - Delete: 1. provider Delete; 2. record removed. A crash after 1
-//     leaves a record pointing at nothing, which Delete, run again, or
-//     reconciliation removes. (Deletion intents that must survive a lost
-//     queue task are recorded by the workers before either step.)
+//     record's lastActiveAt is refreshed on every command (S5), and every
+//     Config.Heartbeat while a command runs, so that the stop scan, which
+//     takes only records older than IdleAfter, never stops a sandbox in
+//     use.
+//   - Stop (the stop scan, package workers): 1. claim the sandbox; 2. mark
+//     the record stopping, reading it as it was, and back off if it was
+//     used since the scan's query; 3. provider Stop; 4. record stoped;
+//     5. release the claim. A crash leaves a stale claim and a record
+//     saying stopping (or running) for a stopped or running resource:
+//     reconciliation drops the claim and gives the record the resource's
+//     status, and the next Ensure starts whatever is stopped.
+//   - Delete (a deletion task): 1. the deletion intent is recorded (by
+//     the caller, before the task is queued); 2. record deleting;
+//     3. provider Delete; 4. record removed; 5. intent done. A crash
+//     leaves a pending intent, which reconciliation queues again; the
+//     done intent stays a while as a tombstone that refuses the deleted
+//     chat's late commands.
 //
 // Orphan resources (a provider resource without a record) can only appear
-// when a record is removed by hand or another process deleted it while a
-// creation was in flight; reconciliation finds them through Provider.List
-// and the labels they carry.
+// when a record is removed by hand or a command created the resource in
+// the instant after a deletion removed it; reconciliation finds them
+// through Provider.List and the labels they carry, and removes those older
+// than a grace period, so that no creation in flight is hit.
 //
 // # The exec path
 //

@@ -73,6 +73,16 @@ type Config struct {
 	Network bool
 	// Middleware wraps the exec path, outermost first.
 	Middleware []Middleware
+	// BusyWait bounds how long a command waits while the stop scan or
+	// reconciliation holds its sandbox (ErrBusy) before it fails with
+	// ErrUnavailable. Default 1 minute; it must stay below the two
+	// minutes an ensure may take.
+	BusyWait time.Duration
+	// Heartbeat is how often a sandbox's record is refreshed while a
+	// command runs in it, so that a command outlasting IdleAfter is never
+	// taken for idleness. Default 1 minute; it must stay well below
+	// IdleAfter.
+	Heartbeat time.Duration
 	// Now is the clock; default time.Now. Tests inject one.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -96,10 +106,23 @@ type Manager struct {
 	warm sync.Map // sandbox ID → time.Time
 }
 
+// IdleAfter is how long a sandbox may go unused before the stop scan
+// (package workers) stops it, and how often that scan runs: five minutes,
+// a product rule that is not configurable (S7, seed 000 §9). The scan
+// claims only sandboxes whose record is older than this, so everything
+// here that lets a record age while the sandbox is in use must stay well
+// below it, clock skew between engines included: WarmWindow, ensureTimeout
+// and Config.Heartbeat. Change them together.
+const IdleAfter = 5 * time.Minute
+
 // WarmWindow is how long after its last record refresh a sandbox's
-// commands may take the fast path. It must stay well below the stop
-// scan's idle threshold (5 minutes), clock skew between engines included.
+// commands may take the fast path (see IdleAfter).
 const WarmWindow = 2 * time.Minute
+
+// ensureTimeout bounds one ensure, waiting for a stop in progress
+// included. The record is refreshed at its start, so a command starts at
+// most this long after its record says it did (see IdleAfter).
+const ensureTimeout = 2 * time.Minute
 
 // New returns a manager.
 func New(cfg Config) (*Manager, error) {
@@ -108,6 +131,12 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.BusyWait <= 0 {
+		cfg.BusyWait = time.Minute
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -129,8 +158,10 @@ func (m *Manager) Provider() Provider { return m.cfg.Provider }
 // Ensure makes the scope's sandbox exist and run (S2, S3) and returns its
 // ID. Concurrent calls for one sandbox in this process share one attempt;
 // across processes the record's unique index and the provider's idempotent
-// Ensure make them converge on one sandbox. An error wraps ErrUnavailable
-// when the provider failed.
+// Ensure make them converge on one sandbox. A sandbox being stopped is
+// waited for (up to Config.BusyWait) and then started again. An error
+// wraps ErrUnavailable when the provider failed or the wait ran out, and
+// ErrDeleted when the chat or its app has been deleted.
 func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	if err := scope.validate(); err != nil {
 		return "", err
@@ -139,7 +170,7 @@ func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	// The shared attempt must not die with the first caller's context:
 	// the others still wait for it, and a half-done creation is worse.
 	ch := m.ensures.DoChan(id, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ensureTimeout)
 		defer cancel()
 		touched := m.cfg.Now()
 		err := m.ensure(ctx, scope, id)
@@ -165,10 +196,9 @@ func (m *Manager) instance(scope Scope, id string) Instance {
 }
 
 func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
-	inst := m.instance(scope, id)
 	// Record first: a provider resource never exists without a record.
-	if err := m.cfg.Store.Touch(ctx, inst, m.cfg.Now()); err != nil {
-		return fmt.Errorf("record sandbox %s: %w: %w", id, ErrUnavailable, err)
+	if err := m.touch(ctx, m.instance(scope, id)); err != nil {
+		return err
 	}
 	spec := Spec{
 		ID: id, Limits: m.cfg.Limits, Network: m.cfg.Network,
@@ -184,11 +214,41 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	return nil
 }
 
+// touch refreshes the record, waiting while the stop scan or
+// reconciliation holds the sandbox: the command then restarts a sandbox
+// whose stop has just ended, instead of racing it.
+func (m *Manager) touch(ctx context.Context, inst Instance) error {
+	deadline := time.Now().Add(m.cfg.BusyWait)
+	wait := 20 * time.Millisecond
+	for {
+		err := m.cfg.Store.Touch(ctx, inst, m.cfg.Now())
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrDeleted):
+			return fmt.Errorf("sandbox %s: %w", inst.SandboxID, err)
+		case !errors.Is(err, ErrBusy):
+			return fmt.Errorf("record sandbox %s: %w: %w", inst.SandboxID, ErrUnavailable, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("sandbox %s is still being stopped or repaired after %s: %w: %w", inst.SandboxID, m.cfg.BusyWait, ErrUnavailable, ErrBusy)
+		}
+		select {
+		case <-time.After(min(wait, left)):
+		case <-ctx.Done():
+			return fmt.Errorf("wait for sandbox %s to be stopped: %w", inst.SandboxID, ctx.Err())
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // Exec runs a command in the scope's sandbox, creating or waking it first.
 // When the sandbox service cannot run the command, the result is the one
 // the agent sees (exitCode -1 and a message to retry later, N5) and the
 // error wraps ErrUnavailable. A command that fails or times out is a
-// result with a nil error.
+// result with a nil error. A command for a deleted chat fails with an
+// error wrapping ErrDeleted and creates nothing.
 func (m *Manager) Exec(ctx context.Context, scope Scope, req ExecRequest) (ExecResult, error) {
 	req.Timeout = ClampTimeout(req.Timeout)
 	call := &Call{Scope: scope, SandboxID: IDFor(scope.AppID, scope.UserID, scope.ChatID), Request: req}
@@ -206,11 +266,46 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 			return res, err
 		}
 	}
-	if _, err := m.Ensure(ctx, call.Scope); err != nil {
-		return unavailable(err, time.Since(start)), err
+	for attempt := 0; ; attempt++ {
+		if _, err := m.Ensure(ctx, call.Scope); err != nil {
+			return failed(err, time.Since(start)), err
+		}
+		res, err := m.run(ctx, call)
+		// Stopped or removed elsewhere between the ensure and the
+		// command: the command did not start; ensure once more.
+		if attempt == 0 && ctx.Err() == nil && (errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning)) {
+			m.warm.Delete(call.SandboxID)
+			continue
+		}
+		return m.execResult(ctx, call, start, res, err)
 	}
+}
+
+// run runs the command through the provider and refreshes the record
+// every Config.Heartbeat while it runs.
+func (m *Manager) run(ctx context.Context, call *Call) (ExecResult, error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(m.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), m.cfg.Now()); err != nil {
+					m.log.Warn("sandbox record not refreshed during a long command", "sandboxId", call.SandboxID, "err", err)
+				}
+			}
+		}
+	})
 	res, err := m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
-	return m.execResult(ctx, call, start, res, err)
+	close(done)
+	wg.Wait()
+	return res, err
 }
 
 // execWarm runs a command in a sandbox believed running, with the record
@@ -224,14 +319,21 @@ func (m *Manager) execWarm(ctx context.Context, call *Call) (res ExecResult, err
 	go func() {
 		touched <- m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), now)
 	}()
-	res, err = m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
-	if terr := <-touched; terr != nil {
+	res, err = m.run(ctx, call)
+	switch terr := <-touched; {
+	case terr == nil:
+		m.warm.Store(call.SandboxID, now)
+	case errors.Is(terr, ErrDeleted):
+		// The chat was deleted while its sandbox still ran: the command
+		// may have run, but its chat is gone.
+		m.warm.Delete(call.SandboxID)
+		err = fmt.Errorf("sandbox %s: %w", call.SandboxID, terr)
+		return failed(err, time.Since(start)), err, true
+	default:
 		m.warm.Delete(call.SandboxID)
 		if err == nil {
 			m.log.Warn("sandbox record not refreshed", "sandboxId", call.SandboxID, "err", terr)
 		}
-	} else {
-		m.warm.Store(call.SandboxID, now)
 	}
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning) {
 		m.warm.Delete(call.SandboxID)
@@ -251,16 +353,21 @@ func (m *Manager) execResult(ctx context.Context, call *Call, start time.Time, r
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		err = fmt.Errorf("exec in sandbox %s: %w", call.SandboxID, err)
-		return unavailable(err, time.Since(start)), err
+		return failed(err, time.Since(start)), err
 	}
 	return res, nil
 }
 
-// unavailable is the result the agent sees when the sandbox service could
-// not run its command (N5).
-func unavailable(err error, d time.Duration) ExecResult {
+// failed is the result the agent sees when its command could not run:
+// the sandbox service is unavailable (N5), or the chat was deleted.
+func failed(err error, d time.Duration) ExecResult {
 	msg := ErrUnavailable.Error()
-	if err != nil && !errors.Is(err, ErrUnavailable) {
+	switch {
+	case errors.Is(err, ErrDeleted):
+		msg = ErrDeleted.Error() + "; its sandbox no longer exists"
+	case errors.Is(err, ErrBusy):
+		msg += ": the sandbox is still being stopped"
+	case err != nil && !errors.Is(err, ErrUnavailable):
 		msg += ": " + err.Error()
 	}
 	return ExecResult{Stderr: msg, ExitCode: -1, Duration: d}
@@ -286,7 +393,8 @@ func (m *Manager) Lookup(ctx context.Context, scope Scope) (Instance, error) {
 }
 
 // Stop stops a sandbox and marks its record stopped (provider first, see
-// the package comment).
+// the package comment). The stop scan calls it while it holds the
+// sandbox's claim, so that no command starts in between.
 func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
 	m.warm.Delete(sandboxID)
 	if err := m.cfg.Provider.Stop(ctx, sandboxID); err != nil {

@@ -362,3 +362,81 @@ func TestStoppedElsewhereIsRestarted(t *testing.T) {
 		t.Fatalf("provider status = %q, want running", st)
 	}
 }
+
+// A command for a chat whose deletion was requested fails with ErrDeleted
+// and creates nothing, whether the chat never had a sandbox, or had one
+// that this process used a moment ago (the fast path).
+func TestDeletedChatIsRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		usedYet bool
+	}{
+		{"never used", false},
+		{"used just before", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			m := e.manager(t)
+			scope := newScope(t)
+			id := scope.SandboxID()
+			t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+			if tc.usedYet {
+				if _, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// What the deletion does: the intent, then the sandbox and record.
+			err := e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(scope.AppID, scope.ChatID, "task", e.clock.Now())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.provider.Delete(ctx(t), id); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.store.Delete(ctx(t), "bwrap", id); err != nil {
+				t.Fatal(err)
+			}
+
+			res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "echo back"})
+			if !errors.Is(err, sandbox.ErrDeleted) || res.ExitCode != -1 || !strings.Contains(res.Stderr, "deleted") {
+				t.Fatalf("command of a deleted chat: %+v, %v; want exit -1, a message saying so, ErrDeleted", res, err)
+			}
+			if n := e.records(t, id); n != 0 {
+				t.Errorf("%d records after the refused command, want 0", n)
+			}
+			if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusMissing {
+				t.Errorf("provider status after the refused command = %q, want missing", st)
+			}
+		})
+	}
+}
+
+// A command that meets a sandbox held by the stop scan for longer than
+// BusyWait gives up with a clear, retryable error, having created nothing.
+func TestBusyWaitIsBounded(t *testing.T) {
+	e := newEnv(t)
+	m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, BusyWait: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := newScope(t)
+	id := scope.SandboxID()
+	if _, err := e.store.Claim(ctx(t), "bwrap", []string{id}, "a-stuck-scan", "stop", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true"})
+	if !errors.Is(err, sandbox.ErrUnavailable) || !errors.Is(err, sandbox.ErrBusy) || res.ExitCode != -1 {
+		t.Fatalf("command meeting a held sandbox: %+v, %v; want exit -1, ErrUnavailable and ErrBusy", res, err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 10*time.Second {
+		t.Errorf("gave up after %v, want about the 300ms BusyWait", took)
+	}
+	if !strings.Contains(res.Stderr, "still being stopped") {
+		t.Errorf("message %q does not say why", res.Stderr)
+	}
+	if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusMissing {
+		t.Errorf("provider status = %q, want missing: nothing may be created under a claim", st)
+	}
+}

@@ -2,7 +2,31 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"time"
+)
+
+// Record states beyond running and stoped. The stop scan and the deletions
+// write them (package workers documents every transition); the manager
+// only ever writes running, and providers never report them.
+const (
+	// StatusStopping: the stop scan claimed the sandbox and is stopping
+	// it. Commands that meet it wait for the stop to end, then restart it.
+	StatusStopping Status = "stopping"
+	// StatusDeleting: the sandbox's chat or app was deleted; the provider
+	// resource and then the record are being removed.
+	StatusDeleting Status = "deleting"
+)
+
+// Errors of the Store.
+var (
+	// ErrBusy: the stop scan or reconciliation holds the sandbox (it is
+	// being stopped or repaired). Touch wrote nothing; the caller waits
+	// and touches again.
+	ErrBusy = errors.New("sandbox is being stopped or repaired")
+	// ErrDeleted: the sandbox's chat or app has been deleted. Its sandbox
+	// is gone or going, and must not be created again.
+	ErrDeleted = errors.New("the sandbox's chat was deleted")
 )
 
 // Instance is one document of the sandbox_instances collection (S4).
@@ -27,6 +51,12 @@ type Store interface {
 	// (appId, userId, chatId, createdAt=now, limit) are written only when
 	// the record is inserted. Concurrent first calls for one sandbox, even
 	// from several processes, leave exactly one record.
+	//
+	// Touch refuses, writing nothing, a sandbox whose chat or app has been
+	// deleted (an error wrapping ErrDeleted) and one that the stop scan or
+	// reconciliation holds (ErrBusy). It checks before writing and again
+	// after: the other side records its claim or deletion first and reads
+	// the record second, so one of the two always sees the other.
 	Touch(ctx context.Context, inst Instance, now time.Time) error
 	// Get returns the record, or ErrNotFound.
 	Get(ctx context.Context, provider, sandboxID string) (Instance, error)

@@ -6,6 +6,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,7 +23,22 @@ type Check struct {
 type Config struct {
 	// Ready are the checks of /readyz.
 	Ready []Check
+	// Metrics serves /metrics (Prometheus); nil leaves the route out.
+	Metrics http.Handler
+	// Queues is the task queue dashboard (asynqmon), served to admins at
+	// QueuesPath; nil leaves it out.
+	Queues http.Handler
+	// AdminToken guards the admin routes for operators without an admin
+	// account. Empty: only signed-in admins reach them.
+	AdminToken string
+	// Product is the user-facing part: accounts, chat, apps, files, pages.
+	// Nil leaves it out (a worker's metrics-only server).
+	Product *Product
 }
+
+// QueuesPath is where the queue dashboard is mounted; the dashboard must
+// be built with it as its root path.
+const QueuesPath = "/admin/queues"
 
 // New returns the engine's HTTP handler. Every route is listed here,
 // grouped by who may call it.
@@ -34,6 +50,26 @@ func New(cfg Config) http.Handler {
 	// Public: liveness and readiness for load balancers and operators.
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", readyz(cfg.Ready))
+	// Metrics carry counts and durations, nothing about users; keep the
+	// port off the internet or filter /metrics at the proxy.
+	if cfg.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(cfg.Metrics))
+	}
+
+	// Admin: operators' pages, behind the admin token.
+	var auth Authenticator
+	if cfg.Product != nil {
+		auth = cfg.Product.Auth
+	}
+	admin := r.Group("/admin", adminGate(auth, cfg.AdminToken))
+	if cfg.Queues != nil {
+		queues := gin.WrapH(cfg.Queues)
+		admin.Any(strings.TrimPrefix(QueuesPath, "/admin"), queues)
+		admin.Any(strings.TrimPrefix(QueuesPath, "/admin")+"/*path", queues)
+	}
+	if cfg.Product != nil {
+		cfg.Product.register(r, admin)
+	}
 	return r
 }
 

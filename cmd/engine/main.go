@@ -1,6 +1,7 @@
 // Command engine is Flowbox's one binary.
 //
-//	engine serve              run the product: HTTP API and UI (more with each release)
+//	engine serve              run the product: HTTP API and UI, and the task workers
+//	engine worker             run the task workers only (scale out on one MongoDB and Redis)
 //	engine migrate            create the database indexes and exit
 //	engine shell [flags] CMD  run one command in a chat's sandbox, as the agent would
 //	engine version            print the version
@@ -23,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
@@ -34,10 +37,12 @@ var version = "dev"
 const usage = `usage: engine <command> [flags]
 
 commands:
-  serve     run the engine (HTTP on FLOWBOX_HTTP_ADDR, default :8080)
+  serve     run the engine (HTTP on FLOWBOX_HTTP_ADDR, default :8080) and its task workers
+  worker    run the task workers only, on the MongoDB and Redis the engines share
   migrate   create the database indexes and exit
   shell     run one command in a chat's sandbox: engine shell -app A -user U -chat C 'echo hi'
   version   print the version
+  sandbox-agent  run inside a sandbox: serve its commands on a Unix socket (-socket PATH)
 
 Configuration is read from FLOWBOX_* environment variables; see README.md.
 `
@@ -54,10 +59,14 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(ctx, os.Args[2:])
+	case "worker":
+		err = worker(ctx, os.Args[2:])
 	case "migrate":
 		err = migrate(ctx)
 	case "shell":
 		code, err = shell(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "sandbox-agent":
+		err = sandboxAgent(ctx, os.Args[2:])
 	case "version":
 		fmt.Println("flowbox engine", version)
 	case "help", "-h", "--help":
@@ -98,21 +107,47 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer svc.Close()
 
+	reg := newRegistry()
+	w, err := newWorkers(svc, cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	if cfg.Workers.InServe {
+		if err := w.Start(); err != nil {
+			return err
+		}
+		// Deferred after svc.Close, so it runs before it: running tasks
+		// finish while the database and Redis are still there.
+		defer w.Shutdown()
+	}
+	dashboard := newDashboard(svc)
+	defer dashboard.Close()
+	prod, err := product(ctx, cfg, svc, w, log)
+	if err != nil {
+		return err
+	}
+
 	srv := &http.Server{
-		Addr:              cfg.HTTPAddr,
-		Handler:           web.New(web.Config{Ready: svc.readyChecks()}),
+		Addr: cfg.HTTPAddr,
+		Handler: web.New(web.Config{
+			Ready:      svc.readyChecks(),
+			Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+			Queues:     dashboard,
+			AdminToken: cfg.AdminToken,
+			Product:    prod,
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("flowbox engine serving", "addr", cfg.HTTPAddr, "version", version, "mode", cfg.Mode,
-		"sandboxProvider", svc.provider.Name(), "mongodb", svc.mongoDesc, "redis", svc.redisDesc)
+		"sandboxProvider", svc.provider.Name(), "mongodb", svc.mongoDesc, "redis", svc.redisDesc, "workers", cfg.Workers.InServe)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server on %s: %w", cfg.HTTPAddr, err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	log.Info("shutting down: letting requests and running tasks finish")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

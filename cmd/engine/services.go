@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
@@ -26,6 +27,8 @@ import (
 type services struct {
 	db        *mongo.Database
 	redis     *redis.Client
+	redisOpt  asynq.RedisClientOpt // the same Redis, for the queue dashboard
+	store     *mongostore.Store
 	provider  sandbox.Provider
 	manager   *sandbox.Manager
 	mongoDesc string
@@ -72,11 +75,13 @@ func start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *service
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { s.redis.Close() })
+	s.redisOpt = asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB}
 
 	store, err := openStore(ctx, db, log)
 	if err != nil {
 		return nil, err
 	}
+	s.store = store
 	s.provider, err = chooseProvider(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -145,7 +150,7 @@ func chooseProvider(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,
-				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, Logger: log})
+				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, Logger: log})
 		},
 		"host": func() (sandbox.Provider, error) {
 			return host.New(host.Config{Root: filepath.Join(sc.Root, "host"), AllowUnsafe: sc.AllowUnsafeHost})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the engine's configuration. README.md documents every field
@@ -27,24 +28,63 @@ type Config struct {
 	RedisPassword string // FLOWBOX_REDIS_PASSWORD
 	RedisDB       int    // FLOWBOX_REDIS_DB (default 0)
 
+	// AdminToken guards the admin pages (the queue dashboard at
+	// /admin/queues). FLOWBOX_ADMIN_TOKEN; empty: they refuse everyone.
+	AdminToken string
+
 	Sandbox Sandbox
+	Workers Workers
+	Product Product
+}
+
+// Product configures accounts, the chat API and the models.
+type Product struct {
+	// APIKey lets programs without an account call the chat API, naming
+	// their user in customUid. FLOWBOX_API_KEY; empty: they are refused.
+	APIKey string
+	// AdminUser and AdminPassword create the first admin at start when
+	// that user does not exist. FLOWBOX_ADMIN_USER (default admin),
+	// FLOWBOX_ADMIN_PASSWORD (empty: no account is created).
+	AdminUser, AdminPassword string
+	// LLMBaseURL and LLMAPIKey are the OpenAI-compatible endpoint for
+	// every model but the offline demo model. FLOWBOX_LLM_BASE_URL,
+	// FLOWBOX_LLM_API_KEY.
+	LLMBaseURL, LLMAPIKey string
+	// SecureCookies marks session cookies HTTPS-only.
+	// FLOWBOX_SECURE_COOKIES (default: true in production mode).
+	SecureCookies bool
+}
+
+// Workers configures the task workers (package workers).
+type Workers struct {
+	// InServe runs the task server and scheduler inside engine serve.
+	// FLOWBOX_WORKERS (default true); engine worker always runs them.
+	InServe bool
+	// Concurrency is how many tasks one process runs at once.
+	// FLOWBOX_WORKERS_CONCURRENCY (default 10).
+	Concurrency int
+	// ShutdownTimeout is how long a stopping process lets running tasks
+	// finish before they go back to their queue.
+	// FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT (default 30s).
+	ShutdownTimeout time.Duration
 }
 
 // Sandbox configures the sandbox provider and its limits.
 type Sandbox struct {
-	Provider         string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | host (default auto)
-	AllowUnsafeHost  bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
-	Network          bool    // FLOWBOX_SANDBOX_NETWORK (default false)
-	CPUs             float64 // FLOWBOX_SANDBOX_CPUS (default 1)
-	MemoryMiB        int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
-	Pids             int64   // FLOWBOX_SANDBOX_PIDS (default 256)
-	DiskGiB          int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
-	Root             string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
-	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
-	DockerImage      string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
-	DockerShell      string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
-	DockerRoot       string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
-	DockerDaemonRoot string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+	Provider          string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | host (default auto)
+	AllowUnsafeHost   bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
+	Network           bool    // FLOWBOX_SANDBOX_NETWORK (default false)
+	CPUs              float64 // FLOWBOX_SANDBOX_CPUS (default 1)
+	MemoryMiB         int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
+	Pids              int64   // FLOWBOX_SANDBOX_PIDS (default 256)
+	DiskGiB           int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
+	Root              string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
+	DockerHost        string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
+	DockerImage       string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
+	DockerShell       string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRoot        string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
+	DockerDaemonRoot  string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+	DockerAgentBinary string  // FLOWBOX_DOCKER_AGENT_BINARY: a static engine binary each container runs as its command agent (empty: a docker exec per command)
 }
 
 // Load reads the configuration from the environment.
@@ -58,13 +98,21 @@ func load(getenv func(string) string) (Config, error) {
 		}
 		return def
 	}
-	boolean := func(key string) bool {
-		v := str(key, "false")
+	boolean := func(key string, def bool) bool {
+		v := str(key, strconv.FormatBool(def))
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s=%q is not true or false", key, v))
 		}
 		return b
+	}
+	duration := func(key string, def time.Duration) time.Duration {
+		v := str(key, def.String())
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q is not a positive duration such as 30s or 2m", key, v))
+		}
+		return d
 	}
 	integer := func(key string, def int64) int64 {
 		v := str(key, strconv.FormatInt(def, 10))
@@ -84,14 +132,31 @@ func load(getenv func(string) string) (Config, error) {
 		RedisAddr:     str("FLOWBOX_REDIS_ADDR", ""),
 		RedisPassword: str("FLOWBOX_REDIS_PASSWORD", ""),
 		RedisDB:       int(integer("FLOWBOX_REDIS_DB", 0)),
+		AdminToken:    str("FLOWBOX_ADMIN_TOKEN", ""),
+		Workers: Workers{
+			InServe:         boolean("FLOWBOX_WORKERS", true),
+			Concurrency:     int(integer("FLOWBOX_WORKERS_CONCURRENCY", 10)),
+			ShutdownTimeout: duration("FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT", 30*time.Second),
+		},
+	}
+	if c.Workers.Concurrency == 0 {
+		errs = append(errs, "FLOWBOX_WORKERS_CONCURRENCY=0: a worker needs to run at least one task at a time")
 	}
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}
+	c.Product = Product{
+		APIKey:        str("FLOWBOX_API_KEY", ""),
+		AdminUser:     str("FLOWBOX_ADMIN_USER", "admin"),
+		AdminPassword: str("FLOWBOX_ADMIN_PASSWORD", ""),
+		LLMBaseURL:    str("FLOWBOX_LLM_BASE_URL", ""),
+		LLMAPIKey:     str("FLOWBOX_LLM_API_KEY", ""),
+		SecureCookies: boolean("FLOWBOX_SECURE_COOKIES", c.Mode == "production"),
+	}
 	s := &c.Sandbox
 	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")
-	s.AllowUnsafeHost = boolean("FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST")
-	s.Network = boolean("FLOWBOX_SANDBOX_NETWORK")
+	s.AllowUnsafeHost = boolean("FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST", false)
+	s.Network = boolean("FLOWBOX_SANDBOX_NETWORK", false)
 	cpus := str("FLOWBOX_SANDBOX_CPUS", "1")
 	if f, err := strconv.ParseFloat(cpus, 64); err != nil || f <= 0 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_CPUS=%q is not a positive number", cpus))
@@ -107,6 +172,7 @@ func load(getenv func(string) string) (Config, error) {
 	s.DockerShell = str("FLOWBOX_DOCKER_SHELL", "/bin/bash")
 	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
+	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
 
 	switch c.Mode {
 	case "development", "production":

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -15,6 +16,9 @@ func TestDefaults(t *testing.T) {
 	if c.HTTPAddr != ":8080" || c.MongoURI != "" || c.RedisAddr != "" || c.Sandbox.Provider != "auto" ||
 		c.Sandbox.Network || c.Sandbox.MemoryMiB != 512 || c.Sandbox.Pids != 256 || c.Mode != "development" {
 		t.Fatalf("defaults = %+v", c)
+	}
+	if !c.Workers.InServe || c.Workers.Concurrency != 10 || c.Workers.ShutdownTimeout != 30*time.Second || c.AdminToken != "" {
+		t.Fatalf("worker and admin defaults = %+v, admin token %q", c.Workers, c.AdminToken)
 	}
 	if !strings.HasSuffix(c.Sandbox.Root, "/data/sandboxes") {
 		t.Fatalf("sandbox root = %q, want under the data dir", c.Sandbox.Root)
@@ -32,11 +36,28 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_SANDBOX_NETWORK": "maybe"}, "not true or false"},
 		{map[string]string{"FLOWBOX_SANDBOX_CPUS": "0"}, "positive number"},
 		{map[string]string{"FLOWBOX_MODE": "prod"}, "development or production"},
+		{map[string]string{"FLOWBOX_WORKERS": "sometimes"}, "FLOWBOX_WORKERS"},
+		{map[string]string{"FLOWBOX_WORKERS_CONCURRENCY": "0"}, "at least one task"},
+		{map[string]string{"FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT": "30"}, "positive duration"},
 	}
 	for _, tc := range tests {
 		_, err := load(env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want it to mention %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+func TestWorkersAndAdmin(t *testing.T) {
+	c, err := load(env(map[string]string{
+		"FLOWBOX_WORKERS": "false", "FLOWBOX_WORKERS_CONCURRENCY": "3",
+		"FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT": "2m", "FLOWBOX_ADMIN_TOKEN": "s3cret",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Workers{InServe: false, Concurrency: 3, ShutdownTimeout: 2 * time.Minute}
+	if c.Workers != want || c.AdminToken != "s3cret" {
+		t.Fatalf("got %+v and token %q, want %+v and s3cret", c.Workers, c.AdminToken, want)
 	}
 }

@@ -5,6 +5,13 @@
 // shell state are host directories bind-mounted into it, so they survive
 // stop and start.
 //
+// Commands reach a container one of two ways. With Config.AgentBinary
+// set, the container's main process is the exec agent (sandbox/agent),
+// and a command is a connection to its socket, which the container sees
+// in a host directory of its own: a few milliseconds instead of a Docker
+// exec's tens, and every process a command starts ends with it. Without
+// it, or when the agent cannot be reached, a command is a Docker exec.
+//
 // The package must never run a user's command outside the persistent
 // shell (sandbox.ShellArgv), never leave a timed-out command running, and
 // never touch containers it did not label as its own.
@@ -19,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -86,6 +94,14 @@ type Config struct {
 	// Logger receives failures that are not returned (cleanup, kills).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// AgentBinary is the path, as the Docker daemon sees it, of a static
+	// engine binary (CGO_ENABLED=0 go build ./cmd/engine): new containers
+	// run its sandbox-agent command as their main process, from a
+	// read-only bind mount, and commands go through it. It must be
+	// static to run in any image. Default empty: commands are Docker
+	// execs. The agent's socket is reached through WorkspaceRoot, so the
+	// daemon must run on this machine.
+	AgentBinary string
 }
 
 // Provider runs sandboxes as Docker containers. It is safe for concurrent
@@ -94,6 +110,9 @@ type Provider struct {
 	cfg Config
 	cli *client.Client
 	log *slog.Logger
+	// unreachable is logged once: later fallbacks to Docker execs are
+	// debug messages.
+	unreachable sync.Once
 }
 
 var _ sandbox.Provider = (*Provider)(nil)
@@ -123,6 +142,9 @@ func New(cfg Config) (*Provider, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.DefaultLimits = mergeLimits(cfg.DefaultLimits, defaultLimits)
+	if cfg.AgentBinary != "" && !filepath.IsAbs(cfg.AgentBinary) {
+		return nil, fmt.Errorf("docker sandbox: the agent binary %q must be an absolute path", cfg.AgentBinary)
+	}
 	for _, dir := range []*string{&cfg.WorkspaceRoot, &cfg.DaemonWorkspaceRoot} {
 		if !filepath.IsAbs(*dir) {
 			return nil, fmt.Errorf("docker sandbox: the workspace root %q must be an absolute path", *dir)
@@ -170,6 +192,9 @@ func (p *Provider) workspaceDir(id string) string {
 
 func (p *Provider) stateDir(id string) string { return filepath.Join(p.cfg.WorkspaceRoot, id, "state") }
 
+// agentDir holds the agent's socket; the container sees it as agentRunDir.
+func (p *Provider) agentDir(id string) string { return filepath.Join(p.cfg.WorkspaceRoot, id, "agent") }
+
 // Fingerprint says why sandboxes cannot run: the daemon is unreachable,
 // the image is missing or the workspace root is not writable.
 func (p *Provider) Fingerprint(ctx context.Context) error {
@@ -186,6 +211,11 @@ func (p *Provider) Fingerprint(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
 		return fmt.Errorf("docker sandbox: the workspace root is not usable: %w", err)
+	}
+	if p.cfg.AgentBinary != "" {
+		if err := checkAgentBinary(p.cfg.AgentBinary); err != nil {
+			return fmt.Errorf("docker sandbox: %w", err)
+		}
 	}
 	return nil
 }

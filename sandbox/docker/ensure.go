@@ -17,9 +17,10 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 )
 
-// keepAlive is the container's main process. Under the init process that
-// Docker adds (Init: true), SIGTERM reaches it directly and ends it at
-// once, so a stop does not wait out the grace period.
+// keepAlive is the container's main process when there is no agent.
+// Under the init process that Docker adds (Init: true), SIGTERM reaches it
+// directly and ends it at once, so a stop does not wait out the grace
+// period; the agent, in its place, kills its commands and exits.
 var keepAlive = []string{"sleep", "2147483647"}
 
 // Ensure implements sandbox.Provider: missing → create and start, stopped
@@ -99,10 +100,27 @@ func (p *Provider) start(ctx context.Context, id string) error {
 	}
 }
 
-// makeDirs creates the sandbox's host directories if they are missing.
+// hostDirs are the sandbox's host directories, parents first. The
+// agent's is private: whoever can connect to its socket runs commands.
+func (p *Provider) hostDirs(id string, withAgent bool) []hostDir {
+	dirs := []hostDir{{p.hostDir(id), 0o755}, {p.workspaceDir(id), 0o755}, {p.stateDir(id), 0o755}}
+	if withAgent {
+		dirs = append(dirs, hostDir{p.agentDir(id), 0o700})
+	}
+	return dirs
+}
+
+type hostDir struct {
+	path string
+	mode os.FileMode
+}
+
+// makeDirs creates the sandbox's host directories if they are missing:
+// the agent's too, since the container may have been created with an
+// agent whatever this provider's configuration.
 func (p *Provider) makeDirs(id string) error {
-	for _, dir := range []string{p.workspaceDir(id), p.stateDir(id)} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	for _, dir := range p.hostDirs(id, true) {
+		if err := os.MkdirAll(dir.path, dir.mode); err != nil {
 			return fmt.Errorf("create the sandbox's directory: %w", err)
 		}
 	}
@@ -136,11 +154,12 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
 		return fmt.Errorf("create the workspace root: %w", err)
 	}
-	for _, dir := range []string{p.hostDir(id), p.workspaceDir(id), p.stateDir(id)} {
+	for _, d := range p.hostDirs(id, p.cfg.AgentBinary != "") {
+		dir := d.path
 		if _, serr := os.Lstat(dir); serr == nil {
 			continue
 		}
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(dir, d.mode); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("create the sandbox's directory: %w", err)
 		}
 		undo.add("remove "+dir, func(context.Context) error {
@@ -197,6 +216,18 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 	mem := lim.MemoryMiB << 20
 	init := true
 	stopSecs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
+	cmd := keepAlive
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "workspace"), Target: sandbox.WorkspaceDir},
+		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "state"), Target: sandbox.StateDir},
+	}
+	if p.cfg.AgentBinary != "" {
+		cmd = agentCmd(p.cfg.Shell)
+		mounts = append(mounts,
+			mount.Mount{Type: mount.TypeBind, Source: p.cfg.AgentBinary, Target: agentPath, ReadOnly: true},
+			mount.Mount{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "agent"), Target: agentRunDir},
+		)
+	}
 	return client.ContainerCreateOptions{
 		Name: ContainerName(id),
 		Config: &container.Config{
@@ -204,10 +235,11 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 			Hostname:   "sandbox",
 			Labels:     labels,
 			WorkingDir: sandbox.WorkspaceDir,
-			// An image's entrypoint would wrap keepAlive; sandboxes run
-			// none. [""] is the API's way to say "no entrypoint".
+			// An image's entrypoint would wrap the main process;
+			// sandboxes run none. [""] is the API's way to say "no
+			// entrypoint".
 			Entrypoint:  []string{""},
-			Cmd:         keepAlive,
+			Cmd:         cmd,
 			StopTimeout: &stopSecs,
 		},
 		HostConfig: &container.HostConfig{
@@ -221,10 +253,7 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 				NanoCPUs:   int64(lim.CPUCount * 1e9),
 				PidsLimit:  &lim.Pids,
 			},
-			Mounts: []mount.Mount{
-				{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "workspace"), Target: sandbox.WorkspaceDir},
-				{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "state"), Target: sandbox.StateDir},
-			},
+			Mounts:    mounts,
 			LogConfig: container.LogConfig{Type: "none"},
 		},
 	}

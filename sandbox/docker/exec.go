@@ -17,8 +17,9 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 )
 
-// How a command is killed. Closing the exec's stream does not end the
-// command, and the engine may not see the daemon's PIDs, so the kill
+// How a command run as a Docker exec is killed (the agent kills its
+// commands itself: sandbox/agent). Closing the exec's stream does not end
+// the command, and the engine may not see the daemon's PIDs, so the kill
 // happens inside the container, from a second exec:
 //
 //  1. Every command starts under launcher, which writes its PID to a file
@@ -86,14 +87,26 @@ const (
 )
 
 // Exec implements sandbox.Provider. The command runs through the
-// persistent shell; output is streamed to req.OnOutput and capped in the
+// persistent shell, by the container's agent when it has one, else as a
+// Docker exec; output is streamed to req.OnOutput and capped in the
 // result. At req.Timeout, or when ctx ends, the command and every process
 // it started are killed; a timeout is a result (TimedOut, exit 124), an
-// ended ctx an error.
+// ended ctx an error. Through the agent, processes a command leaves
+// behind are killed when it ends, too.
 func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	if err := checkID(id); err != nil {
 		return sandbox.ExecResult{}, err
 	}
+	if p.cfg.AgentBinary != "" {
+		if res, handled, err := p.execAgent(ctx, id, req); handled {
+			return res, err
+		}
+	}
+	return p.execDocker(ctx, id, req)
+}
+
+// execDocker runs a command as a Docker exec.
+func (p *Provider) execDocker(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	started := time.Now()
 	pidName := "exec-" + newToken() + ".pid"
 	pidFile := sandbox.StateDir + "/" + pidName
@@ -270,7 +283,7 @@ func (p *Provider) removePIDFile(id, name string) {
 func (p *Provider) execErr(id string, err error) error {
 	if cerrdefs.IsConflict(err) {
 		// Stopped or paused: Ensure must run first.
-		return fmt.Errorf("exec in sandbox %s: it is not running: %w: %w", id, sandbox.ErrUnavailable, err)
+		return fmt.Errorf("exec in sandbox %s: %w: %w", id, sandbox.ErrNotRunning, err)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("exec in sandbox %s: %w: %w", id, sandbox.ErrUnavailable, err)

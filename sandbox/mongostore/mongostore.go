@@ -1,11 +1,19 @@
 // Package mongostore keeps the sandbox instance records (spec S4) in the
-// MongoDB collection sandbox_instances. It implements sandbox.Store and
-// serves both real MongoDB and the embedded FerretDB.
+// MongoDB collection sandbox_instances, with the two small collections the
+// stop scan, the deletions and reconciliation coordinate through:
+// sandbox_claims (who holds a sandbox while stopping or repairing it) and
+// sandbox_deletions (deletion intents, kept as tombstones once done). It
+// implements sandbox.Store and serves both real MongoDB and the embedded
+// FerretDB.
 //
 // It must never write a record without its owner (appId and chatId): the
 // uniqueness of one sandbox per chat rests on that, above all on FerretDB,
-// where the per-chat index cannot be partial. It knows nothing of how
-// providers run sandboxes, nor of HTTP or tasks.
+// where the per-chat index cannot be partial. It must never rely on a
+// conditional update being atomic: FerretDB 1.x reads, changes and writes
+// back whole documents, so two updates of one document can both match.
+// Mutual exclusion rests on inserts into unique _ids (claims, intents)
+// and on each side writing before it reads the other's mark. It knows
+// nothing of how providers run sandboxes, nor of HTTP or tasks.
 package mongostore
 
 import (
@@ -13,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +51,9 @@ const touchAttempts = 5
 
 // Store is the MongoDB sandbox.Store.
 type Store struct {
-	coll *mongo.Collection
+	coll      *mongo.Collection // sandbox_instances
+	claims    *mongo.Collection // sandbox_claims
+	deletions *mongo.Collection // sandbox_deletions
 }
 
 var _ sandbox.Store = (*Store)(nil)
@@ -54,9 +65,24 @@ func New(ctx context.Context, db *mongo.Database, logger *slog.Logger) (*Store, 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Store{coll: db.Collection(Collection)}
+	s := &Store{
+		coll:      db.Collection(Collection),
+		claims:    db.Collection(ClaimsCollection),
+		deletions: db.Collection(DeletionsCollection),
+	}
 	if err := s.createIndexes(ctx, logger); err != nil {
 		return nil, fmt.Errorf("create indexes of %s: %w", Collection, err)
+	}
+	for _, m := range []struct {
+		coll  *mongo.Collection
+		model mongo.IndexModel
+	}{
+		{s.claims, mongo.IndexModel{Keys: bson.D{{Key: "claimedAt", Value: 1}}, Options: options.Index().SetName(IndexClaimedAt)}},
+		{s.deletions, mongo.IndexModel{Keys: bson.D{{Key: "state", Value: 1}, {Key: "requestedAt", Value: 1}}, Options: options.Index().SetName(IndexDeletionState)}},
+	} {
+		if _, err := m.coll.Indexes().CreateOne(ctx, m.model); err != nil {
+			return nil, fmt.Errorf("create indexes of %s: %w", m.coll.Name(), err)
+		}
 	}
 	return s, nil
 }
@@ -183,23 +209,38 @@ func (s *Store) indexes(ctx context.Context) (map[string]index, error) {
 }
 
 // key selects a record by its _id, "<provider>/<sandboxId>". Every lookup
-// on the exec path goes through it: FerretDB's SQLite backend uses an
-// index only for _id, so a filter on {provider, sandboxId} would read the
-// whole collection (15-23 ms at 1,000 records against about 1 ms). The
-// unique {provider, sandboxId} index still guards the pair on MongoDB.
+// on the exec path goes through it: FerretDB's SQLite backend passes only
+// a filter on _id alone down to SQLite, so a filter on {provider,
+// sandboxId} would decode the whole collection (15-23 ms at 1,000 records
+// against about 1 ms). SQLite still reads every row for it (the _id index
+// is not used, see docs/BENCHMARKS.md), so even these lookups grow with
+// the collection on FerretDB. The unique {provider, sandboxId} index still
+// guards the pair on MongoDB.
 func key(provider, sandboxID string) bson.D {
-	return bson.D{{Key: "_id", Value: provider + "/" + sandboxID}}
+	return bson.D{{Key: "_id", Value: recordID(provider, sandboxID)}}
 }
+
+func recordID(provider, sandboxID string) string { return provider + "/" + sandboxID }
 
 // Touch upserts the record with status running and lastActiveAt now (S5);
 // the owner, createdAt and limit are written only on insert. Times are
 // stored as BSON dates, to the millisecond.
+//
+// Before and after writing it looks for a deletion intent of the chat or
+// the app (sandbox.ErrDeleted) and for a claim on the sandbox
+// (sandbox.ErrBusy), each read by _id. Found before, nothing is written.
+// Found after, the write raced the other side, which wrote its mark before
+// reading the record: a record this call inserted for a deleted chat is
+// removed again, and a claim holder overwrites the status written here.
 func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time) error {
 	switch {
 	case inst.Provider == "" || inst.SandboxID == "":
 		return fmt.Errorf("touch sandbox record: provider %q and sandboxId %q must both be set", inst.Provider, inst.SandboxID)
 	case inst.AppID == "" || inst.ChatID == "":
 		return fmt.Errorf("touch sandbox record %s/%s: appId %q and chatId %q must both be set", inst.Provider, inst.SandboxID, inst.AppID, inst.ChatID)
+	}
+	if err := s.admit(ctx, inst); err != nil {
+		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
 	now = now.UTC()
 	update := bson.D{
@@ -218,20 +259,60 @@ func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time)
 		}},
 	}
 	opts := options.UpdateOne().SetUpsert(true)
-	var err error
+	var (
+		res *mongo.UpdateResult
+		err error
+	)
 	for range touchAttempts {
 		// Two first Touches can both find no record and both insert; the
 		// unique index refuses the second, whose retry then matches the
 		// first's record (MongoDB documents this race for upserts; FerretDB
 		// shows it too, see TestTouchConcurrent). A clash
 		// on {appId, chatId} fails every attempt and is returned.
-		_, err = s.coll.UpdateOne(ctx, key(inst.Provider, inst.SandboxID), update, opts)
+		err = write(ctx, func() (err error) {
+			res, err = s.coll.UpdateOne(ctx, key(inst.Provider, inst.SandboxID), update, opts)
+			return err
+		})
 		if !mongo.IsDuplicateKeyError(err) {
 			break
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	}
+	if err := s.admit(ctx, inst); err != nil {
+		if errors.Is(err, sandbox.ErrDeleted) && res.UpsertedCount > 0 {
+			// The deletion may already have looked for this chat's
+			// records; take back the one this call brought in.
+			if derr := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(inst.Provider, inst.SandboxID)); return err }); derr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the record written after the deletion: %w", derr))
+			}
+		}
+		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	}
+	return nil
+}
+
+// admit looks for what forbids a command to use the sandbox: a deletion
+// intent of its chat or app, pending or done, then a claim on it.
+func (s *Store) admit(ctx context.Context, inst sandbox.Instance) error {
+	for _, id := range []string{ChatDeletionKey(inst.AppID, inst.ChatID), AppDeletionKey(inst.AppID)} {
+		var d Deletion
+		err := s.deletions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+		switch {
+		case err == nil:
+			return fmt.Errorf("%w (deletion of %s requested at %s)", sandbox.ErrDeleted, d.describe(), d.RequestedAt.Format(time.RFC3339))
+		case !errors.Is(err, mongo.ErrNoDocuments):
+			return fmt.Errorf("look for a deletion of the chat: %w", err)
+		}
+	}
+	var c Claim
+	err := s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)}}).Decode(&c)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w (%s since %s)", sandbox.ErrBusy, c.Reason, c.ClaimedAt.Format(time.RFC3339))
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return fmt.Errorf("look for a claim on the sandbox: %w", err)
 	}
 	return nil
 }
@@ -249,14 +330,21 @@ func (s *Store) Get(ctx context.Context, provider, sandboxID string) (sandbox.In
 	return inst, nil
 }
 
+// recordStates are the statuses a record may hold.
+var recordStates = []sandbox.Status{sandbox.StatusRunning, sandbox.StatusStopped, sandbox.StatusStopping, sandbox.StatusDeleting}
+
 // SetStatus sets the status of an existing record; an error wrapping
-// sandbox.ErrNotFound when there is none. Only running and stoped are
-// stored.
+// sandbox.ErrNotFound when there is none. Only the record states (running,
+// stoped, stopping, deleting) are stored.
 func (s *Store) SetStatus(ctx context.Context, provider, sandboxID string, status sandbox.Status) error {
-	if status != sandbox.StatusRunning && status != sandbox.StatusStopped {
+	if !slices.Contains(recordStates, status) {
 		return fmt.Errorf("set status of sandbox record %s/%s: status %q is not stored", provider, sandboxID, status)
 	}
-	res, err := s.coll.UpdateOne(ctx, key(provider, sandboxID), bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: status}}}})
+	var res *mongo.UpdateResult
+	err := write(ctx, func() (err error) {
+		res, err = s.coll.UpdateOne(ctx, key(provider, sandboxID), bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: status}}}})
+		return err
+	})
 	if err == nil && res.MatchedCount == 0 {
 		err = sandbox.ErrNotFound
 	}
@@ -268,7 +356,7 @@ func (s *Store) SetStatus(ctx context.Context, provider, sandboxID string, statu
 
 // Delete removes the record; a missing record is not an error.
 func (s *Store) Delete(ctx context.Context, provider, sandboxID string) error {
-	if _, err := s.coll.DeleteOne(ctx, key(provider, sandboxID)); err != nil {
+	if err := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(provider, sandboxID)); return err }); err != nil {
 		return fmt.Errorf("delete sandbox record %s/%s: %w", provider, sandboxID, err)
 	}
 	return nil

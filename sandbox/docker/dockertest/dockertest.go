@@ -8,12 +8,14 @@ package dockertest
 import (
 	"archive/tar"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -84,7 +86,8 @@ func Client(t testing.TB) *client.Client {
 // test defaults: Image, Shell, and a WorkspaceRoot under t.TempDir. The
 // busybox image is imported first if the daemon lacks it. At cleanup,
 // every container whose workspace lies under the provider's root is
-// removed.
+// removed. For commands through the agent, set cfg.AgentBinary to
+// AgentBinary(t).
 func Provider(t testing.TB, cfg docker.Config) *docker.Provider {
 	t.Helper()
 	cli := Client(t)
@@ -221,4 +224,94 @@ func writeRootfs(w io.Writer, busybox []byte, applets []string) error {
 		}
 	}
 	return tw.Close()
+}
+
+var agentBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// AgentBinary returns a static engine binary to run as the sandboxes'
+// agent (docker.Config.AgentBinary), built from this module once per test
+// binary; the first build may take a minute. It is kept in one place in
+// the temporary directory, replaced atomically by each build, so that the
+// daemon, on this machine, sees it at the same path.
+func AgentBinary(t testing.TB) string {
+	t.Helper()
+	agentBuild.once.Do(func() { agentBuild.path, agentBuild.err = buildAgent() })
+	if agentBuild.err != nil {
+		t.Fatalf("dockertest: build the agent: %v", agentBuild.err)
+	}
+	return agentBuild.path
+}
+
+func buildAgent() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	dir := filepath.Join(os.TempDir(), "flowbox-dockertest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "flowbox-agent-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), "./cmd/engine")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("CGO_ENABLED=0 go build ./cmd/engine: %w\n%s", err, out)
+	}
+	if err := checkStatic(tmp.Name()); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "flowbox-agent")
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// checkStatic fails unless the binary at path needs no dynamic loader:
+// images such as busybox have none.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked; the agent must be static", path)
+		}
+	}
+	return nil
+}
+
+// moduleRoot finds this module's root above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(data), "module github.com/flowbox/flowbox\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("the flowbox module's root is not above the working directory")
+		}
+		dir = parent
+	}
 }

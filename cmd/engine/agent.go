@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/agent"
+)
+
+// sandboxAgent runs the exec agent (sandbox/agent) as a sandbox's main
+// process: the docker provider bind-mounts this binary, built static
+// (CGO_ENABLED=0), into every container and starts it there. It reads no
+// FLOWBOX_* configuration; commands get the container's environment.
+func sandboxAgent(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sandbox-agent", flag.ContinueOnError)
+	socket := fs.String("socket", "", "path of the Unix socket to serve on (required)")
+	shell := fs.String("shell", "/bin/sh", "shell that interprets commands")
+	stateDir := fs.String("state-dir", sandbox.StateDir, "directory of the persistent shell's state")
+	workDir := fs.String("workdir", sandbox.WorkspaceDir, "directory a new sandbox's commands start in")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *socket == "" || fs.NArg() > 0 {
+		return errors.New("usage: engine sandbox-agent -socket PATH [-shell SH] [-state-dir DIR] [-workdir DIR]")
+	}
+	return agent.Serve(ctx, agent.Config{
+		Socket:   *socket,
+		Shell:    *shell,
+		StateDir: *stateDir,
+		WorkDir:  *workDir,
+		Env:      os.Environ(),
+		Logger:   newLogger(*logLevel),
+	})
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// product builds the user-facing part: the workflow engine with its
+// tool-call node, accounts, the chat and file APIs and the pages.
+func product(ctx context.Context, cfg config.Config, svc *services, deleter web.SandboxDeleter, log *slog.Logger) (*web.Product, error) {
+	templates, err := nodes.LoadTemplates()
+	if err != nil {
+		return nil, fmt.Errorf("load node templates: %w", err)
+	}
+	models := &llm.Resolver{Endpoint: llm.Config{BaseURL: cfg.Product.LLMBaseURL, APIKey: cfg.Product.LLMAPIKey}}
+	env, err := toolcall.Probe(ctx, svc.provider, cfg.Sandbox.Network)
+	if err != nil {
+		log.Warn("could not probe the sandbox; the prompt will not list its tools", "err", err)
+		env = toolcall.Environment{Network: cfg.Sandbox.Network, Unsafe: svc.provider.Capabilities().Unsafe}
+	}
+	types := nodes.Builtins(models)
+	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.manager, Env: env})
+	engine := &nodes.Engine{Templates: templates, Types: types}
+
+	accounts := auth.New(svc.db)
+	password := cfg.Product.AdminPassword
+	if password == "" {
+		// First run without a configured password: make one and say it
+		// once. An existing admin keeps the password it has.
+		if _, err := accounts.User(ctx, "u:"+cfg.Product.AdminUser); errors.Is(err, auth.ErrBadCredentials) {
+			password = randomPassword()
+			log.Warn("first run: created the admin account; sign in and keep this password (it is not shown again), or set FLOWBOX_ADMIN_PASSWORD",
+				"user", cfg.Product.AdminUser, "password", password)
+		}
+	}
+	if password != "" {
+		if err := accounts.EnsureAdmin(ctx, cfg.Product.AdminUser, password); err != nil {
+			return nil, fmt.Errorf("create the first admin %q: %w", cfg.Product.AdminUser, err)
+		}
+	}
+	appStore := apps.New(svc.db, templates)
+	if err := appStore.EnsureDemo(ctx, "u:"+cfg.Product.AdminUser, time.Now()); err != nil {
+		return nil, fmt.Errorf("create the demo app: %w", err)
+	}
+	chats := history.New(svc.db)
+	access := &web.Access{Apps: appStore, Chats: chats}
+	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}}
+	if err := ui.Load(); err != nil {
+		return nil, err
+	}
+	return &web.Product{
+		Auth:     accounts,
+		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
+		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
+			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: log},
+		Apps:       &web.AppsHandler{Apps: appStore, Access: access, Deleter: deleter, Now: time.Now},
+		Chats:      &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: deleter},
+		Files:      &web.FilesHandler{Sandboxes: svc.manager, Access: access},
+		UI:         ui,
+		Admin:      svc.manager,
+		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: 10},
+		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
+	}, nil
+}
+
+func randomPassword() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// providerRecords lists the records of the provider in use, for the admin
+// page.
+type providerRecords struct{ svc *services }
+
+func (r providerRecords) List(ctx context.Context) ([]sandbox.Instance, error) {
+	return r.svc.store.ByProvider(ctx, r.svc.provider.Name())
+}

@@ -1,0 +1,397 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Server bounds.
+const (
+	// requestTimeout bounds reading the request line.
+	requestTimeout = 10 * time.Second
+	// drainTimeout is how long the command's output may still arrive once
+	// its processes are dead; only a process the kill could not reach can
+	// hold the pipes longer.
+	drainTimeout = 2 * time.Second
+	// answerTimeout bounds writing the last frame to a client that does
+	// not read.
+	answerTimeout = 5 * time.Second
+	// spareThreads is how many idle OS threads the agent keeps (see
+	// keepSpareThreads).
+	spareThreads = 4
+)
+
+// defaultEnv is the environment of every command before Config.Env.
+var defaultEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"LANG=C.UTF-8",
+	"TERM=dumb",
+}
+
+// Config configures Serve. Zero values have the defaults named.
+type Config struct {
+	// Socket is the path of the Unix socket to listen on; required. A
+	// file left there by an earlier run is replaced.
+	Socket string
+	// Shell interprets commands. Default /bin/sh.
+	Shell string
+	// StateDir keeps the persistent shell's state. Default
+	// sandbox.StateDir.
+	StateDir string
+	// WorkDir is where a new sandbox's commands start. Default
+	// sandbox.WorkspaceDir.
+	WorkDir string
+	// Env is added to every command's environment over PATH, HOME=/root,
+	// LANG=C.UTF-8 and TERM=dumb; in a container, the container's
+	// environment.
+	Env []string
+	// Logger receives what the agent cannot tell a client. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Serve runs the agent until ctx ends: it listens on cfg.Socket and runs
+// one command per connection. When ctx ends it stops listening, kills
+// every command still running with all its processes, and returns nil.
+//
+// Serve makes the process a child subreaper and reaps its orphans: it is
+// meant to be the process's only user of child processes.
+func Serve(ctx context.Context, cfg Config) error {
+	if cfg.Socket == "" {
+		return errors.New("agent: no socket path")
+	}
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/sh"
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = sandbox.StateDir
+	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = sandbox.WorkspaceDir
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := watchChildren(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("agent: replace the old socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	go keepSpareThreads(spareThreads)
+	s := &server{cfg: cfg, env: commandEnv(cfg.Env), log: cfg.Logger}
+
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	hctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var serveErr error
+	for {
+		conn, err := ln.AcceptUnix()
+		if err == nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.handle(hctx, conn)
+			}()
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, net.ErrClosed) {
+			serveErr = fmt.Errorf("agent: accept: %w", err)
+			break
+		}
+		// Out of descriptors or memory: the running commands may free
+		// some.
+		s.log.Warn("agent: accept", "err", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+	ln.Close()
+	cancel()
+	wg.Wait()
+	if err := killOrphans(); err != nil {
+		s.log.Error("agent: processes survive the shutdown", "err", err)
+	}
+	return serveErr
+}
+
+type server struct {
+	cfg Config
+	env []string
+	log *slog.Logger
+}
+
+// commandEnv is defaultEnv with extra set over it.
+func commandEnv(extra []string) []string {
+	env := append([]string(nil), defaultEnv...)
+	for _, kv := range extra {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		replaced := false
+		for i, old := range env {
+			if strings.HasPrefix(old, k+"=") {
+				env[i], replaced = kv, true
+				break
+			}
+		}
+		if !replaced {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// handle serves one connection: one request, its output, its end.
+func (s *server) handle(ctx context.Context, conn *net.UnixConn) {
+	defer conn.Close()
+	w := &frameWriter{c: conn}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
+	req, err := readRequest(br)
+	if err != nil {
+		w.finish(frameError, []byte(err.Error()))
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+
+	// Whatever arrives next, or the connection's end, cancels.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = br.ReadByte()
+		cancel()
+	}()
+	res, err := s.run(ctx, req, w)
+	if err != nil {
+		w.finish(frameError, []byte(err.Error()))
+		return
+	}
+	w.finish(frameExit, exitPayload(res))
+}
+
+// readRequest reads and checks the request line.
+func readRequest(br *bufio.Reader) (wireRequest, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxRequest {
+			return wireRequest{}, fmt.Errorf("the request is over %d bytes", MaxRequest)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return wireRequest{}, fmt.Errorf("read the request: %w", err)
+		}
+	}
+	var req wireRequest
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return wireRequest{}, fmt.Errorf("malformed request: %w", err)
+	}
+	if dec.More() {
+		return wireRequest{}, errors.New("malformed request: more than one JSON value")
+	}
+	if req.TimeoutMs < 0 {
+		return wireRequest{}, errors.New("malformed request: negative timeoutMs")
+	}
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		return wireRequest{}, errors.New("malformed request: the command holds a NUL byte")
+	}
+	return req, nil
+}
+
+// run runs one command and kills what it leaves, however it ends.
+func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Result, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("start the command: %w", err)
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return Result{}, fmt.Errorf("start the command: %w", err)
+	}
+	defer errR.Close()
+	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	cmd := &exec.Cmd{
+		Path:        argv[0],
+		Args:        argv,
+		Env:         s.env,
+		Stdout:      outW, // *os.File: the child gets it, no copying goroutine
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	exited, err := startCommand(cmd)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return Result{}, fmt.Errorf("start the command: %w", err)
+	}
+	leader := cmd.Process.Pid
+
+	var readers sync.WaitGroup
+	for _, r := range []struct {
+		f   *os.File
+		typ byte
+	}{{outR, frameStdout}, {errR, frameStderr}} {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			w.copyFrom(r.f, r.typ)
+		}()
+	}
+
+	var timeout <-chan time.Time
+	if req.TimeoutMs > 0 {
+		t := time.NewTimer(time.Duration(req.TimeoutMs) * time.Millisecond)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var res Result
+	select {
+	case <-exited:
+	case <-timeout:
+		res.TimedOut = true
+	case <-ctx.Done():
+		res.Cancelled = true
+	}
+	if err := killTree(inSession(leader)); err != nil {
+		s.log.Error("agent: a command's processes survive its end", "pid", leader, "err", err)
+	}
+	<-exited
+	// The shell is dead: Wait only reaps it.
+	_ = cmd.Wait()
+	if err := finishCommand(leader); err != nil {
+		s.log.Error("agent: orphaned processes survive", "err", err)
+	}
+	res.ExitCode = exitCode(cmd.ProcessState)
+
+	drained := make(chan struct{})
+	go func() {
+		readers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		// A process the kill could not reach holds the pipes.
+		past := time.Unix(1, 0)
+		_ = outR.SetReadDeadline(past)
+		_ = errR.SetReadDeadline(past)
+		select {
+		case <-drained:
+		case <-time.After(answerTimeout):
+			// The client does not read what is left.
+			w.abort()
+			<-drained
+		}
+	}
+	return res, nil
+}
+
+func exitCode(st *os.ProcessState) int {
+	if st == nil {
+		return -1
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}
+
+// frameWriter writes frames to the client, one at a time. After a failed
+// write the stream may be cut mid-frame, so every later write fails too.
+type frameWriter struct {
+	mu  sync.Mutex
+	c   *net.UnixConn
+	err error
+}
+
+func (w *frameWriter) write(typ byte, p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	h := frameHeader(typ, len(p))
+	bufs := net.Buffers{h[:], p}
+	_, w.err = bufs.WriteTo(w.c)
+	return w.err
+}
+
+// copyFrom sends what r gives as frames of typ until r ends. When the
+// client is gone it keeps reading, so that the command is not blocked on
+// a full pipe before it is killed.
+func (w *frameWriter) copyFrom(r io.Reader, typ byte) {
+	buf := make([]byte, MaxFrame)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_ = w.write(typ, buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// abort makes writes blocked on a client that does not read fail.
+func (w *frameWriter) abort() {
+	_ = w.c.SetWriteDeadline(time.Unix(1, 0))
+}
+
+// finish writes the last frame, bounded in time.
+func (w *frameWriter) finish(typ byte, p []byte) {
+	if len(p) > MaxFrame {
+		p = p[:MaxFrame]
+	}
+	_ = w.c.SetWriteDeadline(time.Now().Add(answerTimeout))
+	_ = w.write(typ, p)
+}
+
+// keepSpareThreads makes the Go runtime start n OS threads and keep them
+// idle. The runtime dies when it needs a new thread and cannot create one,
+// which is the case while a fork bomb holds the sandbox's pids limit; the
+// idle threads are reused instead.
+func keepSpareThreads(n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A blocking system call: the runtime hands the goroutine's
+			// processor to another thread meanwhile.
+			ts := syscall.Timespec{Nsec: int64(20 * time.Millisecond)}
+			_ = syscall.Nanosleep(&ts, nil)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,152 @@
+package docker
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/agent"
+)
+
+// Where the agent lives in a container: apart from the workspace and the
+// shell's state, which are the sandbox's.
+const (
+	// agentPath is the read-only bind mount of Config.AgentBinary.
+	agentPath = "/.flowbox-agent/flowbox-agent"
+	// agentRunDir is the sandbox's agent directory on the host, where
+	// the agent puts its socket.
+	agentRunDir     = "/.flowbox-run"
+	agentSocketName = "agent.sock"
+	// agentStartup is how long after its container started the agent may
+	// take to listen before commands fall back to Docker execs.
+	agentStartup = 2 * time.Second
+)
+
+// agentCmd is the main process of a container with an agent.
+func agentCmd(shell string) []string {
+	return []string{agentPath, "sandbox-agent",
+		"-socket", agentRunDir + "/" + agentSocketName,
+		"-shell", shell,
+		"-state-dir", sandbox.StateDir,
+		"-workdir", sandbox.WorkspaceDir,
+	}
+}
+
+// execAgent runs req through the container's agent. handled is false when
+// the agent is out of reach although the container runs (it predates the
+// agent, is still starting after agentStartup, or the sandbox replaced
+// its socket): the caller runs the command as a Docker exec instead.
+func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecRequest) (res sandbox.ExecResult, handled bool, err error) {
+	started := time.Now()
+	conn, err := p.dialAgent(ctx, id)
+	if err != nil {
+		return sandbox.ExecResult{}, true, err
+	}
+	if conn == nil {
+		return sandbox.ExecResult{}, false, nil
+	}
+	col := sandbox.NewCollector(0, req.OnOutput)
+	r, err := conn.Exec(ctx, agent.Request{Command: req.Command, Timeout: req.Timeout}, col.Stdout(), col.Stderr())
+	if err != nil {
+		if ctx.Err() != nil {
+			return col.Result(-1, false, req.Timeout, time.Since(started)), true, fmt.Errorf("exec in sandbox %s: %w", id, ctx.Err())
+		}
+		// The command may have run: this is no ErrNotRunning, whatever
+		// became of the container.
+		return sandbox.ExecResult{}, true, fmt.Errorf("exec in sandbox %s through its agent: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	return col.Result(r.ExitCode, r.TimedOut, req.Timeout, time.Since(started)), true, nil
+}
+
+// dialAgent connects to the sandbox's agent. When that fails, it asks the
+// daemon why: a missing container is ErrNotFound, a stopped one
+// ErrNotRunning, and a container that just started is given agentStartup
+// for its agent to replace what was left at the socket's path and listen.
+// A nil connection with a nil error means: use a Docker exec. That is
+// also the answer to what the sandbox may have put there (a link to a
+// socket of the host, which the client refuses, or anything else):
+// Docker execs do not need the socket.
+func (p *Provider) dialAgent(ctx context.Context, id string) (*agent.Conn, error) {
+	sock := filepath.Join(p.agentDir(id), agentSocketName)
+	var startedAt time.Time
+	for wait := time.Millisecond; ; wait = min(2*wait, 5*time.Millisecond) {
+		conn, err := agent.Dial(ctx, sock)
+		if err == nil {
+			return conn, nil
+		}
+		if startedAt.IsZero() {
+			res, ierr := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
+			if ierr != nil {
+				return nil, p.execErr(id, ierr)
+			}
+			c := res.Container
+			if c.State == nil || !c.State.Running || c.State.Paused {
+				return nil, fmt.Errorf("exec in sandbox %s: %w", id, sandbox.ErrNotRunning)
+			}
+			if !runsAgent(c) {
+				return nil, nil // created without one
+			}
+			startedAt, ierr = time.Parse(time.RFC3339Nano, c.State.StartedAt)
+			if ierr != nil {
+				startedAt = time.Now()
+			}
+		}
+		if time.Since(startedAt) > agentStartup {
+			p.agentUnreachable(id, err)
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("exec in sandbox %s: %w", id, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+func runsAgent(c container.InspectResponse) bool {
+	return c.Config != nil && len(c.Config.Cmd) > 0 && c.Config.Cmd[0] == agentPath
+}
+
+// agentUnreachable logs that a command falls back to a Docker exec: the
+// first time as a warning, then at debug level, so that a sandbox that
+// removes its socket cannot flood the log.
+func (p *Provider) agentUnreachable(id string, why error) {
+	const msg = "the sandbox's agent is out of reach; its commands run as Docker execs"
+	warned := false
+	p.unreachable.Do(func() {
+		p.log.Warn(msg+" (logged once)", "sandbox", id, "err", why)
+		warned = true
+	})
+	if !warned {
+		p.log.Debug(msg, "sandbox", id, "err", why)
+	}
+}
+
+// checkAgentBinary says why the agent binary at path cannot run in a
+// container: it needs a dynamic loader, which an image may lack. A path
+// this process cannot see is the daemon's to judge: the container's
+// creation fails if it is missing.
+func checkAgentBinary(path string) error {
+	f, err := elf.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the agent binary %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("the agent binary %s is dynamically linked; build it static with CGO_ENABLED=0 go build ./cmd/engine", path)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// The queries below serve the workers. Each is hinted to the index that
+// answers it on MongoDB; FerretDB ignores hints and decodes the whole
+// collection for every one of them.
+
+// ByChats returns the records of the chats of appID, of every provider.
+func (s *Store) ByChats(ctx context.Context, appID string, chatIDs []string) ([]sandbox.Instance, error) {
+	filter := bson.D{
+		{Key: "appId", Value: appID},
+		{Key: "chatId", Value: bson.D{{Key: "$in", Value: chatIDs}}},
+	}
+	out, err := s.find(ctx, filter, options.Find().SetHint(IndexChat))
+	if err != nil {
+		return nil, fmt.Errorf("find sandbox records of %d chats of app %s: %w", len(chatIDs), appID, err)
+	}
+	return out, nil
+}
+
+// ByApp returns up to limit records of appID, of every provider; limit
+// <= 0 means all.
+func (s *Store) ByApp(ctx context.Context, appID string, limit int) ([]sandbox.Instance, error) {
+	opts := options.Find().SetHint(IndexChat)
+	if limit > 0 {
+		opts.SetLimit(int64(limit))
+	}
+	out, err := s.find(ctx, bson.D{{Key: "appId", Value: appID}}, opts)
+	if err != nil {
+		return nil, fmt.Errorf("find sandbox records of app %s: %w", appID, err)
+	}
+	return out, nil
+}
+
+// ByProvider returns every record of provider, for reconciliation.
+func (s *Store) ByProvider(ctx context.Context, provider string) ([]sandbox.Instance, error) {
+	out, err := s.find(ctx, bson.D{{Key: "provider", Value: provider}}, options.Find().SetHint(IndexSandbox))
+	if err != nil {
+		return nil, fmt.Errorf("find sandbox records of %s: %w", provider, err)
+	}
+	return out, nil
+}
+
+func (s *Store) find(ctx context.Context, filter bson.D, opts *options.FindOptionsBuilder) ([]sandbox.Instance, error) {
+	cur, err := s.coll.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []sandbox.Instance
+	if err := cur.All(ctx, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Mark sets the record's status and returns the record as it was before,
+// in one round trip: the stop scan's claim and its check that the sandbox
+// is still idle. An error wraps sandbox.ErrNotFound when there is no
+// record. Only the caller's claim makes the check meaningful: the update
+// itself is not conditional (see the package comment).
+func (s *Store) Mark(ctx context.Context, provider, sandboxID string, status sandbox.Status) (sandbox.Instance, error) {
+	var before sandbox.Instance
+	err := write(ctx, func() error {
+		return s.coll.FindOneAndUpdate(ctx, key(provider, sandboxID),
+			bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: status}}}},
+			options.FindOneAndUpdate().SetReturnDocument(options.Before),
+		).Decode(&before)
+	})
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		err = sandbox.ErrNotFound
+	}
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("mark sandbox record %s/%s %s: %w", provider, sandboxID, status, err)
+	}
+	return before, nil
+}

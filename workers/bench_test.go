@@ -1,0 +1,222 @@
+package workers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/redisconn/redistest"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/workers"
+)
+
+// The stop scan at scale (docs/BENCHMARKS.md, "Workers"), on the embedded
+// database:
+//
+//	go test -run '^$' -bench StopScan -benchtime 1x -timeout 2h ./workers/
+//
+// FLOWBOX_BENCH_RECORDS lists the collection sizes (default 100000) and
+// FLOWBOX_BENCH_IDLE how many of them are idle (default 1000). Only here
+// is the provider a stub: its Stop returns at once, so the figures are the
+// scan's own cost, not the provider's.
+
+// stubProvider runs nothing; every call succeeds at once.
+type stubProvider struct{}
+
+func (stubProvider) Name() string                                     { return "stub" }
+func (stubProvider) Capabilities() sandbox.Capabilities               { return sandbox.Capabilities{} }
+func (stubProvider) Fingerprint(context.Context) error                { return nil }
+func (stubProvider) Ensure(context.Context, sandbox.Spec) error       { return nil }
+func (stubProvider) Stop(context.Context, string) error               { return nil }
+func (stubProvider) Delete(context.Context, string) error             { return nil }
+func (stubProvider) List(context.Context) ([]sandbox.Resource, error) { return nil, nil }
+func (stubProvider) Status(context.Context, string) (sandbox.Status, error) {
+	return sandbox.StatusRunning, nil
+}
+func (stubProvider) Exec(context.Context, string, sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	return sandbox.ExecResult{}, errors.New("stub provider runs nothing")
+}
+func (stubProvider) Files(context.Context, string) (sandbox.Files, error) {
+	return nil, errors.New("stub provider has no files")
+}
+
+func benchSizes(b *testing.B) (records []int, idle int) {
+	b.Helper()
+	parse := func(s string) int {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			b.Fatalf("bad benchmark size %q", s)
+		}
+		return n
+	}
+	records = []int{100000}
+	if v := os.Getenv("FLOWBOX_BENCH_RECORDS"); v != "" {
+		records = nil
+		for _, f := range strings.Split(v, ",") {
+			records = append(records, parse(f))
+		}
+	}
+	idle = 1000
+	if v := os.Getenv("FLOWBOX_BENCH_IDLE"); v != "" {
+		idle = parse(v)
+	}
+	return records, idle
+}
+
+var benchSeq int
+
+// insertRecords writes n records of the stub provider straight into the
+// collection, lastActiveAt at the given time, in batches.
+func insertRecords(b *testing.B, coll *mongo.Collection, n int, lastActive time.Time) []string {
+	b.Helper()
+	ids := make([]string, 0, n)
+	for len(ids) < n {
+		batch := make([]any, 0, min(10000, n-len(ids)))
+		for range cap(batch) {
+			benchSeq++
+			id := fmt.Sprintf("%016x", benchSeq)
+			ids = append(ids, id)
+			batch = append(batch, bson.D{
+				{Key: "_id", Value: "stub/" + id}, {Key: "provider", Value: "stub"}, {Key: "sandboxId", Value: id},
+				{Key: "appId", Value: "bench-app"}, {Key: "userId", Value: "bench-user"}, {Key: "chatId", Value: "chat-" + id},
+				{Key: "status", Value: sandbox.StatusRunning}, {Key: "lastActiveAt", Value: lastActive},
+				{Key: "createdAt", Value: lastActive}, {Key: "limit", Value: sandbox.Limits{}},
+			})
+		}
+		if _, err := coll.InsertMany(context.Background(), batch, options.InsertMany().SetOrdered(false)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ids
+}
+
+func BenchmarkStopScan(b *testing.B) {
+	sizes, idle := benchSizes(b)
+	for _, size := range sizes {
+		b.Run(fmt.Sprintf("records=%d/idle=%d", size, idle), func(b *testing.B) {
+			ctx := context.Background()
+			db := mongotest.DB(b)
+			store, err := mongostore.New(ctx, db, quiet)
+			if err != nil {
+				b.Fatal(err)
+			}
+			coll := db.Collection(mongostore.Collection)
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			insertRecords(b, coll, size-idle, now.Add(-time.Minute))
+			idleIDs := insertRecords(b, coll, idle, now.Add(-10*time.Minute))
+			cutoff := now.Add(-sandbox.IdleAfter)
+
+			manager, err := sandbox.New(sandbox.Config{Provider: stubProvider{}, Store: store, Now: func() time.Time { return now }, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: redistest.Embedded(b)})
+			defer rdb.Close()
+			w, err := workers.New(workers.Config{Manager: manager, Store: store, Redis: rdb, Now: func() time.Time { return now }, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+
+			var plan bson.M
+			cmd := bson.D{
+				{Key: "explain", Value: bson.D{
+					{Key: "find", Value: mongostore.Collection},
+					{Key: "filter", Value: bson.D{{Key: "status", Value: "running"}, {Key: "lastActiveAt", Value: bson.D{{Key: "$lt", Value: cutoff}}}, {Key: "provider", Value: "stub"}}},
+					{Key: "sort", Value: bson.D{{Key: "lastActiveAt", Value: 1}}},
+					{Key: "hint", Value: mongostore.IndexIdle},
+					{Key: "limit", Value: int64(1000)},
+				}},
+				{Key: "verbosity", Value: "queryPlanner"},
+			}
+			if err := db.RunCommand(ctx, cmd).Decode(&plan); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("explain of the scan query: queryPlanner %v, filterPushdown %v", plan["queryPlanner"], plan["filterPushdown"])
+
+			// The plain indexed query the scan runs.
+			b.Run("query", func(b *testing.B) {
+				for b.Loop() {
+					got, err := store.Idle(ctx, "stub", cutoff, 1000)
+					if err != nil || len(got) != min(idle, 1000) {
+						b.Fatalf("Idle = %d records, %v; want %d", len(got), err, min(idle, 1000))
+					}
+				}
+			})
+			// One write of one record by _id: what every per-sandbox step
+			// of a scan costs at this size.
+			b.Run("write-by-id", func(b *testing.B) {
+				for b.Loop() {
+					if err := store.SetStatus(ctx, "stub", idleIDs[0], sandbox.StatusRunning); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			// Claims for 1000 sandboxes: one batch insert and release,
+			// against one insert and one delete per sandbox.
+			b.Run("claims-batched", func(b *testing.B) {
+				for b.Loop() {
+					got, err := store.Claim(ctx, "stub", idleIDs[:min(idle, 1000)], "bench", "stop", now)
+					if err != nil || len(got) != min(idle, 1000) {
+						b.Fatalf("Claim = %d, %v", len(got), err)
+					}
+					if err := store.Release(ctx, "stub", got, "bench"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("claims-one-by-one", func(b *testing.B) {
+				for b.Loop() {
+					for _, id := range idleIDs[:min(idle, 1000)] {
+						if _, err := store.Claim(ctx, "stub", []string{id}, "bench", "stop", now); err != nil {
+							b.Fatal(err)
+						}
+						if err := store.Release(ctx, "stub", []string{id}, "bench"); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+			// The whole scan: query, claims, re-reads, stub stops, records
+			// marked stoped. Each round gets idle records of its own and a
+			// fresh period.
+			b.Run("scan", func(b *testing.B) {
+				first := true
+				var stopped int
+				var took time.Duration
+				for b.Loop() {
+					if !first {
+						b.StopTimer()
+						insertRecords(b, coll, idle, now.Add(-10*time.Minute))
+						if err := rdb.FlushAll(ctx).Err(); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+					first = false
+					start := time.Now()
+					if err := w.HandleStopIdle(ctx, workers.NewStopIdleTask()); err != nil {
+						b.Fatal(err)
+					}
+					took += time.Since(start)
+					stopped += idle
+				}
+				if n, err := coll.CountDocuments(ctx, bson.D{{Key: "status", Value: sandbox.StatusRunning}, {Key: "lastActiveAt", Value: bson.D{{Key: "$lt", Value: cutoff}}}}); err != nil || n != 0 {
+					b.Fatalf("%d idle records still running after the scan (%v)", n, err)
+				}
+				b.ReportMetric(float64(took.Microseconds())/1000/float64(stopped), "ms/stopped")
+			})
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package workers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/moby/moby/client"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+	"github.com/flowbox/flowbox/workers"
+)
+
+func reconcile(t *testing.T, w *workers.Workers) {
+	t.Helper()
+	if err := w.HandleReconcile(ctx(t), asynq.NewTask(workers.TypeReconcile, nil)); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+}
+
+// TestOrphanRemoved: a sandbox created behind the product's back, with
+// its labels and no record, is removed once older than the grace period;
+// recorded sandboxes stay.
+func TestOrphanRemoved(t *testing.T) {
+	for _, pv := range providers {
+		t.Run(pv.name, func(t *testing.T) {
+			forEachRedis(t, func(t *testing.T, addr string) {
+				e := newEnv(t, pv.new(t, appPrefix(t)), addr)
+				w, _, reg := e.workers(t, nil)
+				kept := e.use(t, "kept")
+				orphan := sandbox.IDFor(e.app, "someone", "unknown-chat")
+				spec := sandbox.Spec{ID: orphan, Labels: map[string]string{"appId": e.app, "userId": "someone", "chatId": "unknown-chat"}}
+				if err := e.provider.Ensure(ctx(t), spec); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = e.provider.Delete(context.Background(), orphan) })
+
+				steps := []struct {
+					name       string
+					advance    time.Duration
+					wantOrphan sandbox.Status
+					repairs    float64
+				}{
+					{"younger than the grace period", 0, sandbox.StatusRunning, 0},
+					{"older", 11 * time.Minute, sandbox.StatusMissing, 1},
+				}
+				for _, s := range steps {
+					e.clock.Add(s.advance)
+					reconcile(t, w)
+					if st := e.providerStatus(t, orphan); st != s.wantOrphan {
+						t.Errorf("%s: orphan is %q, want %q", s.name, st, s.wantOrphan)
+					}
+					if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "orphan"); got != s.repairs {
+						t.Errorf("%s: orphan repairs = %v, want %v", s.name, got, s.repairs)
+					}
+					// Reconciliation runs once per period.
+					e.clock.Add(10 * time.Minute)
+				}
+				if st := e.providerStatus(t, kept); st != sandbox.StatusRunning {
+					t.Errorf("recorded sandbox: %q, want running", st)
+				}
+				if inst, ok := e.record(t, kept); !ok || inst.Status != sandbox.StatusRunning {
+					t.Errorf("record of the recorded sandbox: %+v, %v", inst, ok)
+				}
+			})
+		})
+	}
+}
+
+// removeByHand removes a sandbox's resource behind the product's back:
+// the container with the Docker API, the directory through the provider.
+func removeByHand(t *testing.T, p sandbox.Provider, id string) {
+	t.Helper()
+	if _, ok := p.(scoped); ok {
+		cli := dockertest.Client(t)
+		if _, err := cli.ContainerRemove(ctx(t), docker.ContainerName(id), client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Fatalf("docker rm -f: %v", err)
+		}
+		return
+	}
+	if err := p.Delete(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVanishedRecordRepaired: a record whose sandbox was removed by hand
+// stops saying running; the chat's next command creates the sandbox
+// again.
+func TestVanishedRecordRepaired(t *testing.T) {
+	for _, pv := range providers {
+		t.Run(pv.name, func(t *testing.T) {
+			forEachRedis(t, func(t *testing.T, addr string) {
+				e := newEnv(t, pv.new(t, appPrefix(t)), addr)
+				w, _, reg := e.workers(t, nil)
+				id := e.use(t, "chat")
+				removeByHand(t, e.provider, id)
+				if st := e.providerStatus(t, id); st != sandbox.StatusMissing {
+					t.Fatalf("after removal by hand: %q", st)
+				}
+				e.clock.Add(11 * time.Minute)
+				reconcile(t, w)
+				if inst, _ := e.record(t, id); inst.Status != sandbox.StatusStopped {
+					t.Errorf("record after reconciliation: %q, want %q", inst.Status, sandbox.StatusStopped)
+				}
+				if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "vanished"); got != 1 {
+					t.Errorf("vanished repairs = %v, want 1", got)
+				}
+				res, err := e.manager.Exec(ctx(t), e.scope("chat"), sandbox.ExecRequest{Command: "echo again"})
+				if err != nil || res.Stdout != "again\n" {
+					t.Fatalf("command after the repair: %+v, %v", res, err)
+				}
+				if inst, _ := e.record(t, id); inst.Status != sandbox.StatusRunning {
+					t.Errorf("record after the next command: %q, want running", inst.Status)
+				}
+			})
+		})
+	}
+}
+
+// TestStaleClaimDropped: a worker died while stopping a sandbox, leaving
+// its claim and a record saying stopping; reconciliation drops the claim
+// and gives the record the sandbox's real status, and commands flow again.
+func TestStaleClaimDropped(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, addr string) {
+		e := newEnv(t, bwrapProvider(t), addr)
+		w, _, reg := e.workers(t, nil)
+		id := e.use(t, "chat")
+		if _, err := e.store.Claim(ctx(t), e.provider.Name(), []string{id}, "dead-worker", "stop", e.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.Mark(ctx(t), e.provider.Name(), id, sandbox.StatusStopping); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(11 * time.Minute)
+		reconcile(t, w)
+		if n := e.count(t, "sandbox_claims", nil); n != 0 {
+			t.Errorf("%d claims left, want 0", n)
+		}
+		if inst, _ := e.record(t, id); inst.Status != sandbox.StatusRunning {
+			t.Errorf("record = %q, want running (the sandbox still runs)", inst.Status)
+		}
+		if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "stale_claim"); got != 1 {
+			t.Errorf("stale claim repairs = %v, want 1", got)
+		}
+		res, err := e.manager.Exec(ctx(t), e.scope("chat"), sandbox.ExecRequest{Command: "cat mark"})
+		if err != nil || res.Stdout != "chat\n" {
+			t.Errorf("command after the repair: %+v, %v", res, err)
+		}
+	})
+}

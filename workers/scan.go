@@ -1,0 +1,150 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// scanPage bounds the records one Idle query returns.
+const scanPage = 1000
+
+// releaseTimeout bounds giving claims back once a task's context is done.
+const releaseTimeout = 30 * time.Second
+
+// HandleStopIdle runs the stop scan (S7), unless another worker already
+// ran it for this period.
+func (w *Workers) HandleStopIdle(ctx context.Context, t *asynq.Task) error {
+	won, err := w.lease(ctx, TypeStopIdle, sandbox.IdleAfter)
+	if err != nil {
+		return err
+	}
+	if !won {
+		w.m.scans.WithLabelValues("skipped").Inc()
+		w.log.Debug("stop scan of this period already taken by another worker")
+		return nil
+	}
+	w.m.scans.WithLabelValues("scanned").Inc()
+	start := time.Now()
+	stopped, err := w.stopIdle(ctx)
+	w.m.scanDuration.Observe(time.Since(start).Seconds())
+	w.log.Info("stop scan done", "stopped", stopped, "took", time.Since(start).Round(time.Millisecond), "err", err)
+	return err
+}
+
+// stopIdle stops every running sandbox of the manager's provider whose
+// record is older than sandbox.IdleAfter and returns how many it stopped.
+// Candidates come from the {status, lastActiveAt} query; each is claimed
+// and re-read before the provider is called (see the package comment).
+func (w *Workers) stopIdle(ctx context.Context) (int, error) {
+	provider := w.cfg.Manager.Provider().Name()
+	cutoff := w.cfg.Now().Add(-sandbox.IdleAfter)
+	seen := make(map[string]bool)
+	stopped := 0
+	var errs []error
+	for ctx.Err() == nil {
+		idle, err := w.cfg.Store.Idle(ctx, provider, cutoff, scanPage)
+		if err != nil {
+			return stopped, fmt.Errorf("stop scan: %w", err)
+		}
+		var ids []string
+		for _, inst := range idle {
+			if !seen[inst.SandboxID] {
+				seen[inst.SandboxID] = true
+				ids = append(ids, inst.SandboxID)
+			}
+		}
+		// Claim a few at a time: a claim makes commands wait, so it is
+		// held only while its sandbox is being worked on.
+		for chunk := range slices.Chunk(ids, 4*w.cfg.ProviderConcurrency) {
+			n, err := w.stopChunk(ctx, provider, chunk, cutoff)
+			stopped += n
+			errs = append(errs, err)
+		}
+		// What this page could not stop comes back in the next query; the
+		// next period tries it again.
+		if len(ids) == 0 || len(idle) < scanPage {
+			break
+		}
+	}
+	return stopped, errors.Join(errs...)
+}
+
+func (w *Workers) stopChunk(ctx context.Context, provider string, ids []string, cutoff time.Time) (int, error) {
+	claimed, err := w.cfg.Store.Claim(ctx, provider, ids, w.owner, "stop", w.cfg.Now())
+	if err != nil {
+		return 0, fmt.Errorf("stop scan: %w", err)
+	}
+	defer w.release(ctx, provider, claimed)
+	results := make([]error, len(claimed))
+	done := make([]bool, len(claimed))
+	w.each(len(claimed), func(i int) { done[i], results[i] = w.stopOne(ctx, provider, claimed[i], cutoff) })
+	n := 0
+	for _, d := range done {
+		if d {
+			n++
+		}
+	}
+	return n, errors.Join(results...)
+}
+
+// stopOne stops one claimed sandbox if its record still says it is idle.
+// It reports whether it stopped it.
+func (w *Workers) stopOne(ctx context.Context, provider, id string, cutoff time.Time) (bool, error) {
+	before, err := w.cfg.Store.Mark(ctx, provider, id, sandbox.StatusStopping)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stop scan: %w", err)
+	}
+	if before.Status != sandbox.StatusRunning || !before.LastActiveAt.Before(cutoff) {
+		// Used between the query and the claim, or no longer running:
+		// put the status back and leave the sandbox alone.
+		if err := w.cfg.Store.SetStatus(ctx, provider, id, before.Status); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			return false, fmt.Errorf("stop scan: restore the status of %s: %w", id, err)
+		}
+		return false, nil
+	}
+	if err := w.cfg.Manager.Stop(ctx, id); err != nil {
+		// Whatever the provider did, the record says running again, so
+		// the next scan tries again and commands are not held up.
+		if serr := w.cfg.Store.SetStatus(ctx, provider, id, sandbox.StatusRunning); serr != nil && !errors.Is(serr, sandbox.ErrNotFound) {
+			err = errors.Join(err, serr)
+		}
+		return false, fmt.Errorf("stop scan: %w", err)
+	}
+	w.m.stopped.Inc()
+	return true, nil
+}
+
+// release gives claims back, also when ctx is done; a claim that cannot
+// be given back goes stale and reconciliation drops it.
+func (w *Workers) release(ctx context.Context, provider string, ids []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := w.cfg.Store.Release(ctx, provider, ids, w.owner); err != nil {
+		w.log.Error("claims not released; reconciliation will drop them", "err", err)
+	}
+}
+
+// each runs fn(0..n-1) with at most ProviderConcurrency at once.
+func (w *Workers) each(n int, fn func(i int)) {
+	sem := make(chan struct{}, w.cfg.ProviderConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
