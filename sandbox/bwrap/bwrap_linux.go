@@ -80,7 +80,11 @@ func (p *Provider) Fingerprint(ctx context.Context) error {
 	if err := p.probe(); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, p.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true").CombinedOutput()
+	// The probe mounts what commands mount, not the whole host: a
+	// recursive bind of / also takes in other software's mounts (Docker's
+	// overlays) and fails when one changes under it.
+	args := append([]string{"--unshare-all", "--die-with-parent"}, usrMounts()...)
+	out, err := exec.CommandContext(ctx, p.bwrap, append(args, "/usr/bin/true")...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: bwrap cannot create namespaces here: %v: %s", sandbox.ErrUnsupported, err, bytes.TrimSpace(out))
 	}
@@ -378,6 +382,12 @@ func (p *Provider) argv(id string, network bool, command string) []string {
 // links into it (/bin → usr/bin on merged-/usr systems), and binds the
 // snapshot of the allowed /etc entries: no shadow, no host secrets.
 func systemMounts(etcDir string) []string {
+	return append(usrMounts(), "--ro-bind", etcDir, "/etc")
+}
+
+// usrMounts binds /usr read-only and mirrors the top-level directories and
+// links into it.
+func usrMounts() []string {
 	args := []string{"--ro-bind", "/usr", "/usr"}
 	for _, top := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		fi, err := os.Lstat(top)
@@ -392,7 +402,7 @@ func systemMounts(etcDir string) []string {
 			args = append(args, "--ro-bind", top, top)
 		}
 	}
-	return append(args, "--ro-bind", etcDir, "/etc")
+	return args
 }
 
 // Stop kills every process of the sandbox and marks it stopped; files stay.
