@@ -277,7 +277,23 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 			m.warm.Delete(call.SandboxID)
 			continue
 		}
+		if err == nil {
+			m.touchAfter(ctx, call)
+		}
 		return m.execResult(ctx, call, start, res, err)
+	}
+}
+
+// touchAfter refreshes the record once the command has run (S5 counts the
+// whole command as use). A stop scan that marked the sandbox while the
+// command started cannot then leave the record saying stoped for a
+// sandbox the command brought back. A scan that holds the sandbox now
+// (ErrBusy) is stopping it after the command: the record it writes will
+// be true, so nothing is done here.
+func (m *Manager) touchAfter(ctx context.Context, call *Call) {
+	err := m.cfg.Store.Touch(context.WithoutCancel(ctx), m.instance(call.Scope, call.SandboxID), m.cfg.Now())
+	if err != nil && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrDeleted) {
+		m.log.Warn("sandbox record not refreshed after the command", "sandboxId", call.SandboxID, "err", err)
 	}
 }
 
