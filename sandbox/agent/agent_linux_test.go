@@ -221,7 +221,9 @@ func TestOrphansEndWithTheLastCommand(t *testing.T) {
 		long <- err
 	}()
 	waitFor(t, "the long command", func() bool { return len(running("sleep 9321")) > 0 })
-	e.run(t, "(setsid sleep 9322 >/dev/null 2>&1 &)", 10*time.Second)
+	// Give setsid time to take the process out of the session before the
+	// command ends: until then it is the command's and dies with it.
+	e.run(t, "(setsid sleep 9322 >/dev/null 2>&1 &); sleep 0.3", 10*time.Second)
 	if len(running("sleep 9322")) == 0 {
 		t.Fatal("the orphan is already gone while another command runs; this test needs it alive")
 	}
