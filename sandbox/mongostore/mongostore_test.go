@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 
 var quiet = slog.New(slog.DiscardHandler)
 
-func newStore(t *testing.T) (*Store, *mongo.Database) {
+func newStore(t testing.TB) (*Store, *mongo.Database) {
 	t.Helper()
 	db := mongotest.DB(t)
 	s, err := New(context.Background(), db, quiet)
