@@ -2,19 +2,31 @@
 // can be reloaded and continued: each question and answer, with the tool
 // calls (arguments, result, duration) and the nodes' responses of the run.
 //
-// Every read and write goes through _id: the embedded database (FerretDB
-// on SQLite) answers only _id lookups from an index and scans the whole
-// collection for anything else. A chat document carries the recent
-// messages a model needs; items are keyed "<chatId>/<seq>".
+// A chat is two kinds of document. The chat document (collection chats)
+// names the owner and carries the title, a count of items and the recent
+// messages a model needs, bounded. Each turn is one document in
+// chat_items keyed "<chatId>/<seq>", holding the question (item seq) and
+// the answer (item seq+1). Chats written before turns were kept whole
+// have one document per item under the same keys; both load.
+//
+// It is designed for the embedded database (FerretDB v1.24 on SQLite),
+// where, as measured, no read is served from an index: a lookup by _id
+// is a scan of the table in insertion order that stops at the match, a
+// miss or an update or delete scans the whole table, and only inserts
+// are cheap (the unique _id index is checked, not searched). A turn
+// therefore costs one read of the chat document and one insert of the
+// turn, plus, for a chat that exists, one update of its bounded chat
+// document; nothing grows in place.
 //
 // FerretDB applies updates as read-modify-write without a lock, so two
 // concurrent updates of one document can lose one; only inserts under a
-// unique _id are atomic there. Items therefore claim their seq by
-// inserting under it (retrying on a duplicate), and readers walk seqs
-// until the first gap; the chat's item count is a hint, and two turns of
-// one chat finishing at the same instant may leave one of them out of the
-// recent messages (never out of the items). It must never decide who may read a chat: callers
-// check ownership (Chat.AppID, Chat.UserID) before they use it.
+// unique _id are atomic there. Turns therefore claim their seq by
+// inserting under it (retrying on a duplicate), and readers walk on past
+// the chat's item count while turns follow; the count is a hint, and two
+// turns of one chat finishing at the same instant may leave one of them
+// out of the recent messages (never out of the items). It must never
+// decide who may read a chat: callers check ownership (Chat.AppID,
+// Chat.UserID) before they use it.
 package history
 
 import (
@@ -22,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,9 +59,9 @@ var (
 	ErrNotOwner = errors.New("chat belongs to another app or user")
 )
 
-// recentKeep is how many messages a chat keeps for models; the array is
-// cut back to it when it grows past twice that.
-const recentKeep = 100
+// RecentKeep is how many messages a chat document keeps for models, the
+// newest; History never returns more.
+const RecentKeep = 50
 
 // Chat is a chat's document.
 type Chat struct {
@@ -77,33 +90,55 @@ type Item struct {
 	CreatedAt  time.Time       `json:"createdAt"`
 }
 
-// itemDoc is an Item as stored.
+// itemDoc is a document of chat_items: a whole turn (Answer set: the
+// question is item Seq, the answer Seq+1) or, as chats were written
+// before, a single item (Role and Text set).
 type itemDoc struct {
 	ID         string    `bson:"_id"`
 	ChatID     string    `bson:"chatId"`
 	Seq        int       `bson:"seq"`
-	Role       string    `bson:"role"`
-	Text       string    `bson:"text"`
+	Role       string    `bson:"role,omitempty"`
+	Text       string    `bson:"text,omitempty"`
+	Answer     *turnDoc  `bson:"answer,omitempty"`
 	ToolCalls  string    `bson:"toolCalls,omitempty"`
 	Responses  string    `bson:"responses,omitempty"`
 	DurationMs int64     `bson:"durationMs,omitempty"`
 	CreatedAt  time.Time `bson:"createdAt"`
 }
 
-func (it Item) doc() itemDoc {
-	return itemDoc{ID: it.ID, ChatID: it.ChatID, Seq: it.Seq, Role: it.Role, Text: it.Text,
-		ToolCalls: string(it.ToolCalls), Responses: string(it.Responses), DurationMs: it.DurationMs, CreatedAt: it.CreatedAt}
+// turnDoc is the answer half of a turn document.
+type turnDoc struct {
+	Role       string `bson:"role"`
+	Text       string `bson:"text"`
+	ToolCalls  string `bson:"toolCalls,omitempty"`
+	Responses  string `bson:"responses,omitempty"`
+	DurationMs int64  `bson:"durationMs,omitempty"`
 }
 
-func (d itemDoc) item() Item {
-	it := Item{ID: d.ID, ChatID: d.ChatID, Seq: d.Seq, Role: d.Role, Text: d.Text, DurationMs: d.DurationMs, CreatedAt: d.CreatedAt}
-	if d.ToolCalls != "" {
-		it.ToolCalls = json.RawMessage(d.ToolCalls)
+func turn(chatID string, seq int, question, answer Item, now time.Time) itemDoc {
+	return itemDoc{ID: itemID(chatID, seq), ChatID: chatID, Seq: seq, Role: question.Role, Text: question.Text,
+		ToolCalls: string(question.ToolCalls), Responses: string(question.Responses), DurationMs: question.DurationMs, CreatedAt: now,
+		Answer: &turnDoc{Role: answer.Role, Text: answer.Text, ToolCalls: string(answer.ToolCalls),
+			Responses: string(answer.Responses), DurationMs: answer.DurationMs}}
+}
+
+// items returns the one or two items a document holds.
+func (d itemDoc) items() []Item {
+	q := Item{ID: d.ID, ChatID: d.ChatID, Seq: d.Seq, Role: d.Role, Text: d.Text, ToolCalls: raw(d.ToolCalls),
+		Responses: raw(d.Responses), DurationMs: d.DurationMs, CreatedAt: d.CreatedAt}
+	if d.Answer == nil {
+		return []Item{q}
 	}
-	if d.Responses != "" {
-		it.Responses = json.RawMessage(d.Responses)
+	a := d.Answer
+	return []Item{q, {ID: itemID(d.ChatID, d.Seq+1), ChatID: d.ChatID, Seq: d.Seq + 1, Role: a.Role, Text: a.Text,
+		ToolCalls: raw(a.ToolCalls), Responses: raw(a.Responses), DurationMs: a.DurationMs, CreatedAt: d.CreatedAt}}
+}
+
+func raw(s string) json.RawMessage {
+	if s == "" {
+		return nil
 	}
-	return it
+	return json.RawMessage(s)
 }
 
 // Store is the MongoDB history store.
@@ -147,7 +182,8 @@ func (s *Store) Owned(ctx context.Context, chatID, appID, userID string) (Chat, 
 	return c, nil
 }
 
-// History returns the last n messages of a chat for a model, oldest first.
+// History returns the last n messages of a chat for a model (at most
+// RecentKeep), oldest first.
 func (c Chat) History(n int) []llm.Message {
 	if n <= 0 || len(c.Recent) == 0 {
 		return nil
@@ -156,97 +192,102 @@ func (c Chat) History(n int) []llm.Message {
 }
 
 // AppendTurn records a question and its answer. The chat is created on
-// its first turn, titled after the question. The caller has checked
-// ownership with Owned.
+// its first turn (chat.CreatedAt zero, as Owned returns a new chat),
+// titled after the question. The caller has checked ownership with
+// Owned; a chat that another app or user created meanwhile under the
+// same id gets ErrNotOwner and nothing is recorded.
 func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item, now time.Time) (Chat, error) {
 	now = now.UTC()
-	update := bson.D{
-		{Key: "$setOnInsert", Value: bson.D{
-			{Key: "appId", Value: chat.AppID}, {Key: "userId", Value: chat.UserID},
-			{Key: "title", Value: title(question.Text)}, {Key: "createdAt", Value: now},
-		}},
-		{Key: "$set", Value: bson.D{{Key: "updatedAt", Value: now}}},
-		{Key: "$inc", Value: bson.D{{Key: "items", Value: 2}}},
-		{Key: "$push", Value: bson.D{{Key: "recent", Value: bson.D{{Key: "$each", Value: []llm.Message{
-			{Role: llm.RoleUser, Content: question.Text}, {Role: llm.RoleAssistant, Content: answer.Text},
-		}}}}}},
-	}
-	var after Chat
-	var err error
-	for range 5 {
-		// Concurrent first turns both insert; the loser's retry updates.
-		err = s.chats.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: chat.ID}}, update,
-			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&after)
-		if !mongo.IsDuplicateKeyError(err) {
+	after := chat
+	after.UpdatedAt = now
+	after.Recent = append(append(make([]llm.Message, 0, len(chat.Recent)+2), chat.Recent...),
+		llm.Message{Role: llm.RoleUser, Content: question.Text}, llm.Message{Role: llm.RoleAssistant, Content: answer.Text})
+	after.Recent = after.Recent[max(0, len(after.Recent)-RecentKeep):]
+
+	// The turn first: it claims its seq, and the chat document then
+	// counts past it.
+	seq := max(0, chat.Items)
+	for attempt := 0; ; attempt++ {
+		_, err := s.items.InsertOne(ctx, turn(chat.ID, seq, question, answer, now))
+		if err == nil {
 			break
 		}
+		if !mongo.IsDuplicateKeyError(err) || attempt > 10000 {
+			return Chat{}, fmt.Errorf("record turn %d of chat %s: %w", seq, chat.ID, err)
+		}
+		seq += 2 // another turn took it
 	}
+	after.Items = seq + 2
+
+	if chat.CreatedAt.IsZero() {
+		after.Title, after.CreatedAt = title(question.Text), now
+		_, err := s.chats.InsertOne(ctx, after)
+		if err == nil {
+			return after, nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return Chat{}, fmt.Errorf("record chat %s: %w", chat.ID, err)
+		}
+		// Another first turn created it: whose is it?
+		existing, err := s.Owned(ctx, chat.ID, chat.AppID, chat.UserID)
+		if err != nil {
+			_, _ = s.items.DeleteOne(ctx, bson.D{{Key: "_id", Value: itemID(chat.ID, seq)}})
+			return Chat{}, err
+		}
+		after.Title, after.CreatedAt = existing.Title, existing.CreatedAt
+		after.Items = max(after.Items, existing.Items)
+	}
+	// A bounded set, not a $push: nothing grows in place.
+	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.ID}}, bson.D{{Key: "$set", Value: bson.D{
+		{Key: "updatedAt", Value: now}, {Key: "items", Value: after.Items}, {Key: "recent", Value: after.Recent},
+	}}})
 	if err != nil {
 		return Chat{}, fmt.Errorf("record turn of chat %s: %w", chat.ID, err)
-	}
-	// $slice is not honoured everywhere: trim here, rarely.
-	if len(after.Recent) > 2*recentKeep {
-		after.Recent = after.Recent[len(after.Recent)-recentKeep:]
-		if _, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "recent", Value: after.Recent}}}}); err != nil {
-			return Chat{}, fmt.Errorf("trim chat %s: %w", chat.ID, err)
-		}
-	}
-	seq := max(0, chat.Items)
-	for _, it := range []Item{question, answer} {
-		it.ChatID, it.CreatedAt = chat.ID, now
-		for attempt := 0; ; attempt++ {
-			it.Seq, it.ID = seq, itemID(chat.ID, seq)
-			_, err := s.items.InsertOne(ctx, it.doc())
-			if err == nil {
-				break
-			}
-			if !mongo.IsDuplicateKeyError(err) || attempt > 10000 {
-				return Chat{}, fmt.Errorf("record item %d of chat %s: %w", seq, chat.ID, err)
-			}
-			seq++ // another turn took it
-		}
-		seq++
 	}
 	return after, nil
 }
 
 // Items returns up to limit items of a chat from seq from on.
 func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, error) {
+	from = max(0, from)
+	if limit <= 0 {
+		return nil, nil
+	}
+	// One range read over the chat's keys: indexed on MongoDB, and on the
+	// embedded database one scan instead of one per item. It starts a key
+	// early, in case item from is the answer of a turn.
+	cur, err := s.items.Find(ctx, bson.D{{Key: "_id", Value: bson.D{
+		{Key: "$gte", Value: itemID(chat.ID, max(0, from-1))}, {Key: "$lt", Value: chat.ID + "/:"}, // ':' follows '9'
+	}}}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit+1)))
+	if err != nil {
+		return nil, fmt.Errorf("read items of chat %s: %w", chat.ID, err)
+	}
+	var docs []itemDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("read items of chat %s: %w", chat.ID, err)
+	}
 	var out []Item
-	for seq := max(0, from); len(out) < limit; seq++ {
-		var d itemDoc
-		err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(chat.ID, seq)}}).Decode(&d)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			if seq < chat.Items {
-				continue // a turn whose item was not written (crash between writes)
+	for _, d := range docs {
+		if d.ChatID != chat.ID {
+			continue // a chat whose id extends this one's with '/'
+		}
+		for _, it := range d.items() {
+			if it.Seq >= from && len(out) < limit {
+				out = append(out, it)
 			}
-			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read chat %s item %d: %w", chat.ID, seq, err)
-		}
-		out = append(out, d.item())
 	}
 	return out, nil
 }
 
 // Delete removes a chat and its items; a missing chat is not an error.
+// The items go first, so that a failure leaves a chat that can be
+// deleted again.
 func (s *Store) Delete(ctx context.Context, chatID string) error {
-	c, err := s.Get(ctx, chatID)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for seq := 0; ; seq++ {
-		res, err := s.items.DeleteOne(ctx, bson.D{{Key: "_id", Value: itemID(chatID, seq)}})
-		if err != nil {
-			return fmt.Errorf("delete chat %s item %d: %w", chatID, seq, err)
-		}
-		if res.DeletedCount == 0 && seq >= c.Items {
-			break
-		}
+	prefix := "^" + regexp.QuoteMeta(chatID+"/")
+	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: prefix}}}, {Key: "chatId", Value: chatID}}
+	if _, err := s.items.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("delete items of chat %s: %w", chatID, err)
 	}
 	if _, err := s.chats.DeleteOne(ctx, bson.D{{Key: "_id", Value: chatID}}); err != nil {
 		return fmt.Errorf("delete chat %s: %w", chatID, err)

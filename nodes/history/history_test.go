@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/nodes/history"
@@ -131,10 +133,110 @@ func TestDelete(t *testing.T) {
 	if n, _ := db.Collection(history.ItemsCollection).CountDocuments(ctx, map[string]any{"chatId": "gone"}); n != 0 {
 		t.Fatalf("%d items of the deleted chat remain", n)
 	}
-	if n, _ := db.Collection(history.ItemsCollection).CountDocuments(ctx, map[string]any{"chatId": "kept"}); n != 2 {
-		t.Fatalf("the other chat has %d items, want 2", n)
+	if kept, _ := s.Get(ctx, "kept"); len(must(s.Items(ctx, kept, 0, 10))) != 2 {
+		t.Fatalf("the other chat has lost items")
 	}
 	if err := s.Delete(ctx, "gone"); err != nil {
 		t.Fatalf("second Delete: %v", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestItemsPageFromAnAnswer(t *testing.T) {
+	s := history.New(mongotest.DB(t))
+	ctx := context.Background()
+	chat, _ := s.Owned(ctx, "paged", "app", "u")
+	for i := 0; i < 3; i++ {
+		chat, _ = s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: fmt.Sprint("q", i)}, history.Item{Role: "assistant", Text: fmt.Sprint("a", i)}, t0)
+	}
+	for _, tc := range []struct {
+		from, limit int
+		want        string
+	}{{0, 10, "[q0 a0 q1 a1 q2 a2]"}, {1, 2, "[a0 q1]"}, {3, 10, "[a1 q2 a2]"}, {5, 1, "[a2]"}, {6, 10, "[]"}} {
+		items, err := s.Items(ctx, chat, tc.from, tc.limit)
+		var texts []string
+		for i, it := range items {
+			if it.Seq != tc.from+i {
+				t.Errorf("Items(%d, %d)[%d].Seq = %d, want %d", tc.from, tc.limit, i, it.Seq, tc.from+i)
+			}
+			texts = append(texts, it.Text)
+		}
+		if err != nil || fmt.Sprint(texts) != tc.want {
+			t.Errorf("Items(%d, %d) = %v, %v; want %s", tc.from, tc.limit, texts, err, tc.want)
+		}
+	}
+}
+
+// Chats written when every item was a document of its own still load,
+// and continue after their last item.
+func TestChatsOfTheItemPerDocumentLayoutLoadAndContinue(t *testing.T) {
+	db := mongotest.DB(t)
+	s := history.New(db)
+	ctx := context.Background()
+	_, err := db.Collection(history.ChatsCollection).InsertOne(ctx, bson.D{
+		{Key: "_id", Value: "old"}, {Key: "appId", Value: "app"}, {Key: "userId", Value: "u"}, {Key: "title", Value: "ls"},
+		{Key: "items", Value: 2}, {Key: "createdAt", Value: t0}, {Key: "updatedAt", Value: t0},
+		{Key: "recent", Value: bson.A{bson.D{{Key: "role", Value: "user"}, {Key: "content", Value: "ls"}}, bson.D{{Key: "role", Value: "assistant"}, {Key: "content", Value: "empty"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range []bson.D{
+		{{Key: "_id", Value: "old/00000000"}, {Key: "chatId", Value: "old"}, {Key: "seq", Value: 0}, {Key: "role", Value: "user"}, {Key: "text", Value: "ls"}, {Key: "createdAt", Value: t0}},
+		{{Key: "_id", Value: "old/00000001"}, {Key: "chatId", Value: "old"}, {Key: "seq", Value: 1}, {Key: "role", Value: "assistant"}, {Key: "text", Value: "empty"},
+			{Key: "toolCalls", Value: `[{"id":"c1"}]`}, {Key: "durationMs", Value: int64(7)}, {Key: "createdAt", Value: t0}},
+	} {
+		if _, err := db.Collection(history.ItemsCollection).InsertOne(ctx, it); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	chat, err := s.Owned(ctx, "old", "app", "u")
+	if err != nil || len(chat.History(10)) != 2 {
+		t.Fatalf("old chat = %+v, %v", chat, err)
+	}
+	if _, err := s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "again"}, history.Item{Role: "assistant", Text: "still empty"}, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	chat, _ = s.Get(ctx, "old")
+	items, err := s.Items(ctx, chat, 0, 10)
+	var got []string
+	for _, it := range items {
+		got = append(got, fmt.Sprintf("%d:%s:%s:%s:%d", it.Seq, it.Role, it.Text, it.ToolCalls, it.DurationMs))
+	}
+	want := "[0:user:ls::0 1:assistant:empty:[{\"id\":\"c1\"}]:7 2:user:again::0 3:assistant:still empty::0]"
+	if err != nil || fmt.Sprint(got) != want || chat.Items != 4 || chat.Title != "ls" || len(chat.History(10)) != 4 {
+		t.Fatalf("items = %v, %v; want %s; chat %+v", got, err, want, chat)
+	}
+	if err := s.Delete(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.Collection(history.ItemsCollection).CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Fatalf("%d items left after Delete", n)
+	}
+}
+
+// Two users starting a chat under the same new id: the first keeps it,
+// the second's turn is refused and not recorded in it.
+func TestAFirstTurnCannotTakeAnotherUsersNewChat(t *testing.T) {
+	s := history.New(mongotest.DB(t))
+	ctx := context.Background()
+	alice, _ := s.Owned(ctx, "same", "app", "alice")
+	mallory, _ := s.Owned(ctx, "same", "app", "mallory")
+	if _, err := s.AppendTurn(ctx, alice, history.Item{Text: "mine"}, history.Item{Text: "yes"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendTurn(ctx, mallory, history.Item{Text: "give"}, history.Item{Text: "no"}, t0); !errors.Is(err, history.ErrNotOwner) {
+		t.Fatalf("mallory's first turn: err = %v, want ErrNotOwner", err)
+	}
+	chat, _ := s.Get(ctx, "same")
+	items, _ := s.Items(ctx, chat, 0, 10)
+	if chat.UserID != "alice" || len(items) != 2 || items[0].Text != "mine" || len(chat.Recent) != 2 {
+		t.Fatalf("chat = %+v, items %+v", chat, items)
 	}
 }
