@@ -1,7 +1,9 @@
 // Package apps stores apps: a named workflow graph with its owner. Graphs
 // are validated against the node templates before they are saved. Apps
-// are read by _id only (see internal/mongodb on the embedded database). It
-// must never decide who may read or change an app: callers check OwnerID.
+// are read by _id only (see internal/mongodb on the embedded database), and
+// kept in memory once read: every chat turn needs its app, and apps change
+// rarely. It must never decide who may read or change an app: callers
+// check OwnerID.
 package apps
 
 import (
@@ -9,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -42,19 +46,82 @@ type App struct {
 	UpdatedAt time.Time   `bson:"updatedAt" json:"updatedAt"`
 }
 
+// CacheMaxAge bounds how long an app read from the database is served from
+// memory. A change through this Store is seen at once; a change made by
+// another engine process sharing the database is seen within this time.
+const CacheMaxAge = 2 * time.Second
+
+// cacheLimit bounds the apps kept in memory; past it the cache starts over.
+const cacheLimit = 1024
+
 // Store keeps apps in MongoDB.
 type Store struct {
 	coll      *mongo.Collection
 	templates nodes.Templates
+	now       func() time.Time // tests move it
+
+	mu    sync.Mutex
+	cache map[string]cachedApp
+	// gen counts the changes made through this Store, so that a read that
+	// raced with one is not cached.
+	gen uint64
+}
+
+type cachedApp struct {
+	app    App
+	readAt time.Time
 }
 
 // New returns a store that validates graphs with templates.
 func New(db *mongo.Database, templates nodes.Templates) *Store {
-	return &Store{coll: db.Collection(Collection), templates: templates}
+	return &Store{coll: db.Collection(Collection), templates: templates, now: time.Now, cache: map[string]cachedApp{}}
 }
 
-// Get returns an app; ErrNotFound when there is none.
+// Get returns an app; ErrNotFound when there is none. The app is the
+// caller's to change: its graph is a copy.
 func (s *Store) Get(ctx context.Context, id string) (App, error) {
+	s.mu.Lock()
+	c, ok := s.cache[id]
+	gen := s.gen
+	s.mu.Unlock()
+	if ok && s.now().Sub(c.readAt) < CacheMaxAge {
+		return c.app.clone(), nil
+	}
+	readAt := s.now()
+	a, err := s.read(ctx, id)
+	if err != nil {
+		return App{}, err
+	}
+	s.mu.Lock()
+	if s.gen == gen {
+		if len(s.cache) >= cacheLimit {
+			clear(s.cache)
+		}
+		s.cache[id] = cachedApp{app: a.clone(), readAt: readAt}
+	}
+	s.mu.Unlock()
+	return a, nil
+}
+
+// forget drops an app from the cache, and makes reads in flight not
+// cache what they find.
+func (s *Store) forget(id string) {
+	s.mu.Lock()
+	delete(s.cache, id)
+	s.gen++
+	s.mu.Unlock()
+}
+
+func (a App) clone() App {
+	a.Graph.Nodes = append([]nodes.Node(nil), a.Graph.Nodes...)
+	for i := range a.Graph.Nodes {
+		a.Graph.Nodes[i].Inputs = maps.Clone(a.Graph.Nodes[i].Inputs)
+	}
+	a.Graph.Edges = append([]nodes.Edge(nil), a.Graph.Edges...)
+	return a
+}
+
+func (s *Store) read(ctx context.Context, id string) (App, error) {
 	var a App
 	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&a)
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -82,6 +149,7 @@ func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
 		return err
 	}
 	now = now.UTC()
+	defer s.forget(a.ID)
 	_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: a.ID}}, bson.D{
 		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
 		{Key: "$setOnInsert", Value: bson.D{{Key: "createdAt", Value: now}}},
@@ -134,6 +202,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]App, error) {
 
 // Delete removes an app; a missing one is not an error.
 func (s *Store) Delete(ctx context.Context, id string) error {
+	defer s.forget(id)
 	if _, err := s.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
 		return fmt.Errorf("delete app %s: %w", id, err)
 	}
