@@ -41,7 +41,7 @@ var labels = map[string]map[string]string{
 		"toolNode": "Tool-call node", "save": "Save", "saved": "saved", "files": "Files", "downloadZip": "Download folder (ZIP)",
 		"saveFile": "Save file", "download": "Download", "send": "Send", "askPlaceholder": "Ask, or run a command: $ ls -la",
 		"title": "Title", "updated": "Updated", "sandboxes": "Sandboxes", "provider": "Provider", "status": "Status",
-		"lastActive": "Last active", "stop": "Stop", "delete": "Delete",
+		"lastActive": "Last active", "stop": "Stop", "delete": "Delete", "newApp": "New app", "create": "Create",
 		"running": "running", "success": "success", "failed": "failed", "timed out": "timed out", "error": "error",
 	},
 	"zh": {
@@ -51,7 +51,7 @@ var labels = map[string]map[string]string{
 		"toolNode": "工具调用节点", "save": "保存", "saved": "已保存", "files": "文件", "downloadZip": "下载文件夹 (ZIP)",
 		"saveFile": "保存文件", "download": "下载", "send": "发送", "askPlaceholder": "提问,或运行命令:$ ls -la",
 		"title": "标题", "updated": "更新时间", "sandboxes": "沙盒", "provider": "提供者", "status": "状态",
-		"lastActive": "最后活跃", "stop": "停止", "delete": "删除",
+		"lastActive": "最后活跃", "stop": "停止", "delete": "删除", "newApp": "新建应用", "create": "创建",
 		"running": "运行中", "success": "成功", "failed": "失败", "timed out": "超时", "error": "错误",
 	},
 }
@@ -154,8 +154,14 @@ func (u *UI) AppList(c *gin.Context) {
 			visible = append(visible, a)
 		}
 	}
-	u.render(c, "apps", translate(lang(c), "apps"), gin.H{"Apps": visible})
+	u.render(c, "apps", translate(lang(c), "apps"), gin.H{"Apps": visible, "StarterGraph": starterGraph})
 }
+
+// starterGraph is a new app's graph: the tool-call node on the offline
+// model, with the sandbox switch off until the builder turns it on.
+const starterGraph = `{"nodes":[{"nodeId":"start","type":"workflowStart","name":"Start"},` +
+	`{"nodeId":"agent","type":"tools","name":"Agent","inputs":{"model":"` + llmDefault + `","useAgentSandbox":false,` +
+	`"systemPrompt":"You are a helpful assistant."}}],"edges":[{"source":"start","target":"agent"}]}`
 
 func (u *UI) app(c *gin.Context) (apps.App, bool) {
 	a, err := u.Apps.Get(c.Request.Context(), c.Param("appId"))

@@ -199,6 +199,15 @@ async function saveApp(form) {
   } catch (err) { status.className = "error"; status.textContent = err.message; }
 }
 
+// A new app starts from the starter graph; the builder configures it.
+async function createApp(form) {
+  const status = form.querySelector('[data-role="status"]');
+  try {
+    const app = await api("POST", "/api/apps", { name: form.elements.name.value, public: false, graph: JSON.parse(form.dataset.graph) });
+    location.href = "/apps/" + encodeURIComponent(app.appId) + "/edit";
+  } catch (err) { status.textContent = err.message; }
+}
+
 async function signIn(form) {
   const status = form.querySelector('[data-role="status"]');
   try {
@@ -214,6 +223,7 @@ document.addEventListener("DOMContentLoaded", () => {
   on("#chat-form", "submit", sendChat);
   on("#builder", "submit", saveApp);
   on("#login", "submit", signIn);
+  on("#new-app", "submit", createApp);
   on("#save-file", "click", saveFile);
   on("#logout", "click", async () => { await api("POST", "/api/logout"); location.href = "/login"; });
   document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
