@@ -208,6 +208,17 @@ async function createApp(form) {
   } catch (err) { status.textContent = err.message; }
 }
 
+// Deleting a chat returns once the deletion is recorded; the workers
+// delete its sandbox afterwards.
+async function deleteChat(button) {
+  if (!confirm(T("deleteChatConfirm"))) return;
+  const app = encodeURIComponent(button.dataset.app);
+  try {
+    await api("DELETE", "/api/apps/" + app + "/chats", { chatIds: [button.dataset.chat] });
+    location.href = "/apps/" + app + "/chats";
+  } catch (err) { alert(err.message); }
+}
+
 async function signIn(form) {
   const status = form.querySelector('[data-role="status"]');
   try {
@@ -224,6 +235,7 @@ document.addEventListener("DOMContentLoaded", () => {
   on("#builder", "submit", saveApp);
   on("#login", "submit", signIn);
   on("#new-app", "submit", createApp);
+  on("#delete-chat", "click", deleteChat);
   on("#save-file", "click", saveFile);
   on("#logout", "click", async () => { await api("POST", "/api/logout"); location.href = "/login"; });
   document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
