@@ -1,7 +1,7 @@
 // Package testenv decides what a test does when a real component it needs
-// (dockerd, bwrap, redis-server, ...) is missing on this machine: skip with
-// the reason locally, fail when FLOWBOX_TEST_REQUIRE names the component, as
-// CI sets it. It must never pretend a component is there.
+// (dockerd, bwrap, redis-server, Chromium, ...) is missing on this machine:
+// skip with the reason locally, fail when FLOWBOX_TEST_REQUIRE names the
+// component, as CI sets it. It must never pretend a component is there.
 package testenv
 
 import (
@@ -11,7 +11,10 @@ import (
 )
 
 // RequireEnv names the variable that lists required components,
-// comma-separated (for example "docker,bwrap,redis").
+// comma-separated (for example "docker,bwrap,redis,chromium"). The names
+// in use: docker (a reachable dockerd), sandbox-image (the image built by
+// images/sandbox/build.sh), bwrap (bubblewrap), redis (redis-server) and
+// chromium (Debian's Chromium, for the browser tests).
 const RequireEnv = "FLOWBOX_TEST_REQUIRE"
 
 // Required reports whether FLOWBOX_TEST_REQUIRE names component.

@@ -1,0 +1,760 @@
+package web
+
+// Browser tests: the product's pages in Debian's Chromium, started headless
+// by the test, against the real handler on a loopback server with the
+// embedded MongoDB-wire database, a bwrap sandbox provider, the workers on
+// the embedded Redis and the offline demo model. Each scenario checks what
+// a user would look at.
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/redisconn"
+	"github.com/flowbox/flowbox/internal/redisconn/redistest"
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/workers"
+)
+
+// ScreenshotDirEnv names the directory the browser tests write their
+// screenshots to; unset, they go to a temporary directory. A relative path
+// is relative to this package's directory.
+const ScreenshotDirEnv = "FLOWBOX_SCREENSHOT_DIR"
+
+// browserWait bounds every wait of one scenario; nothing sleeps.
+const browserWait = 60 * time.Second
+
+var browserUsers = map[string]string{"admin": "admin-pass-1", "alice": "alice-pass-1"}
+
+type browserEnv struct {
+	url      string
+	manager  *sandbox.Manager
+	provider *bwrap.Provider
+	apps     *apps.Store
+	chats    *history.Store
+	workers  *workers.Workers
+	browser  context.Context // a running Chromium; each tab is a child
+	shots    string
+}
+
+// newBrowserEnv serves the product as engine serve builds it and starts
+// Chromium. The workers record deletions but only run once a scenario
+// starts them.
+func newBrowserEnv(t *testing.T) *browserEnv {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.Need(t, "chromium", fmt.Errorf("no Chromium (apt-get install chromium): %w", err))
+	}
+	ctx := context.Background()
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(ctx))
+
+	db := mongotest.DB(t)
+	store, err := mongostore.New(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := redisconn.Connect(ctx, redistest.Embedded(t), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	w, err := workers.New(workers.Config{Manager: manager, Store: store, Redis: rdb, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	templates, err := nodes.LoadTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := &llm.Resolver{}
+	types := nodes.Builtins(models)
+	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: manager})
+	accounts := auth.New(db)
+	if err := accounts.EnsureAdmin(ctx, "admin", browserUsers["admin"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := accounts.CreateUser(ctx, "alice", browserUsers["alice"], auth.RoleUser); err != nil {
+		t.Fatal(err)
+	}
+	appStore := apps.New(db, templates)
+	if err := appStore.EnsureDemo(ctx, "u:admin", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	chats := history.New(db)
+	access := &Access{Apps: appStore, Chats: chats}
+	ui := &UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{store, p.Name()}}
+	if err := ui.Load(); err != nil {
+		t.Fatal(err)
+	}
+	product := &Product{
+		Auth:     accounts,
+		Sessions: &SessionHandler{Accounts: accounts, TTL: time.Hour},
+		Chat: &ChatHandler{Engine: &nodes.Engine{Templates: templates, Types: types}, Apps: appStore, History: chats,
+			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: slog.Default()},
+		Apps:       &AppsHandler{Apps: appStore, Access: access, Deleter: w, Now: time.Now},
+		Chats:      &ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: w},
+		Files:      &FilesHandler{Sandboxes: manager, Access: access},
+		UI:         ui,
+		Admin:      manager,
+		LoginLimit: &RateLimiter{Every: time.Second, Burst: 50},
+		ChatLimit:  &RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
+	}
+	srv := httptest.NewServer(New(Config{Product: product}))
+	t.Cleanup(srv.Close)
+
+	// Whatever a scenario leaves behind goes with the test.
+	t.Cleanup(func() {
+		list, _ := store.ByProvider(context.Background(), p.Name())
+		for _, inst := range list {
+			_ = manager.Delete(context.Background(), inst.SandboxID)
+		}
+	})
+
+	shots := os.Getenv(ScreenshotDirEnv)
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &browserEnv{url: srv.URL, manager: manager, provider: p, apps: appStore, chats: chats, workers: w,
+		browser: startChromium(t, chromium), shots: shots}
+}
+
+// providerRecords lists the records of one provider, as the engine's
+// admin page does.
+type providerRecords struct {
+	store    *mongostore.Store
+	provider string
+}
+
+func (r providerRecords) List(ctx context.Context) ([]sandbox.Instance, error) {
+	return r.store.ByProvider(ctx, r.provider)
+}
+
+// startChromium starts a headless Chromium on a fresh profile. The flags
+// keep it off the network: without them it calls home for updates,
+// sync and field trials, and this machine has no internet.
+func startChromium(t *testing.T, bin string) context.Context {
+	t.Helper()
+	profile := t.TempDir() // registered first, removed after Chromium exits
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.Headless,
+		chromedp.NoSandbox, // the tests run as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 800),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		if err := chromedp.Cancel(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("closing Chromium: %v", err)
+		}
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium (%s): %v", bin, err)
+	}
+	return ctx
+}
+
+// tab is one browser tab with its own cookies. Dialogs are accepted and
+// recorded; errors on the page's console fail the test.
+type tab struct {
+	ctx     context.Context
+	mu      sync.Mutex
+	dialogs []string
+	// expected are console errors the scenario causes on purpose.
+	expected []string
+}
+
+func (e *browserEnv) newTab(t *testing.T) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	tb := &tab{ctx: ctx}
+	dialogs := chromedp.Events(ctx, cdppage.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.dialogs = append(tb.dialogs, ev.Message)
+			tb.mu.Unlock()
+			_, _ = chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	console := chromedp.Console(ctx)
+	var problems []string // written by the reader, read once it is done
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.Type == "error" || m.IsException() {
+				problems = append(problems, fmt.Sprintf("%s (%s)", m.Text, m.URL))
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		for _, p := range problems {
+			if !slices.ContainsFunc(tb.expected, func(s string) bool { return strings.Contains(p, s) }) {
+				t.Errorf("the page logged an error: %s", p)
+			}
+		}
+	})
+	// The scenario's deadline bounds every wait; the tab outlives it.
+	wctx, wcancel := context.WithTimeout(ctx, browserWait)
+	t.Cleanup(wcancel)
+	tb.ctx = wctx
+	return tb
+}
+
+func (tb *tab) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(tb.ctx, steps...); err != nil {
+		t.Fatalf("%v (page %s)", err, tb.location())
+	}
+}
+
+func (tb *tab) location() string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(tb.ctx), 2*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	return loc
+}
+
+func run[T any](t *testing.T, tb *tab, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(tb.ctx, a)
+	if err != nil {
+		t.Fatalf("%v (page %s)", err, tb.location())
+	}
+	return v
+}
+
+func (tb *tab) text(t *testing.T, css string) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, tb, chromedp.Text(chromedp.CSS(css))))
+}
+
+func (tb *tab) js(t *testing.T, expr string) string {
+	t.Helper()
+	return run(t, tb, chromedp.Evaluate[string](expr))
+}
+
+// signIn uses the sign-in form and waits for the app list.
+func (e *browserEnv) signIn(t *testing.T, user string) *tab {
+	t.Helper()
+	tb := e.newTab(t)
+	tb.do(t,
+		chromedp.Navigate(e.url+"/login"),
+		chromedp.SendKeys(chromedp.ID("name"), user),
+		chromedp.SendKeys(chromedp.ID("password"), browserUsers[user]),
+		chromedp.Click(chromedp.CSS(`#login button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("app-list")),
+	)
+	return tb
+}
+
+func (e *browserEnv) screenshot(t *testing.T, tb *tab, name string) {
+	t.Helper()
+	png := run(t, tb, chromedp.FullScreenshot(100)) // 100: PNG
+	file := filepath.Join(e.shots, name)
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", file)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(browserWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %s after %v", what, state, browserWait)
+		}
+		<-tick.C
+	}
+}
+
+// openChat starts a new chat of app and returns its id.
+func (e *browserEnv) openChat(t *testing.T, tb *tab, appID string) string {
+	t.Helper()
+	tb.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/chat/new"), chromedp.WaitVisible(chromedp.ID("chat-form")))
+	chatID := run(t, tb, chromedp.AttributeValue(chromedp.ID("chat-form"), "data-chat")).Value
+	if chatID == "" || chatID == "new" {
+		t.Fatalf("the new chat has no id: %q", chatID)
+	}
+	return chatID
+}
+
+// ask sends a message and waits until the answer has finished streaming:
+// the card of the command has its final status and the answer's text
+// came.
+func (tb *tab) ask(t *testing.T, message string) {
+	t.Helper()
+	before := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages .msg.assistant").length`))
+	tb.do(t,
+		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), message),
+		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
+	)
+	run(t, tb, chromedp.PollFunction[bool](`(before) => {
+		const answers = document.querySelectorAll("#messages .msg.assistant");
+		if (answers.length <= before) return false;
+		const last = answers[answers.length - 1];
+		const cards = last.querySelectorAll(".tool-card");
+		return cards.length > 0 && [...cards].every((c) => !c.querySelector(".badge.running")) &&
+			last.querySelector(".text").textContent.trim() !== "";
+	}`, chromedp.WithPollingArgs(before), chromedp.WithPollingTimeout(browserWait)))
+}
+
+func TestBrowser(t *testing.T) {
+	e := newBrowserEnv(t)
+
+	t.Run("sign in", func(t *testing.T) {
+		tests := []struct {
+			name, user, password string
+			wantList             bool
+			want                 string // on the page after submitting
+		}{
+			{"wrong password", "alice", "not-her-password", false, "wrong user name or password"},
+			{"right password", "alice", browserUsers["alice"], true, "alice"},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				tb := e.newTab(t)
+				if !tc.wantList {
+					tb.expected = []string{"status of 401"}
+				}
+				tb.do(t,
+					chromedp.Navigate(e.url+"/"), // anonymous: sent to the sign-in page
+					chromedp.WaitVisible(chromedp.ID("login")),
+					chromedp.SendKeys(chromedp.ID("name"), tc.user),
+					chromedp.SendKeys(chromedp.ID("password"), tc.password),
+					chromedp.Click(chromedp.CSS(`#login button[type=submit]`)),
+				)
+				if !tc.wantList {
+					tb.do(t, chromedp.WaitVisible(chromedp.CSS(`#login [data-role=status]`)))
+					run(t, tb, chromedp.PollFunction[bool](`() => document.querySelector("#login [data-role=status]").textContent !== ""`))
+					if got := strings.ToLower(tb.text(t, `#login [data-role=status]`)); !strings.Contains(got, tc.want) {
+						t.Errorf("sign-in error shown: %q, want it to say %q", got, tc.want)
+					}
+					if loc := tb.location(); !strings.HasSuffix(loc, "/login") {
+						t.Errorf("after a failed sign-in the page is %s, want the sign-in page", loc)
+					}
+					return
+				}
+				tb.do(t, chromedp.WaitVisible(chromedp.CSS(`#app-list tr[data-app="demo"]`)))
+				if got := tb.text(t, "header span"); got != tc.want {
+					t.Errorf("signed in as %q, want %q", got, tc.want)
+				}
+			})
+		}
+	})
+
+	t.Run("build an app with the sandbox switch", func(t *testing.T) {
+		tb := e.signIn(t, "alice")
+		tb.do(t,
+			chromedp.SendKeys(chromedp.ID("new-app-name"), "Shell helper"),
+			chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.ID("builder")),
+		)
+		appID := run(t, tb, chromedp.AttributeValue(chromedp.ID("builder"), "data-app")).Value
+		if got := tb.text(t, `[data-role="switch-label"]`); got != "Enable sandbox (Computer Use)" {
+			t.Errorf("switch label %q", got)
+		}
+		if got := tb.text(t, `[data-role="switch-description"]`); got != "When on, the agent gets its own Linux environment where it can run commands and work with files" {
+			t.Errorf("switch description %q", got)
+		}
+		switchOn := func() bool {
+			return run(t, tb, chromedp.Evaluate[bool](`document.getElementById("useAgentSandbox").checked`))
+		}
+		if switchOn() {
+			t.Fatal("a new app has the sandbox switch on")
+		}
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(`label[for="useAgentSandbox"]`)),
+			chromedp.Click(chromedp.CSS(`#builder button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#builder [data-role="save-status"].ok`)),
+		)
+		if got := tb.text(t, `#builder [data-role="save-status"]`); got != "saved" {
+			t.Errorf("save status %q, want saved", got)
+		}
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("builder")))
+		if !switchOn() {
+			t.Fatal("after saving and reloading, the sandbox switch is off")
+		}
+		e.screenshot(t, tb, "builder.png")
+		app, err := e.apps.Get(context.Background(), appID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in := app.Graph.Nodes[1].Inputs["useAgentSandbox"]; string(in) != "true" {
+			t.Errorf("saved useAgentSandbox = %s, want true", in)
+		}
+
+		// The switch does what it says: the app's agent runs commands.
+		e.openChat(t, tb, appID)
+		tb.ask(t, "$ echo built by the builder")
+		tb.do(t, chromedp.Click(chromedp.CSS(".tool-card summary")), chromedp.WaitVisible(chromedp.CSS(`.tool-card [data-role=stdout]`)))
+		if got := tb.text(t, `.tool-card [data-role=stdout]`); got != "built by the builder" {
+			t.Errorf("stdout %q", got)
+		}
+	})
+
+	t.Run("command card and files panel", func(t *testing.T) {
+		tb := e.signIn(t, "alice")
+		chatID := e.openChat(t, tb, "demo")
+		const command = "echo hello > note.txt; cat note.txt"
+		tb.ask(t, "$ "+command)
+
+		// The card arrives collapsed: the command and its status are
+		// shown, the output is not.
+		if open := run(t, tb, chromedp.Evaluate[bool](`document.querySelector(".tool-card").open`)); open {
+			t.Error("the command card arrived expanded")
+		}
+		if shown := run(t, tb, chromedp.Evaluate[bool](`document.querySelector(".tool-card [data-role=stdout]").checkVisibility()`)); shown {
+			t.Error("stdout is visible on the collapsed card")
+		}
+		tb.do(t, chromedp.Click(chromedp.CSS(".tool-card summary")), chromedp.WaitVisible(chromedp.CSS(`.tool-card [data-role=stdout]`)))
+		items := chatItems(t, e, chatID)
+		calls := toolCallsOf(t, items)
+		if len(calls) != 1 {
+			t.Fatalf("history holds %d tool calls, want 1", len(calls))
+		}
+		checks := []struct{ name, css, want string }{
+			{"command", `.tool-card [data-role=command]`, command},
+			{"status", `.tool-card [data-role=status]`, "success"},
+			{"stdout", `.tool-card [data-role=stdout]`, "hello"},
+			{"stderr", `.tool-card [data-role=stderr]`, ""},
+			{"duration", `.tool-card [data-role=duration]`, strconv.FormatInt(calls[0].DurationMs, 10) + " ms"},
+		}
+		for _, c := range checks {
+			if got := tb.text(t, c.css); got != c.want {
+				t.Errorf("card %s = %q, want %q", c.name, got, c.want)
+			}
+		}
+		if !regexp.MustCompile(`^\d+ ms$`).MatchString(tb.text(t, `.tool-card [data-role=duration]`)) {
+			t.Errorf("the card shows no duration")
+		}
+
+		// The files panel lists the new file and opens it.
+		file := `#files li[data-path="/workspace/note.txt"]`
+		tb.do(t, chromedp.WaitVisible(chromedp.CSS(file)), chromedp.Click(chromedp.CSS(file+" a")))
+		content := run(t, tb, chromedp.PollFunction[string](`() => document.querySelector("#files textarea").value`))
+		if content != "hello\n" {
+			t.Errorf("the file viewer shows %q, want %q", content, "hello\n")
+		}
+		if got := tb.text(t, `#files [data-role=file-status]`); got != "/workspace/note.txt" {
+			t.Errorf("the file viewer names %q", got)
+		}
+		e.screenshot(t, tb, "chat.png")
+
+		// The folder downloads as a ZIP holding the file.
+		zipFile := download(t, tb, `#files [data-role=download-zip]`)
+		zr, err := zip.NewReader(bytes.NewReader(zipFile), int64(len(zipFile)))
+		if err != nil {
+			t.Fatalf("the download is not a ZIP: %v", err)
+		}
+		var names []string
+		for _, f := range zr.File {
+			names = append(names, f.Name)
+			if path.Base(f.Name) != "note.txt" {
+				continue
+			}
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(rc)
+			rc.Close()
+			if string(b) != "hello\n" {
+				t.Errorf("note.txt in the ZIP holds %q", b)
+			}
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return path.Base(n) == "note.txt" }) {
+			t.Errorf("the ZIP holds %q, no note.txt", names)
+		}
+	})
+
+	t.Run("command output is text, not markup", func(t *testing.T) {
+		tb := e.signIn(t, "alice")
+		e.openChat(t, tb, "demo")
+		const payload = `<script>window.flowboxInjected=1</script><img src=x onerror="window.flowboxInjected=2">`
+		tb.ask(t, "$ echo '"+payload+"'")
+		views := []struct {
+			name   string
+			reload bool
+		}{
+			{"streamed", false},
+			{"from history", true},
+		}
+		for _, v := range views {
+			t.Run(v.name, func(t *testing.T) {
+				if v.reload {
+					tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".tool-card .badge.success")))
+				}
+				tb.do(t, chromedp.Click(chromedp.CSS(".tool-card summary")), chromedp.WaitVisible(chromedp.CSS(`.tool-card [data-role=stdout]`)))
+				if got := tb.text(t, `.tool-card [data-role=stdout]`); got != payload {
+					t.Errorf("stdout shown as %q, want the markup as text %q", got, payload)
+				}
+				if got := tb.js(t, `typeof window.flowboxInjected`); got != "undefined" {
+					t.Errorf("the command's output ran as a script: window.flowboxInjected is %s", got)
+				}
+				if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages script, #messages img").length`)); n != 0 {
+					t.Errorf("the chat holds %d elements made from the output", n)
+				}
+				if answer := tb.text(t, "#messages .msg.assistant .text"); !strings.Contains(answer, "<script>") {
+					t.Errorf("the answer does not show the output as text: %q", answer)
+				}
+			})
+		}
+	})
+
+	t.Run("delete a chat", func(t *testing.T) {
+		tb := e.signIn(t, "alice")
+		chatID := e.openChat(t, tb, "demo")
+		tb.ask(t, "$ echo bye > bye.txt")
+		// The files panel has caught up with the command, as the user sees.
+		tb.do(t, chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/bye.txt"]`)))
+		id := sandbox.IDFor("demo", "u:alice", chatID)
+		if st, err := e.provider.Status(context.Background(), id); err != nil || st != sandbox.StatusRunning {
+			t.Fatalf("before deleting, the chat's sandbox is %q (%v), want running", st, err)
+		}
+		// The workers are not running yet: the page must come back all
+		// the same, with the sandbox still there.
+		tb.do(t,
+			chromedp.Click(chromedp.ID("delete-chat")),
+			chromedp.WaitVisible(chromedp.CSS(`h2`)),
+		)
+		run(t, tb, chromedp.PollFunction[bool](`() => location.pathname === "/apps/demo/chats"`))
+		tb.do(t, chromedp.WaitVisible(chromedp.CSS("main table")))
+		if n := run(t, tb, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('a[href$="/chat/%s"]').length`, chatID))); n != 0 {
+			t.Errorf("the chat list still links the deleted chat")
+		}
+		tb.mu.Lock()
+		asked := slices.Clone(tb.dialogs)
+		tb.mu.Unlock()
+		if len(asked) != 1 || !strings.Contains(asked[0], "Delete this chat?") {
+			t.Errorf("dialogs %q, want one confirmation", asked)
+		}
+		if st, err := e.provider.Status(context.Background(), id); err != nil || st != sandbox.StatusRunning {
+			t.Fatalf("the sandbox is %q (%v) before any worker ran, want running", st, err)
+		}
+		if err := e.workers.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.workers.Shutdown)
+		waitFor(t, "the deleted chat's sandbox", func() (bool, string) {
+			st, err := e.provider.Status(context.Background(), id)
+			_, lerr := e.manager.Lookup(context.Background(), sandbox.Scope{AppID: "demo", UserID: "u:alice", ChatID: chatID})
+			return err == nil && st == sandbox.StatusMissing && errors.Is(lerr, sandbox.ErrNotFound),
+				fmt.Sprintf("status %q (%v), record %v", st, err, lerr)
+		})
+	})
+
+	t.Run("admin page", func(t *testing.T) {
+		ctx := context.Background()
+		scope := sandbox.Scope{AppID: "demo", UserID: "u:alice", ChatID: "admin-view"}
+		if res, err := e.manager.Exec(ctx, scope, sandbox.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 {
+			t.Fatalf("make a sandbox: %+v %v", res, err)
+		}
+		id := scope.SandboxID()
+		inst, err := e.manager.Lookup(ctx, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := e.signIn(t, "admin")
+		row := fmt.Sprintf(`#sandboxes tr[data-sandbox=%q]`, id)
+		tb.do(t, chromedp.Click(chromedp.CSS(`header nav a[href="/admin"]`)), chromedp.WaitVisible(chromedp.CSS(row)))
+		cells := []struct{ role, want string }{
+			{"provider", "bwrap"},
+			{"status", "running"},
+			{"app", "demo"},
+			{"chat", "admin-view"},
+			{"owner", "u:alice"},
+			{"last-active", inst.LastActiveAt.Format("2006-01-02 15:04:05")},
+		}
+		for _, c := range cells {
+			if got := tb.text(t, row+` [data-role=`+c.role+`]`); got != c.want {
+				t.Errorf("admin row %s = %q, want %q", c.role, got, c.want)
+			}
+		}
+
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(row+` [data-admin-action=stop]`)),
+			chromedp.WaitVisible(chromedp.CSS(row+`[data-status=stoped]`)),
+		)
+		if got := tb.text(t, row+` [data-role=status]`); got != "stopped" {
+			t.Errorf("status after stop shown as %q, want stopped", got)
+		}
+		if st, err := e.provider.Status(ctx, id); err != nil || st != sandbox.StatusStopped {
+			t.Errorf("after stop the provider says %q (%v)", st, err)
+		}
+
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(row+` [data-admin-action=delete]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(row)),
+			chromedp.WaitVisible(chromedp.ID("sandboxes")),
+		)
+		if n := run(t, tb, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('%s').length`, row))); n != 0 {
+			t.Error("the deleted sandbox is still listed")
+		}
+		if st, err := e.provider.Status(ctx, id); err != nil || st != sandbox.StatusMissing {
+			t.Errorf("after delete the provider says %q (%v), want %q", st, err, sandbox.StatusMissing)
+		}
+		if _, err := e.manager.Lookup(ctx, scope); !errors.Is(err, sandbox.ErrNotFound) {
+			t.Errorf("after delete the record lookup says %v, want not found", err)
+		}
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		if len(tb.dialogs) != 0 {
+			t.Errorf("the admin page showed dialogs: %q", tb.dialogs)
+		}
+	})
+}
+
+// chatItems waits until the chat's last turn is stored (the answer may
+// reach the page before the turn reaches the database) and returns it.
+func chatItems(t *testing.T, e *browserEnv, chatID string) []history.Item {
+	t.Helper()
+	ctx := context.Background()
+	var items []history.Item
+	waitFor(t, "the chat's history", func() (bool, string) {
+		chat, err := e.chats.Get(ctx, chatID)
+		if err != nil {
+			return false, err.Error()
+		}
+		if items, err = e.chats.Items(ctx, chat, 0, 100); err != nil {
+			return false, err.Error()
+		}
+		n := len(items)
+		return n >= 2 && items[n-1].Role == "assistant", fmt.Sprintf("%d items", n)
+	})
+	return items
+}
+
+func toolCallsOf(t *testing.T, items []history.Item) []toolcall.Call {
+	t.Helper()
+	var out []toolcall.Call
+	for _, it := range items {
+		if len(it.ToolCalls) == 0 {
+			continue
+		}
+		var calls []toolcall.Call
+		if err := json.Unmarshal(it.ToolCalls, &calls); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, calls...)
+	}
+	return out
+}
+
+// download clicks a download button and returns the file the browser
+// saved.
+func download(t *testing.T, tb *tab, css string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	begin := chromedp.Events(tb.ctx, browser.DownloadWillBegin)
+	progress := chromedp.Events(tb.ctx, browser.DownloadProgress)
+	if _, err := chromedp.Call(tb.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
+		BrowserContextID: chromedp.FromContext(tb.ctx).BrowserContextID,
+	}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(css)))
+	for ev, err := range begin {
+		if err != nil {
+			t.Fatalf("no download began: %v", err)
+		}
+		if !strings.HasSuffix(ev.SuggestedFilename, ".zip") {
+			t.Errorf("the download is named %q, want a .zip", ev.SuggestedFilename)
+		}
+		break
+	}
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("the download did not complete: %v", err)
+		}
+		switch ev.State {
+		case browser.DownloadProgressStateCompleted:
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		case browser.DownloadProgressStateCanceled:
+			t.Fatal("the download was canceled")
+		}
+	}
+	t.Fatal("no download")
+	return nil
+}
