@@ -10,26 +10,50 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
+	"github.com/flowbox/flowbox/nodes/history"
 )
 
 // BenchmarkSSERelay measures the latency the chat API adds between an event
 // leaving the engine and a client reading it off the SSE stream, with 50
-// chats streaming at once (scripted model, detail events on).
+// chats streaming at once (scripted model, detail events on). The baseline
+// "history=off" runs the same 50 chats with a history that stores nothing,
+// to show what the database's share of the machine costs the relay.
 //
-//	go test -run '^$' -bench SSERelay -benchtime 500x ./web/
+//	go test -run '^$' -bench SSERelay -benchtime 300x ./web/
 func BenchmarkSSERelay(b *testing.B) {
-	for _, chats := range []int{1, 50} {
-		b.Run(fmt.Sprintf("chats=%d", chats), func(b *testing.B) { benchRelay(b, chats) })
+	for _, tc := range []struct {
+		chats   int
+		history bool
+	}{{1, true}, {50, true}, {50, false}} {
+		name := fmt.Sprintf("chats=%d", tc.chats)
+		if !tc.history {
+			name += ",history=off"
+		}
+		b.Run(name, func(b *testing.B) { benchRelay(b, tc.chats, tc.history) })
 	}
 }
 
-func benchRelay(b *testing.B, chats int) {
+// forgetful is a chat history that keeps nothing.
+type forgetful struct{}
+
+func (forgetful) Owned(ctx context.Context, chatID, appID, userID string) (history.Chat, error) {
+	return history.Chat{ID: chatID, AppID: appID, UserID: userID}, nil
+}
+
+func (forgetful) AppendTurn(ctx context.Context, chat history.Chat, question, answer history.Item, now time.Time) (history.Chat, error) {
+	return chat, nil
+}
+
+func benchRelay(b *testing.B, chats int, keepHistory bool) {
 	replies := make([]llmtest.Reply, b.N)
 	for i := range replies {
 		replies[i] = llmtest.Reply{Text: "a streamed answer of a few words"}
 	}
 	e := newChatEnv(b, replies...)
 	h := e.handler
+	if !keepHistory {
+		h.History = forgetful{}
+	}
 	var mu sync.Mutex
 	emitted := map[string][]time.Time{}
 	h.trace = func(chatID string, at time.Time) {
