@@ -104,6 +104,10 @@ func sandboxError(c *gin.Context, err error) {
 		apiError(c, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, sandbox.ErrUnavailable):
 		apiError(c, http.StatusServiceUnavailable, sandbox.ErrUnavailable.Error())
+	case errors.Is(err, sandbox.ErrDeleted):
+		apiError(c, http.StatusGone, "this chat was deleted, and its sandbox and files with it")
+	case errors.Is(err, sandbox.ErrBusy):
+		apiError(c, http.StatusServiceUnavailable, "the sandbox is being stopped or repaired; retry in a few seconds")
 	default:
 		apiError(c, http.StatusInternalServerError, "the sandbox could not do it; retry later")
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,6 +38,7 @@ func (a testAccess) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID
 type filesEnv struct {
 	srv     *httptest.Server
 	manager *sandbox.Manager
+	store   *mongostore.Store
 }
 
 func newFilesEnv(t *testing.T) *filesEnv {
@@ -66,7 +68,7 @@ func newFilesEnv(t *testing.T) *filesEnv {
 		id := sandbox.IDFor("app", "alice", chat)
 		t.Cleanup(func() { m.Delete(context.Background(), id) })
 	}
-	return &filesEnv{srv: srv, manager: m}
+	return &filesEnv{srv: srv, manager: m, store: store}
 }
 
 func (e *filesEnv) call(t *testing.T, route, user, body string) (int, []byte) {
@@ -167,6 +169,29 @@ func TestDownloadZipOfNestedFolders(t *testing.T) {
 	}
 	if status, _ := e.call(t, "download", "mallory", `{"appId":"app","chatId":"c1","path":"proj"}`); status != 404 {
 		t.Fatalf("another user's download: %d, want 404", status)
+	}
+}
+
+// TestFilesOfADeletedChat: once a chat's deletion is recorded, its files
+// answer 410 Gone with a clear message, not "retry later", and the
+// sandbox is not created again.
+func TestFilesOfADeletedChat(t *testing.T) {
+	e := newFilesEnv(t)
+	e.shell(t, "echo kept > note.txt")
+	if err := e.store.RequestDeletions(context.Background(), []mongostore.Deletion{mongostore.ChatDeletion("app", "c1", "task-1", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"action":"list","appId":"app","chatId":"c1","path":"/workspace"}`,
+		`{"action":"read","appId":"app","chatId":"c1","path":"note.txt"}`,
+	} {
+		status, got := e.call(t, "file", "alice", body)
+		if status != http.StatusGone || !strings.Contains(string(got), "was deleted") {
+			t.Errorf("%s: %d %s, want 410 saying the chat was deleted", body, status, got)
+		}
+	}
+	if status, got := e.call(t, "download", "alice", `{"appId":"app","chatId":"c1","path":"/workspace"}`); status != http.StatusGone {
+		t.Errorf("download: %d %s, want 410", status, got)
 	}
 }
 
