@@ -32,6 +32,7 @@ type Config struct {
 // backend, listening on a random loopback port.
 type Embedded struct {
 	uri    string
+	dir    string
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
@@ -80,10 +81,16 @@ func StartEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
 	// The listener is bound by New, so the URI is known now; connections
 	// wait in the backlog until Run accepts them.
 	runCtx, cancel := context.WithCancel(context.Background())
-	e := &Embedded{uri: f.MongoDBURI(), cancel: cancel, done: make(chan struct{})}
+	e := &Embedded{uri: f.MongoDBURI(), dir: dir, cancel: cancel, done: make(chan struct{})}
+	indexed := make(chan struct{})
 	go func() {
 		defer close(e.done)
+		defer func() { <-indexed }()
 		_ = f.Run(runCtx) // always nil; it returns when runCtx is done
+	}()
+	go func() {
+		defer close(indexed)
+		e.indexIDsEvery(runCtx, logger)
 	}()
 
 	if err := ping(ctx, e.uri); err != nil {
