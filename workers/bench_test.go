@@ -18,6 +18,7 @@ import (
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -108,26 +109,40 @@ func BenchmarkStopScan(b *testing.B) {
 		b.Run(fmt.Sprintf("records=%d/idle=%d", size, idle), func(b *testing.B) {
 			ctx := context.Background()
 			db := mongotest.DB(b)
-			store, err := mongostore.New(ctx, db, quiet)
+			// The records' own query (what MongoDB serves from the index)
+			// beside the activity index in each kind of Redis.
+			records, err := mongostore.New(ctx, db, quiet)
 			if err != nil {
 				b.Fatal(err)
+			}
+			type indexed struct {
+				name  string
+				rdb   *redis.Client
+				idx   *activity.Index
+				store *mongostore.Store
+			}
+			var kinds []indexed
+			for _, k := range []struct {
+				name string
+				addr string
+			}{{"embedded", redistest.Embedded(b)}, {"redis-server", redistest.Server(b)}} {
+				rdb := redis.NewClient(&redis.Options{Addr: k.addr})
+				defer rdb.Close()
+				idx := activity.New(rdb, db.Name())
+				store, err := mongostore.New(ctx, db, quiet, mongostore.WithActivity(idx))
+				if err != nil {
+					b.Fatal(err)
+				}
+				kinds = append(kinds, indexed{k.name, rdb, idx, store})
 			}
 			coll := db.Collection(mongostore.Collection)
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			insertRecords(b, coll, size-idle, now.Add(-time.Minute))
 			idleIDs := insertRecords(b, coll, idle, now.Add(-10*time.Minute))
+			// As the embedded database does by itself within seconds.
+			mongotest.IndexIDs(b)
 			cutoff := now.Add(-sandbox.IdleAfter)
-
-			manager, err := sandbox.New(sandbox.Config{Provider: stubProvider{}, Store: store, Now: func() time.Time { return now }, Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rdb := redis.NewClient(&redis.Options{Addr: redistest.Embedded(b)})
-			defer rdb.Close()
-			w, err := workers.New(workers.Config{Manager: manager, Store: store, Redis: rdb, Now: func() time.Time { return now }, Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
+			want := min(idle, scanLimit)
 
 			var plan bson.M
 			cmd := bson.D{
@@ -136,29 +151,49 @@ func BenchmarkStopScan(b *testing.B) {
 					{Key: "filter", Value: bson.D{{Key: "status", Value: "running"}, {Key: "lastActiveAt", Value: bson.D{{Key: "$lt", Value: cutoff}}}, {Key: "provider", Value: "stub"}}},
 					{Key: "sort", Value: bson.D{{Key: "lastActiveAt", Value: 1}}},
 					{Key: "hint", Value: mongostore.IndexIdle},
-					{Key: "limit", Value: int64(1000)},
+					{Key: "limit", Value: int64(scanLimit)},
 				}},
 				{Key: "verbosity", Value: "queryPlanner"},
 			}
 			if err := db.RunCommand(ctx, cmd).Decode(&plan); err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("explain of the scan query: queryPlanner %v, filterPushdown %v", plan["queryPlanner"], plan["filterPushdown"])
+			b.Logf("explain of the records' query: queryPlanner %v, filterPushdown %v", plan["queryPlanner"], plan["filterPushdown"])
 
-			// The plain indexed query the scan runs.
-			b.Run("query", func(b *testing.B) {
+			idleQuery := func(b *testing.B, store *mongostore.Store) {
 				for b.Loop() {
-					got, err := store.Idle(ctx, "stub", cutoff, 1000)
-					if err != nil || len(got) != min(idle, 1000) {
-						b.Fatalf("Idle = %d records, %v; want %d", len(got), err, min(idle, 1000))
+					got, err := store.Idle(ctx, "stub", cutoff, scanLimit)
+					if err != nil || len(got) != want {
+						b.Fatalf("Idle = %d records, %v; want %d", len(got), err, want)
 					}
 				}
-			})
+			}
+			// The query on the records, which FerretDB answers by decoding
+			// every record (the baseline).
+			b.Run("query/records", func(b *testing.B) { idleQuery(b, records) })
+			for _, k := range kinds {
+				// Filling the index from the records: once, after Redis
+				// lost it.
+				b.Run("fill/"+k.name, func(b *testing.B) {
+					for b.Loop() {
+						b.StopTimer()
+						if err := k.rdb.FlushAll(ctx).Err(); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+						if n, err := k.store.FillActivity(ctx, "stub"); err != nil || n != size {
+							b.Fatalf("FillActivity = %d, %v; want %d", n, err, size)
+						}
+					}
+				})
+				// The scan's query, from the index.
+				b.Run("query/"+k.name, func(b *testing.B) { idleQuery(b, k.store) })
+			}
 			// One write of one record by _id: what every per-sandbox step
 			// of a scan costs at this size.
 			b.Run("write-by-id", func(b *testing.B) {
 				for b.Loop() {
-					if err := store.SetStatus(ctx, "stub", idleIDs[0], sandbox.StatusRunning); err != nil {
+					if err := records.SetStatus(ctx, "stub", idleIDs[0], sandbox.StatusRunning); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -167,44 +202,60 @@ func BenchmarkStopScan(b *testing.B) {
 			// against one insert and one delete per sandbox.
 			b.Run("claims-batched", func(b *testing.B) {
 				for b.Loop() {
-					got, err := store.Claim(ctx, "stub", idleIDs[:min(idle, 1000)], "bench", "stop", now)
-					if err != nil || len(got) != min(idle, 1000) {
+					got, err := records.Claim(ctx, "stub", idleIDs[:want], "bench", "stop", now)
+					if err != nil || len(got) != want {
 						b.Fatalf("Claim = %d, %v", len(got), err)
 					}
-					if err := store.Release(ctx, "stub", got, "bench"); err != nil {
+					if err := records.Release(ctx, "stub", got, "bench"); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("claims-one-by-one", func(b *testing.B) {
 				for b.Loop() {
-					for _, id := range idleIDs[:min(idle, 1000)] {
-						if _, err := store.Claim(ctx, "stub", []string{id}, "bench", "stop", now); err != nil {
+					for _, id := range idleIDs[:want] {
+						if _, err := records.Claim(ctx, "stub", []string{id}, "bench", "stop", now); err != nil {
 							b.Fatal(err)
 						}
-						if err := store.Release(ctx, "stub", []string{id}, "bench"); err != nil {
+						if err := records.Release(ctx, "stub", []string{id}, "bench"); err != nil {
 							b.Fatal(err)
 						}
 					}
 				}
 			})
-			// The whole scan: query, claims, re-reads, stub stops, records
-			// marked stoped. Each round gets idle records of its own and a
-			// fresh period.
+			// The whole scan as the engine on the embedded database runs
+			// it: candidates from the index in the embedded Redis, claims,
+			// re-reads, stub stops, records marked stoped. Each round gets
+			// idle records of its own and a fresh period.
+			emb := kinds[0]
+			manager, err := sandbox.New(sandbox.Config{Provider: stubProvider{}, Store: emb.store, Now: func() time.Time { return now }, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, err := workers.New(workers.Config{Manager: manager, Store: emb.store, Redis: emb.rdb, Now: func() time.Time { return now }, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.Run("scan", func(b *testing.B) {
-				first := true
 				var stopped int
 				var took time.Duration
 				for b.Loop() {
-					if !first {
-						b.StopTimer()
-						insertRecords(b, coll, idle, now.Add(-10*time.Minute))
-						if err := rdb.FlushAll(ctx).Err(); err != nil {
-							b.Fatal(err)
-						}
-						b.StartTimer()
+					b.StopTimer()
+					if stopped > 0 {
+						idleIDs = insertRecords(b, coll, idle, now.Add(-10*time.Minute))
 					}
-					first = false
+					// A fresh period: the lease of the last one goes.
+					leases, err := emb.rdb.Keys(ctx, "flowbox:workers:lease:*").Result()
+					if err == nil && len(leases) > 0 {
+						err = emb.rdb.Del(ctx, leases...).Err()
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := fillEntries(ctx, emb.idx, idleIDs, now.Add(-10*time.Minute)); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
 					start := time.Now()
 					if err := w.HandleStopIdle(ctx, workers.NewStopIdleTask()); err != nil {
 						b.Fatal(err)
@@ -219,4 +270,18 @@ func BenchmarkStopScan(b *testing.B) {
 			})
 		})
 	}
+}
+
+// scanLimit is the page the scan asks for (workers.scanPage).
+const scanLimit = 1000
+
+// fillEntries puts records written straight into the collection into the
+// activity index, as Touch would have.
+func fillEntries(ctx context.Context, idx *activity.Index, ids []string, at time.Time) error {
+	entries := make([]activity.Entry, len(ids))
+	for i, id := range ids {
+		entries[i] = activity.Entry{SandboxID: id, LastActiveAt: at}
+	}
+	_, err := idx.Fill(ctx, "stub", entries)
+	return err
 }

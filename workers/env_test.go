@@ -22,6 +22,7 @@ import (
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
@@ -123,6 +124,7 @@ var providers = []struct {
 type env struct {
 	db       *mongo.Database
 	store    *mongostore.Store
+	activity *activity.Index // the stop scan's candidates, as on the embedded database
 	provider sandbox.Provider
 	manager  *sandbox.Manager
 	clock    *clock
@@ -135,14 +137,15 @@ var appSeq atomic.Int64
 func newEnv(t *testing.T, p sandbox.Provider, redisAddr string) *env {
 	t.Helper()
 	db := mongotest.DB(t)
-	store, err := mongostore.New(context.Background(), db, quiet)
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { rdb.Close() })
+	idx := activity.New(rdb, db.Name())
+	store, err := mongostore.New(context.Background(), db, quiet, mongostore.WithActivity(idx))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, store: store, provider: p, clock: newClock(), app: appID(t)}
+	e := &env{db: db, store: store, activity: idx, provider: p, clock: newClock(), app: appID(t), redis: rdb}
 	e.manager = e.newManager(t, p)
-	e.redis = redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { e.redis.Close() })
 	return e
 }
 

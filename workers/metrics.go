@@ -57,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"scanned", "skipped"} {
 		m.scans.WithLabelValues(r)
 	}
-	for _, k := range []string{repairRequeued, repairStaleClaim, repairOrphan, repairVanished} {
+	for _, k := range []string{repairRequeued, repairStaleClaim, repairOrphan, repairVanished, repairActivity} {
 		m.repairs.WithLabelValues(k)
 	}
 	if reg != nil {
@@ -72,4 +72,5 @@ const (
 	repairStaleClaim = "stale_claim"
 	repairOrphan     = "orphan"
 	repairVanished   = "vanished"
+	repairActivity   = "activity_index" // running sandboxes missing from the stop scan's index
 )

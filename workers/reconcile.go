@@ -183,6 +183,16 @@ func (w *Workers) reconcileProvider(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", p.Name(), err)
 	}
+	// The records just read also repair the stop scan's activity index,
+	// where a write beside a command failed.
+	missing, err := w.cfg.Store.RefreshActivity(ctx, p.Name(), records)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", p.Name(), err)
+	}
+	if missing > 0 {
+		w.m.repairs.WithLabelValues(repairActivity).Add(float64(missing))
+		w.log.Warn("reconciliation put running sandboxes back into the activity index", "count", missing)
+	}
 	old := w.cfg.Now().Add(-w.cfg.Grace)
 	recorded := make(map[string]bool, len(records))
 	for _, r := range records {

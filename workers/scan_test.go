@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/workers"
 )
 
@@ -247,4 +248,88 @@ func TestOneScanPerPeriod(t *testing.T) {
 		}
 		t.Logf("scans by worker 1: %v, by worker 2: %v", metric(t, reg1, "flowbox_sandbox_scans_total", "result", "scanned"), metric(t, reg2, "flowbox_sandbox_scans_total", "result", "scanned"))
 	})
+}
+
+// scanAndCheck runs one stop scan and checks each sandbox's record and
+// provider status.
+func scanAndCheck(t *testing.T, e *env, w *workers.Workers, want map[string]sandbox.Status) {
+	t.Helper()
+	if err := w.HandleStopIdle(ctx(t), workers.NewStopIdleTask()); err != nil {
+		t.Fatalf("HandleStopIdle: %v", err)
+	}
+	for id, st := range want {
+		if inst, _ := e.record(t, id); inst.Status != st {
+			t.Errorf("record of %s: status %q, want %q", id, inst.Status, st)
+		}
+		if got := e.providerStatus(t, id); got != st {
+			t.Errorf("provider status of %s: %q, want %q", id, got, st)
+		}
+	}
+}
+
+// TestScanAfterRedisLost: Redis lost the activity index (a restart
+// without persistence, a FLUSHALL); the scan fills it again from the
+// records and stops what is idle, and only that.
+func TestScanAfterRedisLost(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, addr string) {
+		e := newEnv(t, bwrapProvider(t), addr)
+		w, _, _ := e.workers(t, nil)
+		idle := e.use(t, "idle")
+		e.clock.Add(4 * time.Minute)
+		recent := e.use(t, "recent")
+		e.clock.Add(2 * time.Minute)
+		if err := e.redis.FlushAll(ctx(t)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		scanAndCheck(t, e, w, map[string]sandbox.Status{idle: sandbox.StatusStopped, recent: sandbox.StatusRunning})
+		// Filled again: the next period stops the other one too.
+		e.clock.Add(5 * time.Minute)
+		scanAndCheck(t, e, w, map[string]sandbox.Status{recent: sandbox.StatusStopped})
+	})
+}
+
+// TestReconcileRepairsActivityIndex: a command whose write to the
+// activity index failed leaves its sandbox out of the scan's sight until
+// reconciliation puts it back; the next scan then stops it.
+func TestReconcileRepairsActivityIndex(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, addr string) {
+		e := newEnv(t, bwrapProvider(t), addr)
+		w, _, reg := e.workers(t, nil)
+		id := e.use(t, "chat")
+		// A scan fills the index, as in an engine that has run a while.
+		scanAndCheck(t, e, w, map[string]sandbox.Status{id: sandbox.StatusRunning})
+		if err := e.activity.Forget(ctx(t), e.provider.Name(), id); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(6 * time.Minute)
+		scanAndCheck(t, e, w, map[string]sandbox.Status{id: sandbox.StatusRunning}) // out of sight
+		reconcile(t, w)
+		if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "activity_index"); got != 1 {
+			t.Errorf("activity index repairs = %v, want 1", got)
+		}
+		e.clock.Add(5 * time.Minute)
+		scanAndCheck(t, e, w, map[string]sandbox.Status{id: sandbox.StatusStopped})
+	})
+}
+
+// TestScanWithoutActivityIndex: on a database whose {status,
+// lastActiveAt} index works (MongoDB), the store has no activity index and
+// the scan queries the records.
+func TestScanWithoutActivityIndex(t *testing.T) {
+	e := newEnv(t, bwrapProvider(t), redisKinds[1].start(t))
+	store, err := mongostore.New(context.Background(), e.db, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store, e.activity = store, nil
+	e.manager = e.newManager(t, e.provider)
+	w, _, _ := e.workers(t, nil)
+	idle := e.use(t, "idle")
+	e.clock.Add(4 * time.Minute)
+	recent := e.use(t, "recent")
+	e.clock.Add(2 * time.Minute)
+	if n, _ := e.redis.Exists(ctx(t), "flowbox:sandbox:activity:"+e.db.Name()+":"+e.provider.Name()).Result(); n != 0 {
+		t.Fatal("an activity index was written by a store without one")
+	}
+	scanAndCheck(t, e, w, map[string]sandbox.Status{idle: sandbox.StatusStopped, recent: sandbox.StatusRunning})
 }

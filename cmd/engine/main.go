@@ -28,6 +28,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web"
 )
 
@@ -168,8 +169,8 @@ func migrate(ctx context.Context) error {
 		return err
 	}
 	defer closeDB()
-	if _, err := openStore(ctx, db, log); err != nil {
-		return err
+	if _, err := mongostore.New(ctx, db, log); err != nil {
+		return fmt.Errorf("create the indexes of sandbox_instances: %w", err)
 	}
 	log.Info("indexes created", "mongodb", desc)
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/redisconn"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/host"
@@ -77,7 +78,7 @@ func start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *service
 	s.closers = append(s.closers, func() { s.redis.Close() })
 	s.redisOpt = asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB}
 
-	store, err := openStore(ctx, db, log)
+	store, err := openStore(ctx, db, s.redis, log)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +133,20 @@ func openMongo(ctx context.Context, cfg config.Config, log *slog.Logger) (*mongo
 	return db, closeAll, desc, nil
 }
 
-func openStore(ctx context.Context, db *mongo.Database, log *slog.Logger) (*mongostore.Store, error) {
-	store, err := mongostore.New(ctx, db, log)
+// openStore opens the sandbox records. On FerretDB, which cannot use the
+// {status, lastActiveAt} index, the stop scan's candidates come from an
+// activity index in Redis instead (see sandbox/activity); on MongoDB the
+// index serves them.
+func openStore(ctx context.Context, db *mongo.Database, rdb *redis.Client, log *slog.Logger) (*mongostore.Store, error) {
+	ferret, err := mongodb.IsFerretDB(ctx, db.Client())
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox_instances: %w", err)
+	}
+	var opts []mongostore.Option
+	if ferret {
+		opts = append(opts, mongostore.WithActivity(activity.New(rdb, db.Name())))
+	}
+	store, err := mongostore.New(ctx, db, log, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox_instances: %w", err)
 	}

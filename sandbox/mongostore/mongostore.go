@@ -31,6 +31,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 )
 
 // Collection is the name of the collection the records live in.
@@ -54,14 +55,28 @@ type Store struct {
 	coll      *mongo.Collection // sandbox_instances
 	claims    *mongo.Collection // sandbox_claims
 	deletions *mongo.Collection // sandbox_deletions
+	activity  *activity.Index   // nil: Idle asks the records' index
+	log       *slog.Logger
 }
 
 var _ sandbox.Store = (*Store)(nil)
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithActivity makes the store keep idx beside the records and answer
+// Idle from it: for a database that cannot use the {status,
+// lastActiveAt} index, such as FerretDB 1.x (see Idle). The records stay
+// the truth; idx is filled again from them when Redis loses it.
+func WithActivity(idx *activity.Index) Option {
+	return func(s *Store) { s.activity = idx }
+}
+
 // New returns a store over db's sandbox_instances collection and creates
 // its indexes, which is idempotent. logger receives the one warning about
-// a server without partial indexes; nil means slog.Default().
-func New(ctx context.Context, db *mongo.Database, logger *slog.Logger) (*Store, error) {
+// a server without partial indexes, and failures to update the activity
+// index; nil means slog.Default().
+func New(ctx context.Context, db *mongo.Database, logger *slog.Logger, opts ...Option) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -69,6 +84,10 @@ func New(ctx context.Context, db *mongo.Database, logger *slog.Logger) (*Store, 
 		coll:      db.Collection(Collection),
 		claims:    db.Collection(ClaimsCollection),
 		deletions: db.Collection(DeletionsCollection),
+		log:       logger,
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	if err := s.createIndexes(ctx, logger); err != nil {
 		return nil, fmt.Errorf("create indexes of %s: %w", Collection, err)
@@ -211,11 +230,11 @@ func (s *Store) indexes(ctx context.Context) (map[string]index, error) {
 // key selects a record by its _id, "<provider>/<sandboxId>". Every lookup
 // on the exec path goes through it: FerretDB's SQLite backend passes only
 // a filter on _id alone down to SQLite, so a filter on {provider,
-// sandboxId} would decode the whole collection (15-23 ms at 1,000 records
-// against about 1 ms). SQLite still reads every row for it (the _id index
-// is not used, see docs/BENCHMARKS.md), so even these lookups grow with
-// the collection on FerretDB. The unique {provider, sandboxId} index still
-// guards the pair on MongoDB.
+// sandboxId} would decode the whole collection. The embedded database
+// gives SQLite an index for that filter (mongodb.Embedded.IndexIDs), so
+// these lookups take about half a millisecond whatever the collection's
+// size. The unique {provider, sandboxId} index still guards the pair on
+// MongoDB.
 func key(provider, sandboxID string) bson.D {
 	return bson.D{{Key: "_id", Value: recordID(provider, sandboxID)}}
 }
@@ -275,7 +294,33 @@ func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time)
 		}
 		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
+	if s.activity != nil {
+		// The record is written, which is what counts: a sandbox missing
+		// from the index is put back by reconciliation. So a Redis that
+		// is slow or down holds up no command for long.
+		ctx, cancel := context.WithTimeout(ctx, activityTimeout)
+		defer cancel()
+		if err := s.activity.Active(ctx, inst.Provider, inst.SandboxID, now); err != nil {
+			s.log.Warn("sandbox store: activity index not updated; reconciliation will repair it", "err", err)
+		}
+	}
 	return nil
+}
+
+// activityTimeout bounds a write to the activity index beside a record's.
+const activityTimeout = time.Second
+
+// forget takes sandboxes that no longer run out of the activity index.
+func (s *Store) forget(ctx context.Context, provider string, sandboxIDs ...string) {
+	if s.activity == nil {
+		return
+	}
+	// A stale entry only costs the stop scan a look at the record.
+	ctx, cancel := context.WithTimeout(ctx, activityTimeout)
+	defer cancel()
+	if err := s.activity.Forget(ctx, provider, sandboxIDs...); err != nil {
+		s.log.Warn("sandbox store: activity index not updated", "err", err)
+	}
 }
 
 // touchUpdate sets status running and lastActiveAt now, and the identity
@@ -355,9 +400,15 @@ func (s *Store) SetStatus(ctx context.Context, provider, sandboxID string, statu
 	})
 	if err == nil && res.MatchedCount == 0 {
 		err = sandbox.ErrNotFound
+		s.forget(ctx, provider, sandboxID)
 	}
 	if err != nil {
 		return fmt.Errorf("set status of sandbox record %s/%s: %w", provider, sandboxID, err)
+	}
+	// Stopping and running records stay: a stop that fails puts the
+	// record back to running, with its lastActiveAt unchanged.
+	if status == sandbox.StatusStopped || status == sandbox.StatusDeleting {
+		s.forget(ctx, provider, sandboxID)
 	}
 	return nil
 }
@@ -367,6 +418,7 @@ func (s *Store) Delete(ctx context.Context, provider, sandboxID string) error {
 	if err := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(provider, sandboxID)); return err }); err != nil {
 		return fmt.Errorf("delete sandbox record %s/%s: %w", provider, sandboxID, err)
 	}
+	s.forget(ctx, provider, sandboxID)
 	return nil
 }
 
@@ -385,10 +437,38 @@ func idleQuery(provider string, before time.Time) (filter, sort bson.D) {
 // is before before, least recently active first (S7's stop scan). limit <= 0
 // means no limit.
 //
-// The query is hinted to the {status, lastActiveAt} index, so MongoDB
-// never picks the {provider, sandboxId} one, which would read every record
-// of the provider. FerretDB ignores hints and scans in any case.
+// Without an activity index the records are queried, hinted to the
+// {status, lastActiveAt} index so that MongoDB never picks the {provider,
+// sandboxId} one, which would read every record of the provider. FerretDB
+// ignores hints and decodes every record.
+//
+// With one (WithActivity) the candidates come from it, and only their
+// Provider, SandboxID, Status (running) and LastActiveAt are set. They
+// may be stale: a caller acts on one only after reading its record again
+// (the stop scan does, under its claim). When Redis has lost the index, it
+// is filled again from the records first, which costs one full query.
 func (s *Store) Idle(ctx context.Context, provider string, before time.Time, limit int) ([]sandbox.Instance, error) {
+	if s.activity == nil {
+		return s.idleRecords(ctx, provider, before, limit)
+	}
+	entries, filled, err := s.activity.Before(ctx, provider, before, limit)
+	if err == nil && !filled {
+		s.log.Info("sandbox store: filling the activity index from the records", "provider", provider)
+		if _, err = s.FillActivity(ctx, provider); err == nil {
+			entries, _, err = s.activity.Before(ctx, provider, before, limit)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find idle sandboxes of %s: %w", provider, err)
+	}
+	out := make([]sandbox.Instance, len(entries))
+	for i, e := range entries {
+		out[i] = sandbox.Instance{Provider: provider, SandboxID: e.SandboxID, Status: sandbox.StatusRunning, LastActiveAt: e.LastActiveAt}
+	}
+	return out, nil
+}
+
+func (s *Store) idleRecords(ctx context.Context, provider string, before time.Time, limit int) ([]sandbox.Instance, error) {
 	filter, sort := idleQuery(provider, before)
 	opts := options.Find().SetSort(sort).SetHint(IndexIdle)
 	if limit > 0 {
@@ -403,4 +483,35 @@ func (s *Store) Idle(ctx context.Context, provider string, before time.Time, lim
 		return nil, fmt.Errorf("find idle sandbox records of %s: %w", provider, err)
 	}
 	return out, nil
+}
+
+// FillActivity puts every running record of provider into the activity
+// index (a no-op without one) and returns how many it was missing. Idle
+// calls it when Redis has lost the index.
+func (s *Store) FillActivity(ctx context.Context, provider string) (int, error) {
+	if s.activity == nil {
+		return 0, nil
+	}
+	running, err := s.find(ctx, bson.D{{Key: "provider", Value: provider}, {Key: "status", Value: sandbox.StatusRunning}}, options.Find().SetHint(IndexIdle))
+	if err != nil {
+		return 0, fmt.Errorf("fill the activity index of %s: %w", provider, err)
+	}
+	return s.RefreshActivity(ctx, provider, running)
+}
+
+// RefreshActivity puts the running ones of records, read a moment ago,
+// into the activity index (a no-op without one) and returns how many it
+// was missing: reconciliation's repair of entries that Touch could not
+// write. A sandbox used since keeps its later time.
+func (s *Store) RefreshActivity(ctx context.Context, provider string, records []sandbox.Instance) (int, error) {
+	if s.activity == nil {
+		return 0, nil
+	}
+	var entries []activity.Entry
+	for _, r := range records {
+		if r.Provider == provider && r.Status == sandbox.StatusRunning {
+			entries = append(entries, activity.Entry{SandboxID: r.SandboxID, LastActiveAt: r.LastActiveAt})
+		}
+	}
+	return s.activity.Fill(ctx, provider, entries)
 }

@@ -13,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
@@ -345,8 +348,47 @@ func TestOneSandboxPerChat(t *testing.T) {
 	}
 }
 
+// idleSources are the ways a store finds idle sandboxes: its records'
+// index, or an activity index in each kind of Redis, also after Redis
+// lost it (the store must fill it again from the records).
+var idleSources = []struct {
+	name  string
+	redis func(testing.TB) string // nil: no activity index
+	lose  bool
+}{
+	{"records", nil, false},
+	{"activity/redis-server", func(t testing.TB) string { return redistest.Server(t) }, false},
+	{"activity/embedded", redistest.Embedded, false},
+	{"activity-lost/redis-server", func(t testing.TB) string { return redistest.Server(t) }, true},
+	{"activity-lost/embedded", redistest.Embedded, true},
+}
+
+// newStoreWithActivity is a store whose stop-scan candidates come from an
+// activity index on the Redis at addr.
+func newStoreWithActivity(t testing.TB, addr string) (*Store, *mongo.Database, *redis.Client) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	db := mongotest.DB(t)
+	s, err := New(context.Background(), db, quiet, WithActivity(activity.New(rdb, db.Name())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db, rdb
+}
+
 func TestIdle(t *testing.T) {
+	for _, src := range idleSources {
+		t.Run(src.name, func(t *testing.T) { testIdle(t, src.redis, src.lose) })
+	}
+}
+
+func testIdle(t *testing.T, redisAddr func(testing.TB) string, lose bool) {
 	s, _ := newStore(t)
+	var rdb *redis.Client
+	if redisAddr != nil {
+		s, _, rdb = newStoreWithActivity(t, redisAddr(t))
+	}
 	ctx := context.Background()
 	before := t0
 	records := []struct {
@@ -369,6 +411,11 @@ func TestIdle(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := s.SetStatus(ctx, r.provider, r.id, r.status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lose {
+		if err := rdb.FlushAll(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,6 +447,98 @@ func TestIdle(t *testing.T) {
 				t.Errorf("Idle(%s, limit %d) = %v, want %v", tt.provider, tt.limit, ids, tt.want)
 			}
 		})
+	}
+}
+
+// TestActivityFollowsRecords: the activity index loses a sandbox when its
+// record stops, goes, or is found missing by the stop scan's Mark.
+func TestActivityFollowsRecords(t *testing.T) {
+	s, db, _ := newStoreWithActivity(t, redistest.Embedded(t))
+	ctx := context.Background()
+	idle := func() []string {
+		t.Helper()
+		got, err := s.Idle(ctx, "docker", t0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, inst := range got {
+			ids = append(ids, inst.SandboxID)
+		}
+		return ids
+	}
+	for i, id := range []string{"000000000000000a", "000000000000000b", "000000000000000c", "000000000000000d"} {
+		if err := s.Touch(ctx, instance(id, fmt.Sprintf("chat%d", i)), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := idle(), []string{"000000000000000a", "000000000000000b", "000000000000000c", "000000000000000d"}; !slices.Equal(got, want) {
+		t.Fatalf("Idle = %v, want %v", got, want)
+	}
+	if err := s.SetStatus(ctx, "docker", "000000000000000a", sandbox.StatusStopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "docker", "000000000000000b"); err != nil {
+		t.Fatal(err)
+	}
+	// Stopping keeps the entry: a stop that fails makes it running again.
+	if _, err := s.Mark(ctx, "docker", "000000000000000d", sandbox.StatusStopping); err != nil {
+		t.Fatal(err)
+	}
+	// A record removed behind the store's back leaves a stale entry, until
+	// the scan's Mark finds the record missing.
+	if _, err := db.Collection(Collection).DeleteOne(ctx, key("docker", "000000000000000c")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := idle(), []string{"000000000000000c", "000000000000000d"}; !slices.Equal(got, want) {
+		t.Fatalf("Idle after stop, delete and removal = %v, want %v", got, want)
+	}
+	if _, err := s.Mark(ctx, "docker", "000000000000000c", sandbox.StatusStopping); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("Mark of the removed record: %v, want ErrNotFound", err)
+	}
+	if got, want := idle(), []string{"000000000000000d"}; !slices.Equal(got, want) {
+		t.Errorf("Idle after Mark found the record missing = %v, want %v", got, want)
+	}
+	// Reconciliation's refresh puts back what the index misses.
+	if err := s.SetStatus(ctx, "docker", "000000000000000d", sandbox.StatusRunning); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Touch(ctx, instance("000000000000000e", "chat-e"), t0.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.activity.Forget(ctx, "docker", "000000000000000e"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ByProvider(ctx, "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RefreshActivity(ctx, "docker", all); err != nil || n != 1 {
+		t.Errorf("RefreshActivity = %d, %v; want 1 (the forgotten entry)", n, err)
+	}
+	if got, want := idle(), []string{"000000000000000e", "000000000000000d"}; !slices.Equal(got, want) {
+		t.Errorf("Idle after the refresh = %v, want %v", got, want)
+	}
+}
+
+// TestTouchWithRedisDown: the record is the truth; an activity index that
+// cannot be written does not fail the command.
+func TestTouchWithRedisDown(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	db := mongotest.DB(t)
+	s, err := New(context.Background(), db, quiet, WithActivity(activity.New(rdb, db.Name())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Touch(context.Background(), instance("000000000000000a", "chat"), t0); err != nil {
+		t.Fatalf("Touch with Redis down: %v, want the record written", err)
+	}
+	if inst, err := s.Get(context.Background(), "docker", "000000000000000a"); err != nil || inst.Status != sandbox.StatusRunning {
+		t.Errorf("record = %+v, %v; want running", inst, err)
+	}
+	if _, err := s.Idle(context.Background(), "docker", t0.Add(time.Hour), 0); err == nil {
+		t.Error("Idle with Redis down succeeded; want an error, not an answer from an index it cannot read")
 	}
 }
 

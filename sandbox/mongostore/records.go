@@ -79,6 +79,7 @@ func (s *Store) Mark(ctx context.Context, provider, sandboxID string, status san
 	})
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		err = sandbox.ErrNotFound
+		s.forget(ctx, provider, sandboxID)
 	}
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("mark sandbox record %s/%s %s: %w", provider, sandboxID, status, err)
