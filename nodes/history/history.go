@@ -9,20 +9,20 @@
 // the answer (item seq+1). Chats written before turns were kept whole
 // have one document per item under the same keys; both load.
 //
-// It is designed for the embedded database (FerretDB v1.24 on SQLite),
-// where, as measured, no read is served from an index: a lookup by _id
-// is a scan of the table in insertion order that stops at the match, a
-// miss or an update or delete scans the whole table, and only inserts
-// are cheap (the unique _id index is checked, not searched). A turn
-// therefore costs one read of the chat document and one insert of the
-// turn, plus, for a chat that exists, one update of its bounded chat
-// document; nothing grows in place.
+// A turn reads and writes by _id only, the only key the embedded
+// database (FerretDB v1.24 on SQLite) can serve from an index, and even
+// that only with the expression index SQLite needs, which FerretDB 1.24
+// does not create: without it a lookup by _id scans the table up to the
+// match, and an update, a delete or a miss scans all of it (measured);
+// only inserts stay cheap. A turn therefore costs one read of the chat
+// document and one insert of the turn, plus, for a chat that exists, one
+// update of its bounded chat document; nothing grows in place.
 //
 // FerretDB applies updates as read-modify-write without a lock, so two
 // concurrent updates of one document can lose one; only inserts under a
 // unique _id are atomic there. Turns therefore claim their seq by
-// inserting under it (retrying on a duplicate), and readers walk on past
-// the chat's item count while turns follow; the count is a hint, and two
+// inserting under it (retrying on a duplicate), and readers take every
+// document under the chat's keys; the count is a hint, and two
 // turns of one chat finishing at the same instant may leave one of them
 // out of the recent messages (never out of the items). It must never
 // decide who may read a chat: callers check ownership (Chat.AppID,
