@@ -32,13 +32,13 @@
 //     Config.Heartbeat while a command runs, so that the stop scan, which
 //     takes only records older than IdleAfter, never stops a sandbox in
 //     use.
-//   - Stop (the stop scan, package workers): 1. claim the sandbox; 2. mark
-//     the record stopping, reading it as it was, and back off if it was
-//     used since the scan's query; 3. provider Stop; 4. record stoped;
-//     5. release the claim. A crash leaves a stale claim and a record
-//     saying stopping (or running) for a stopped or running resource:
-//     reconciliation drops the claim and gives the record the resource's
-//     status, and the next Ensure starts whatever is stopped.
+//   - Stop (the stop scan, package workers): 1. claim the sandbox; 2. read
+//     the record, and back off if it was used since the scan's query;
+//     3. provider Stop; 4. record stoped; 5. release the claim. A crash
+//     leaves a stale claim and a record saying running for a stopped or
+//     running resource: reconciliation drops the claim and gives the
+//     record the resource's status, and the next Ensure starts whatever
+//     is stopped.
 //   - Delete (a deletion task): 1. the deletion intent is recorded (by
 //     the caller, before the task is queued); 2. record deleting;
 //     3. provider Delete; 4. record removed; 5. intent done. A crash

@@ -10,8 +10,10 @@ import (
 // write them (package workers documents every transition); the manager
 // only ever writes running, and providers never report them.
 const (
-	// StatusStopping: the stop scan claimed the sandbox and is stopping
-	// it. Commands that meet it wait for the stop to end, then restart it.
+	// StatusStopping: written by earlier versions while the stop scan
+	// stopped the sandbox; the scan's claim says so now, and the record
+	// keeps its status. A record left stopping is settled by
+	// reconciliation; commands treat it as stoped.
 	StatusStopping Status = "stopping"
 	// StatusDeleting: the sandbox's chat or app was deleted; the provider
 	// resource and then the record are being removed.

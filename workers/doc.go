@@ -34,18 +34,21 @@
 //
 //	(none)   → running   a command or the files UI uses the chat (manager Touch)
 //	running  → running   every command, and every minute while one runs (lastActiveAt)
-//	running  → stopping  the stop scan, holding the claim, finds it unused for IdleAfter
-//	stopping → stoped    the provider stopped it
-//	stopping → running   the provider failed to stop it; or it was used between the
-//	                     scan's query and its claim (the status is put back)
+//	running  → stoped    the stop scan, holding the claim, read the record unused for
+//	                     IdleAfter, and the provider stopped the sandbox
 //	stoped   → running   the next command (the manager restarts the sandbox)
 //	running  → stoped    reconciliation: its resource vanished (removed by hand) and it
 //	                     was not used for Config.Grace; the next command creates it again
+//	running  → stoped    reconciliation: a stop whose worker died stopped the sandbox
+//	                     but not the record (its claim went stale)
 //	stopping → stoped or running
-//	                     reconciliation: the stop never ended (its worker died); the
-//	                     record takes the provider's status
+//	                     reconciliation: a record left stopping by an earlier version,
+//	                     which wrote it during the stop; it takes the provider's status
 //	any      → deleting  a deletion task is about to delete its resource
 //	deleting → (gone)    the resource is deleted, then the record
+//
+// While the scan stops a sandbox its record keeps saying running: the
+// claim is what marks the stop, and what commands wait on.
 //
 // Only the manager writes running, and it never writes over a claim or a
 // deletion: Touch refuses while either exists (sandbox.ErrBusy,
@@ -57,7 +60,8 @@
 // it, so one holder wins, on MongoDB and on FerretDB alike. The stop scan
 // and reconciliation hold a sandbox's claim for the length of one provider
 // call, then release it; reconciliation drops a claim older than
-// Config.StaleClaim (its holder died), settling a record it left stopping.
+// Config.StaleClaim (its holder died), giving the record of its sandbox the
+// sandbox's status.
 //
 // # Deletion intents (sandbox_deletions)
 //
@@ -73,6 +77,20 @@
 // done intent is a tombstone: the deleted chat's late commands fail with
 // sandbox.ErrDeleted instead of creating its sandbox again.
 //
+// # Where the scan's candidates come from
+//
+// On MongoDB, from the {status, lastActiveAt} index (mongostore Idle). On
+// FerretDB, which cannot use that index and decodes every record for the
+// query, from the activity index (package sandbox/activity): a sorted set
+// in Redis, scored by lastActiveAt, that the store writes beside every
+// record (cmd/engine chooses by asking the server what it is). Either way
+// a candidate is only a candidate: the scan claims it and reads its record
+// before stopping it, and forgets a stale entry (record gone or not
+// running). Redis losing the set is noticed (its marker key goes too) and
+// the next scan fills it from the records; reconciliation refreshes it
+// from the records it reads anyway, which repairs an entry that Touch
+// could not write (counted as activity_index repairs).
+//
 // # A command racing the scan or a deletion
 //
 // MongoDB offers atomic conditional updates, but FerretDB 1.x, the
@@ -82,10 +100,10 @@
 // update. Each side writes its own mark first and reads the other's
 // second, so that at least one of them sees the other:
 //
-//   - The scan inserts the claim, then marks the record stopping and reads
-//     the record as it was (one findAndModify by _id); it stops the sandbox
-//     only if that still says running and unused since the cutoff, and
-//     otherwise puts the status back.
+//   - The scan inserts the claim, then reads the record (by _id); it stops
+//     the sandbox only if that still says running and unused since the
+//     cutoff. Reading costs the embedded database about half what a write
+//     does, and the claim alone keeps commands out.
 //   - A command's Touch reads the claims and intents, writes the record,
 //     and reads them again. Seeing a claim, the manager waits for its
 //     release (up to sandbox Config.BusyWait) and touches again: the

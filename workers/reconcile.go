@@ -112,9 +112,10 @@ func (w *Workers) requeueDeletions(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// dropStaleClaims drops the claims whose holder died or hangs. A record it
-// left stopping gets the status its sandbox has; if that is running and
-// the sandbox is still idle, the next scan stops it.
+// dropStaleClaims drops the claims whose holder died or hangs. The record
+// of its sandbox gets the status the sandbox has (a scan that died may have
+// stopped it without marking the record); if that is running and the
+// sandbox is still idle, the next scan stops it.
 func (w *Workers) dropStaleClaims(ctx context.Context) error {
 	stale, err := w.cfg.Store.StaleClaims(ctx, w.cfg.Now().Add(-w.cfg.StaleClaim))
 	if err != nil {
@@ -124,7 +125,7 @@ func (w *Workers) dropStaleClaims(ctx context.Context) error {
 	var errs []error
 	for _, c := range stale {
 		if c.Provider == p.Name() {
-			if _, err := w.settleStopping(ctx, c.SandboxID); err != nil {
+			if _, err := w.settle(ctx, c.SandboxID); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -139,27 +140,34 @@ func (w *Workers) dropStaleClaims(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// settleStopping gives a record left stopping by a stop that did not end
-// the status its sandbox has. It reports whether it changed the record.
-func (w *Workers) settleStopping(ctx context.Context, id string) (bool, error) {
+// settle gives a record that a stop which never ended may have left
+// wrong the status its sandbox has: running or stopping (written by
+// earlier versions) while the sandbox is stopped or gone becomes stoped,
+// stopping while it runs becomes running. The caller holds the claim, or
+// the stale claim still keeps commands out. It reports whether it changed
+// the record.
+func (w *Workers) settle(ctx context.Context, id string) (bool, error) {
 	p := w.cfg.Manager.Provider()
 	inst, err := w.cfg.Store.Get(ctx, p.Name(), id)
-	if errors.Is(err, sandbox.ErrNotFound) || (err == nil && inst.Status != sandbox.StatusStopping) {
+	if errors.Is(err, sandbox.ErrNotFound) || (err == nil && inst.Status != sandbox.StatusStopping && inst.Status != sandbox.StatusRunning) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reconcile stopping record %s: %w", id, err)
+		return false, fmt.Errorf("reconcile record %s: %w", id, err)
 	}
 	st, err := p.Status(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("reconcile stopping record %s: %w", id, err)
+		return false, fmt.Errorf("reconcile record %s: %w", id, err)
 	}
 	status := sandbox.StatusStopped
 	if st == sandbox.StatusRunning {
 		status = sandbox.StatusRunning
 	}
+	if status == inst.Status {
+		return false, nil
+	}
 	if err := w.cfg.Store.SetStatus(ctx, p.Name(), id, status); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		return false, fmt.Errorf("reconcile stopping record %s: %w", id, err)
+		return false, fmt.Errorf("reconcile record %s: %w", id, err)
 	}
 	return true, nil
 }
@@ -167,8 +175,8 @@ func (w *Workers) settleStopping(ctx context.Context, id string) (bool, error) {
 // reconcileProvider compares the provider's resources with the records:
 // a resource without a record (an orphan) is removed; a record that says
 // running while its resource is gone says stoped, so that the next
-// command creates the sandbox again; a record left stopping by a stop that
-// never ended gets its sandbox's status. All must be older than
+// command creates the sandbox again; a record left stopping (by an
+// earlier version's stop that never ended) gets its sandbox's status. All must be older than
 // Config.Grace.
 func (w *Workers) reconcileProvider(ctx context.Context) error {
 	p := w.cfg.Manager.Provider()
@@ -221,7 +229,7 @@ func (w *Workers) reconcileProvider(ctx context.Context) error {
 			return w.repairVanished(ctx, id, old)
 		}),
 		// Under the claim no scan is stopping it: scans claim first.
-		w.claimed(ctx, stuck, repairStaleClaim, w.settleStopping),
+		w.claimed(ctx, stuck, repairStaleClaim, w.settle),
 	)
 }
 

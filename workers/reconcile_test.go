@@ -121,33 +121,54 @@ func TestVanishedRecordRepaired(t *testing.T) {
 }
 
 // TestStaleClaimDropped: a worker died while stopping a sandbox, leaving
-// its claim and a record saying stopping; reconciliation drops the claim
-// and gives the record the sandbox's real status, and commands flow again.
+// its claim; reconciliation drops the claim and gives the record the
+// sandbox's real status, and commands flow again.
 func TestStaleClaimDropped(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, addr string) {
-		e := newEnv(t, bwrapProvider(t), addr)
-		w, _, reg := e.workers(t, nil)
-		id := e.use(t, "chat")
-		if _, err := e.store.Claim(ctx(t), e.provider.Name(), []string{id}, "dead-worker", "stop", e.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.store.Mark(ctx(t), e.provider.Name(), id, sandbox.StatusStopping); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Add(11 * time.Minute)
-		reconcile(t, w)
-		if n := e.count(t, "sandbox_claims", nil); n != 0 {
-			t.Errorf("%d claims left, want 0", n)
-		}
-		if inst, _ := e.record(t, id); inst.Status != sandbox.StatusRunning {
-			t.Errorf("record = %q, want running (the sandbox still runs)", inst.Status)
-		}
-		if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "stale_claim"); got != 1 {
-			t.Errorf("stale claim repairs = %v, want 1", got)
-		}
-		res, err := e.manager.Exec(ctx(t), e.scope("chat"), sandbox.ExecRequest{Command: "cat mark"})
-		if err != nil || res.Stdout != "chat\n" {
-			t.Errorf("command after the repair: %+v, %v", res, err)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		died func(t *testing.T, e *env, id string) // what the dead worker got done
+		want sandbox.Status
+	}{
+		{"before stopping", func(*testing.T, *env, string) {}, sandbox.StatusRunning},
+		{"after the provider stopped it", func(t *testing.T, e *env, id string) {
+			if err := e.provider.Stop(ctx(t), id); err != nil {
+				t.Fatal(err)
+			}
+		}, sandbox.StatusStopped},
+		{"leaving the record stopping, as earlier versions did", func(t *testing.T, e *env, id string) {
+			if err := e.store.SetStatus(ctx(t), e.provider.Name(), id, sandbox.StatusStopping); err != nil {
+				t.Fatal(err)
+			}
+		}, sandbox.StatusRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachRedis(t, func(t *testing.T, addr string) {
+				e := newEnv(t, bwrapProvider(t), addr)
+				w, _, reg := e.workers(t, nil)
+				id := e.use(t, "chat")
+				if _, err := e.store.Claim(ctx(t), e.provider.Name(), []string{id}, "dead-worker", "stop", e.clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+				tc.died(t, e, id)
+				e.clock.Add(11 * time.Minute)
+				reconcile(t, w)
+				if n := e.count(t, "sandbox_claims", nil); n != 0 {
+					t.Errorf("%d claims left, want 0", n)
+				}
+				if inst, _ := e.record(t, id); inst.Status != tc.want {
+					t.Errorf("record = %q, want %q (the sandbox's status)", inst.Status, tc.want)
+				}
+				if st := e.providerStatus(t, id); st != tc.want {
+					t.Errorf("provider = %q, want %q", st, tc.want)
+				}
+				if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "stale_claim"); got != 1 {
+					t.Errorf("stale claim repairs = %v, want 1", got)
+				}
+				res, err := e.manager.Exec(ctx(t), e.scope("chat"), sandbox.ExecRequest{Command: "cat mark"})
+				if err != nil || res.Stdout != "chat\n" {
+					t.Errorf("command after the repair: %+v, %v", res, err)
+				}
+			})
+		})
+	}
 }

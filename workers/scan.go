@@ -41,8 +41,9 @@ func (w *Workers) HandleStopIdle(ctx context.Context, t *asynq.Task) error {
 
 // stopIdle stops every running sandbox of the manager's provider whose
 // record is older than sandbox.IdleAfter and returns how many it stopped.
-// Candidates come from the {status, lastActiveAt} query; each is claimed
-// and re-read before the provider is called (see the package comment).
+// Candidates come from the store's Idle (the {status, lastActiveAt} index,
+// or the activity index on FerretDB); each is claimed and its record read
+// again before the provider is called (see the package comment).
 func (w *Workers) stopIdle(ctx context.Context) (int, error) {
 	provider := w.cfg.Manager.Provider().Name()
 	cutoff := w.cfg.Now().Add(-sandbox.IdleAfter)
@@ -95,30 +96,24 @@ func (w *Workers) stopChunk(ctx context.Context, provider string, ids []string, 
 	return n, errors.Join(results...)
 }
 
-// stopOne stops one claimed sandbox if its record still says it is idle.
-// It reports whether it stopped it.
+// stopOne stops one claimed sandbox if its record, read under the claim,
+// still says it is idle. It reports whether it stopped it.
 func (w *Workers) stopOne(ctx context.Context, provider, id string, cutoff time.Time) (bool, error) {
-	before, err := w.cfg.Store.Mark(ctx, provider, id, sandbox.StatusStopping)
-	if errors.Is(err, sandbox.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	inst, err := w.cfg.Store.Get(ctx, provider, id)
+	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return false, fmt.Errorf("stop scan: %w", err)
 	}
-	if before.Status != sandbox.StatusRunning || !before.LastActiveAt.Before(cutoff) {
-		// Used between the query and the claim, or no longer running:
-		// put the status back and leave the sandbox alone.
-		if err := w.cfg.Store.SetStatus(ctx, provider, id, before.Status); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-			return false, fmt.Errorf("stop scan: restore the status of %s: %w", id, err)
-		}
+	switch {
+	case err != nil || inst.Status != sandbox.StatusRunning:
+		// A stale candidate of the activity index: gone or not running.
+		w.cfg.Store.ForgetActivity(ctx, provider, id)
 		return false, nil
+	case !inst.LastActiveAt.Before(cutoff):
+		return false, nil // used between the query and the claim
 	}
+	// On failure the record still says running: the next scan tries
+	// again, and commands are held up only while the claim lasts.
 	if err := w.cfg.Manager.Stop(ctx, id); err != nil {
-		// Whatever the provider did, the record says running again, so
-		// the next scan tries again and commands are not held up.
-		if serr := w.cfg.Store.SetStatus(ctx, provider, id, sandbox.StatusRunning); serr != nil && !errors.Is(serr, sandbox.ErrNotFound) {
-			err = errors.Join(err, serr)
-		}
 		return false, fmt.Errorf("stop scan: %w", err)
 	}
 	w.m.stopped.Inc()

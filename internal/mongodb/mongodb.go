@@ -9,9 +9,11 @@
 //
 // What the embedded FerretDB v1.24 (SQLite) does differently from MongoDB,
 // which every collection's owner must design for (measured here):
-//   - Only a filter that is exactly {_id: <scalar>} is answered from an
-//     index; every other query, $in on _id included, decodes the whole
-//     collection (about 15-20 µs a document).
+//   - Only a filter that is exactly {_id: <string or ObjectId>} is
+//     answered from an index, and only thanks to the index the embedded
+//     database adds (Embedded.IndexIDs); every other query, $in on _id
+//     included, decodes the whole collection (about 15-20 µs a
+//     document).
 //   - Updates are read-modify-write without a lock: of 20 concurrent $inc
 //     on one document about 6 land, and a conditional update
 //     ({_id, status: "running"} → "stopping") can succeed for several

@@ -451,7 +451,7 @@ func testIdle(t *testing.T, redisAddr func(testing.TB) string, lose bool) {
 }
 
 // TestActivityFollowsRecords: the activity index loses a sandbox when its
-// record stops, goes, or is found missing by the stop scan's Mark.
+// record stops or goes, or when the stop scan finds its entry stale.
 func TestActivityFollowsRecords(t *testing.T) {
 	s, db, _ := newStoreWithActivity(t, redistest.Embedded(t))
 	ctx := context.Background()
@@ -481,23 +481,21 @@ func TestActivityFollowsRecords(t *testing.T) {
 	if err := s.Delete(ctx, "docker", "000000000000000b"); err != nil {
 		t.Fatal(err)
 	}
-	// Stopping keeps the entry: a stop that fails makes it running again.
-	if _, err := s.Mark(ctx, "docker", "000000000000000d", sandbox.StatusStopping); err != nil {
+	// Stopping (written by earlier versions) keeps the entry.
+	if err := s.SetStatus(ctx, "docker", "000000000000000d", sandbox.StatusStopping); err != nil {
 		t.Fatal(err)
 	}
 	// A record removed behind the store's back leaves a stale entry, until
-	// the scan's Mark finds the record missing.
+	// the scan finds the record missing and forgets it.
 	if _, err := db.Collection(Collection).DeleteOne(ctx, key("docker", "000000000000000c")); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := idle(), []string{"000000000000000c", "000000000000000d"}; !slices.Equal(got, want) {
 		t.Fatalf("Idle after stop, delete and removal = %v, want %v", got, want)
 	}
-	if _, err := s.Mark(ctx, "docker", "000000000000000c", sandbox.StatusStopping); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Fatalf("Mark of the removed record: %v, want ErrNotFound", err)
-	}
+	s.ForgetActivity(ctx, "docker", "000000000000000c")
 	if got, want := idle(), []string{"000000000000000d"}; !slices.Equal(got, want) {
-		t.Errorf("Idle after Mark found the record missing = %v, want %v", got, want)
+		t.Errorf("Idle after ForgetActivity = %v, want %v", got, want)
 	}
 	// Reconciliation's refresh puts back what the index misses.
 	if err := s.SetStatus(ctx, "docker", "000000000000000d", sandbox.StatusRunning); err != nil {

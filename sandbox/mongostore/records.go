@@ -2,11 +2,9 @@ package mongostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/flowbox/flowbox/sandbox"
@@ -64,25 +62,10 @@ func (s *Store) find(ctx context.Context, filter bson.D, opts *options.FindOptio
 	return out, nil
 }
 
-// Mark sets the record's status and returns the record as it was before,
-// in one round trip: the stop scan's claim and its check that the sandbox
-// is still idle. An error wraps sandbox.ErrNotFound when there is no
-// record. Only the caller's claim makes the check meaningful: the update
-// itself is not conditional (see the package comment).
-func (s *Store) Mark(ctx context.Context, provider, sandboxID string, status sandbox.Status) (sandbox.Instance, error) {
-	var before sandbox.Instance
-	err := write(ctx, func() error {
-		return s.coll.FindOneAndUpdate(ctx, key(provider, sandboxID),
-			bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: status}}}},
-			options.FindOneAndUpdate().SetReturnDocument(options.Before),
-		).Decode(&before)
-	})
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		err = sandbox.ErrNotFound
-		s.forget(ctx, provider, sandboxID)
-	}
-	if err != nil {
-		return sandbox.Instance{}, fmt.Errorf("mark sandbox record %s/%s %s: %w", provider, sandboxID, status, err)
-	}
-	return before, nil
+// ForgetActivity takes sandboxes out of the activity index (a no-op
+// without one): the stop scan's stale candidates, whose records are gone
+// or no longer running. Failures are only logged: a stale entry costs the
+// next scan one more look at the record.
+func (s *Store) ForgetActivity(ctx context.Context, provider string, sandboxIDs ...string) {
+	s.forget(ctx, provider, sandboxIDs...)
 }
