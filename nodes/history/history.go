@@ -21,8 +21,8 @@
 // FerretDB applies updates as read-modify-write without a lock, so two
 // concurrent updates of one document can lose one; only inserts under a
 // unique _id are atomic there. Turns therefore claim their seq by
-// inserting under it (retrying on a duplicate), and readers take every
-// document under the chat's keys; the count is a hint, and two
+// inserting under it (retrying on a duplicate), and readers go on past
+// the chat's item count while turns follow; the count is a hint, and two
 // turns of one chat finishing at the same instant may leave one of them
 // out of the recent messages (never out of the items). It must never
 // decide who may read a chat: callers check ownership (Chat.AppID,
@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -247,52 +246,74 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 	return after, nil
 }
 
-// Items returns up to limit items of a chat from seq from on.
+// Items returns up to limit items of a chat from seq from on. It reads by
+// _id, one turn at a time (see the package comment), and goes on past the
+// chat's item count while turns follow.
 func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, error) {
 	from = max(0, from)
-	if limit <= 0 {
-		return nil, nil
-	}
-	// One range read over the chat's keys: indexed on MongoDB, and on the
-	// embedded database one scan instead of one per item. It starts a key
-	// early, in case item from is the answer of a turn.
-	cur, err := s.items.Find(ctx, bson.D{{Key: "_id", Value: bson.D{
-		{Key: "$gte", Value: itemID(chat.ID, max(0, from-1))}, {Key: "$lt", Value: chat.ID + "/:"}, // ':' follows '9'
-	}}}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit+1)))
-	if err != nil {
-		return nil, fmt.Errorf("read items of chat %s: %w", chat.ID, err)
-	}
-	var docs []itemDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("read items of chat %s: %w", chat.ID, err)
-	}
 	var out []Item
-	for _, d := range docs {
-		if d.ChatID != chat.ID {
-			continue // a chat whose id extends this one's with '/'
+	seq := from
+	if from > 0 {
+		seq = from - 1 // item from may be the answer of a turn
+	}
+	for len(out) < limit {
+		d, err := s.item(ctx, chat.ID, seq)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			if seq < chat.Items || seq < from {
+				seq++ // inside a turn, or a turn not written (crash)
+				continue
+			}
+			break
 		}
-		for _, it := range d.items() {
+		if err != nil {
+			return nil, err
+		}
+		items := d.items()
+		for _, it := range items {
 			if it.Seq >= from && len(out) < limit {
 				out = append(out, it)
 			}
 		}
+		seq += len(items)
 	}
 	return out, nil
 }
 
+func (s *Store) item(ctx context.Context, chatID string, seq int) (itemDoc, error) {
+	var d itemDoc
+	err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(chatID, seq)}}).Decode(&d)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return itemDoc{}, fmt.Errorf("read chat %s item %d: %w", chatID, seq, err)
+	}
+	return d, err
+}
+
 // Delete removes a chat and its items; a missing chat is not an error.
-// The items go first, so that a failure leaves a chat that can be
-// deleted again.
+// The items go first, by _id as Items reads them, so that a failure
+// leaves a chat that can be deleted again.
 func (s *Store) Delete(ctx context.Context, chatID string) error {
-	prefix := "^" + regexp.QuoteMeta(chatID+"/")
-	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: prefix}}}, {Key: "chatId", Value: chatID}}
-	if _, err := s.items.DeleteMany(ctx, filter); err != nil {
-		return fmt.Errorf("delete items of chat %s: %w", chatID, err)
+	c, err := s.Get(ctx, chatID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
 	}
-	if _, err := s.chats.DeleteOne(ctx, bson.D{{Key: "_id", Value: chatID}}); err != nil {
-		return fmt.Errorf("delete chat %s: %w", chatID, err)
+	for seq := 0; ; {
+		var d itemDoc
+		err := s.items.FindOneAndDelete(ctx, bson.D{{Key: "_id", Value: itemID(chatID, seq)}}).Decode(&d)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			if seq >= c.Items {
+				if _, err := s.chats.DeleteOne(ctx, bson.D{{Key: "_id", Value: chatID}}); err != nil {
+					return fmt.Errorf("delete chat %s: %w", chatID, err)
+				}
+				return nil
+			}
+			seq++
+		case err != nil:
+			return fmt.Errorf("delete chat %s item %d: %w", chatID, seq, err)
+		default:
+			seq += len(d.items())
+		}
 	}
-	return nil
 }
 
 // title is the first line of the question, at most 60 characters.
