@@ -45,8 +45,8 @@ const (
 // on a loopback server, the embedded database, bwrap sandboxes and the
 // demo app with its offline model. Each user chats in chats of its own,
 // one turn after another, every other turn a `$ command` that runs in the
-// chat's sandbox. It runs for the set duration whatever b.N is; run it
-// once:
+// chat's sandbox. It runs for the set duration whatever b.N is (with
+// -short: 5 users for 5 s unless set); run it once:
 //
 //	go test -run '^$' -bench ChatLoad -benchtime 1x -timeout 10m ./web/
 //	FLOWBOX_LOAD_USERS=5 FLOWBOX_LOAD_DURATION=5s go test -run '^$' -bench ChatLoad -benchtime 1x ./web/
@@ -58,6 +58,9 @@ const (
 // the engine, the embedded database and the clients.
 func BenchmarkChatLoad(b *testing.B) {
 	users, duration := 50, 60*time.Second
+	if testing.Short() {
+		users, duration = 5, 5*time.Second
+	}
 	if v := os.Getenv(loadUsersEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
