@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/nodes/history"
 )
 
@@ -45,11 +46,17 @@ func (forgetful) AppendTurn(ctx context.Context, chat history.Chat, question, an
 }
 
 func benchRelay(b *testing.B, chats int, keepHistory bool) {
-	replies := make([]llmtest.Reply, b.N)
+	replies := make([]llmtest.Reply, b.N+1)
 	for i := range replies {
 		replies[i] = llmtest.Reply{Text: "a streamed answer of a few words"}
 	}
 	e := newChatEnv(b, replies...)
+	// One turn creates the collections; the embedded database indexes
+	// them within seconds, here at once, as a running engine has them.
+	resp := e.post(b, context.Background(), "test-key", `{"appId":"scripted","chatId":"warm-up","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	readSSE(b, resp.Body, func(sseEvent) bool { return true })
+	resp.Body.Close()
+	mongotest.IndexIDs(b)
 	h := e.handler
 	if !keepHistory {
 		h.History = forgetful{}
