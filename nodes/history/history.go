@@ -10,13 +10,13 @@
 // have one document per item under the same keys; both load.
 //
 // A turn reads and writes by _id only, the only key the embedded
-// database (FerretDB v1.24 on SQLite) can serve from an index, and even
-// that only with the expression index SQLite needs, which FerretDB 1.24
-// does not create: without it a lookup by _id scans the table up to the
-// match, and an update, a delete or a miss scans all of it (measured);
-// only inserts stay cheap. A turn therefore costs one read of the chat
-// document and one insert of the turn, plus, for a chat that exists, one
-// update of its bounded chat document; nothing grows in place.
+// database (FerretDB v1.24 on SQLite) can serve from an index, and only
+// with the expression index that internal/mongodb adds to its tables
+// (FerretDB 1.24 creates one SQLite does not use): until then, a lookup by
+// _id scans the table up to the match, and an update, a delete or a miss
+// scans all of it. A turn costs one read of the chat document and one
+// insert of the turn, plus, for a chat that exists, one update of its
+// bounded chat document; nothing grows in place.
 //
 // FerretDB applies updates as read-modify-write without a lock, so two
 // concurrent updates of one document can lose one; only inserts under a
