@@ -199,9 +199,12 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 	now = now.UTC()
 	after := chat
 	after.UpdatedAt = now
-	after.Recent = append(append(make([]llm.Message, 0, len(chat.Recent)+2), chat.Recent...),
-		llm.Message{Role: llm.RoleUser, Content: question.Text}, llm.Message{Role: llm.RoleAssistant, Content: answer.Text})
-	after.Recent = after.Recent[max(0, len(after.Recent)-RecentKeep):]
+	recent := func(before []llm.Message) []llm.Message {
+		r := append(append(make([]llm.Message, 0, len(before)+2), before...),
+			llm.Message{Role: llm.RoleUser, Content: question.Text}, llm.Message{Role: llm.RoleAssistant, Content: answer.Text})
+		return r[max(0, len(r)-RecentKeep):]
+	}
+	after.Recent = recent(chat.Recent)
 
 	// The turn first: it claims its seq, and the chat document then
 	// counts past it.
@@ -235,6 +238,7 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 		}
 		after.Title, after.CreatedAt = existing.Title, existing.CreatedAt
 		after.Items = max(after.Items, existing.Items)
+		after.Recent = recent(existing.Recent)
 	}
 	// A bounded set, not a $push: nothing grows in place.
 	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.ID}}, bson.D{{Key: "$set", Value: bson.D{

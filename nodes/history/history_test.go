@@ -90,6 +90,9 @@ func TestConcurrentTurnsKeepEveryItem(t *testing.T) {
 	}
 	wg.Wait()
 	got, _ := s.Get(ctx, "busy")
+	if len(got.Recent) < 4 {
+		t.Errorf("recent has %d messages; the turns that found the chat created keep theirs and the first turn's", len(got.Recent))
+	}
 	items, _ := s.Items(ctx, got, 0, 100)
 	if len(items) != 20 {
 		t.Fatalf("%d items stored, want 20", len(items))
