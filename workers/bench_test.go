@@ -28,7 +28,8 @@ import (
 //
 //	go test -run '^$' -bench StopScan -benchtime 1x -timeout 2h ./workers/
 //
-// FLOWBOX_BENCH_RECORDS lists the collection sizes (default 100000) and
+// FLOWBOX_BENCH_RECORDS lists the collection sizes (default 100000, or
+// 10000 with -short) and
 // FLOWBOX_BENCH_IDLE how many of them are idle (default 1000). Only here
 // is the provider a stub: its Stop returns at once, so the figures are the
 // scan's own cost, not the provider's.
@@ -63,6 +64,9 @@ func benchSizes(b *testing.B) (records []int, idle int) {
 		return n
 	}
 	records = []int{100000}
+	if testing.Short() {
+		records = []int{10000}
+	}
 	if v := os.Getenv("FLOWBOX_BENCH_RECORDS"); v != "" {
 		records = nil
 		for _, f := range strings.Split(v, ",") {
