@@ -33,7 +33,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowbox/flowbox/internal/llm"
-	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/redisconn"
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/internal/testenv"
@@ -42,7 +41,6 @@ import (
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web/auth"
 	"github.com/flowbox/flowbox/workers"
@@ -61,7 +59,7 @@ var browserUsers = map[string]string{"admin": "admin-pass-1", "alice": "alice-pa
 type browserEnv struct {
 	url      string
 	manager  *sandbox.Manager
-	provider *bwrap.Provider
+	provider sandbox.Provider
 	apps     *apps.Store
 	chats    *history.Store
 	workers  *workers.Workers
@@ -79,21 +77,8 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 		testenv.Need(t, "chromium", fmt.Errorf("no Chromium (apt-get install chromium): %w", err))
 	}
 	ctx := context.Background()
-	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Need(t, "bwrap", p.Fingerprint(ctx))
-
-	db := mongotest.DB(t)
-	store, err := mongostore.New(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := newSandboxes(t, nil)
+	db, store, manager := sb.db, sb.store, sb.manager
 	rdb, err := redisconn.Connect(ctx, redistest.Embedded(t), "", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +109,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	}
 	chats := history.New(db)
 	access := &Access{Apps: appStore, Chats: chats}
-	ui := &UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{store, p.Name()}}
+	ui := &UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{store, manager.Provider().Name()}}
 	if err := ui.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +131,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 
 	// Whatever a scenario leaves behind goes with the test.
 	t.Cleanup(func() {
-		list, _ := store.ByProvider(context.Background(), p.Name())
+		list, _ := store.ByProvider(context.Background(), manager.Provider().Name())
 		for _, inst := range list {
 			_ = manager.Delete(context.Background(), inst.SandboxID)
 		}
@@ -158,7 +143,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	} else if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &browserEnv{url: srv.URL, manager: manager, provider: p, apps: appStore, chats: chats, workers: w,
+	return &browserEnv{url: srv.URL, manager: manager, provider: manager.Provider(), apps: appStore, chats: chats, workers: w,
 		browser: startChromium(t, chromium), shots: shots}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
@@ -37,9 +38,17 @@ type chatEnv struct {
 	model    *llmtest.Server
 }
 
-// newChatEnv serves the chat API with the demo app and a "scripted" app
-// whose tool-call node talks to a scripted endpoint.
-func newChatEnv(t testing.TB, replies ...llmtest.Reply) *chatEnv {
+// sandboxes is what the web tests run sandboxes on: bwrap, with its
+// records in a database of the test's own. logger nil means
+// slog.Default().
+type sandboxes struct {
+	db       *mongo.Database
+	store    *mongostore.Store
+	manager  *sandbox.Manager
+	provider *bwrap.Provider
+}
+
+func newSandboxes(t testing.TB, logger *slog.Logger) sandboxes {
 	t.Helper()
 	ctx := context.Background()
 	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
@@ -48,14 +57,24 @@ func newChatEnv(t testing.TB, replies ...llmtest.Reply) *chatEnv {
 	}
 	testenv.Need(t, "bwrap", p.Fingerprint(ctx))
 	db := mongotest.DB(t)
-	store, err := mongostore.New(ctx, db, nil)
+	store, err := mongostore.New(ctx, db, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	manager, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
+	manager, err := sandbox.New(sandbox.Config{Provider: p, Store: store, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sandboxes{db, store, manager, p}
+}
+
+// newChatEnv serves the chat API with the demo app and a "scripted" app
+// whose tool-call node talks to a scripted endpoint.
+func newChatEnv(t testing.TB, replies ...llmtest.Reply) *chatEnv {
+	t.Helper()
+	ctx := context.Background()
+	sb := newSandboxes(t, nil)
+	db, manager := sb.db, sb.manager
 	model := llmtest.New(t, replies...)
 	resolver := &llm.Resolver{Endpoint: llm.Config{BaseURL: model.BaseURL, RetryBase: time.Millisecond}}
 	ts, err := nodes.LoadTemplates()
@@ -87,7 +106,7 @@ func newChatEnv(t testing.TB, replies ...llmtest.Reply) *chatEnv {
 	r.POST("/api/v1/chat/completions", h.Completions)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	return &chatEnv{srv: srv, handler: h, provider: p, history: hist, model: model}
+	return &chatEnv{srv: srv, handler: h, provider: sb.provider, history: hist, model: model}
 }
 
 func (e *chatEnv) post(t testing.TB, ctx context.Context, key, body string) *http.Response {

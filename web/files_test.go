@@ -15,10 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
 
@@ -43,19 +40,8 @@ type filesEnv struct {
 
 func newFilesEnv(t *testing.T) *filesEnv {
 	t.Helper()
-	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
-	store, err := mongostore.New(context.Background(), mongotest.DB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := newSandboxes(t, nil)
+	store, m := sb.store, sb.manager
 	h := &FilesHandler{Sandboxes: m, Access: testAccess{"c1": "alice", "fresh": "alice"}, MaxRead: 1000, MaxWrite: 2000}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()

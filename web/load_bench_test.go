@@ -23,14 +23,10 @@ import (
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
-	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/bwrap"
-	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -165,21 +161,9 @@ func BenchmarkChatLoad(b *testing.B) {
 // and one API key per user.
 func newLoadEnv(b *testing.B, users int) (string, []string) {
 	ctx := context.Background()
-	p, err := bwrap.New(bwrap.Config{Root: b.TempDir(), CgroupParent: "flowbox-test"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	testenv.Need(b, "bwrap", p.Fingerprint(ctx))
-	db := mongotest.DB(b)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := mongostore.New(ctx, db, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	manager, err := sandbox.New(sandbox.Config{Provider: p, Store: store, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
+	sb := newSandboxes(b, log)
+	db, manager := sb.db, sb.manager
 	ts, err := nodes.LoadTemplates()
 	if err != nil {
 		b.Fatal(err)
