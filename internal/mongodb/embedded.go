@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -129,8 +130,15 @@ func (e *Embedded) Close() {
 // warn-level dumps of failed replies. A failed command is the client's
 // error to report, and the driver's endSessions, which FerretDB does not
 // implement, fails that way at every disconnect.
+//
+// FerretDB derives a logger with attributes for every connection and
+// command. Handing those to the wrapped handler formats them at once
+// (about 6% of the engine's CPU under load), for records that are almost
+// all dropped; quiet keeps them and applies them only to a record it
+// passes on.
 type quiet struct {
-	h slog.Handler
+	h   slog.Handler
+	ops []func(slog.Handler) slog.Handler // WithAttrs and WithGroup calls, in order
 }
 
 func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
@@ -142,9 +150,21 @@ func (q quiet) Handle(ctx context.Context, r slog.Record) error {
 		(strings.HasPrefix(r.Message, "Response header: ") || strings.HasPrefix(r.Message, "Response message:")) {
 		return nil
 	}
-	return q.h.Handle(ctx, r)
+	h := q.h
+	for _, op := range q.ops {
+		h = op(h)
+	}
+	return h.Handle(ctx, r)
 }
 
-func (q quiet) WithAttrs(attrs []slog.Attr) slog.Handler { return quiet{h: q.h.WithAttrs(attrs)} }
+func (q quiet) with(op func(slog.Handler) slog.Handler) quiet {
+	return quiet{h: q.h, ops: append(slices.Clip(q.ops), op)}
+}
 
-func (q quiet) WithGroup(name string) slog.Handler { return quiet{h: q.h.WithGroup(name)} }
+func (q quiet) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return q.with(func(h slog.Handler) slog.Handler { return h.WithAttrs(attrs) })
+}
+
+func (q quiet) WithGroup(name string) slog.Handler {
+	return q.with(func(h slog.Handler) slog.Handler { return h.WithGroup(name) })
+}
