@@ -887,6 +887,20 @@ func TestForkBombIsContained(t *testing.T) {
 		if !res.TimedOut {
 			t.Errorf("the bomb ended on its own (exit %d); want it killed at its timeout", res.ExitCode)
 		}
+		if c := e.inspect(t, id); !c.State.Running {
+			// The exec path kills a timed-out command with an exec in the
+			// container, which cannot start while the bomb holds every pid;
+			// the provider then kills the container (logged), and the next
+			// Ensure starts it again. The agent, already running, needs no
+			// new process to kill, so it must never come to that.
+			if cfg.AgentBinary != "" {
+				t.Fatalf("container %s after the bomb's timeout, want the agent to have killed the bomb inside it", c.State.Status)
+			}
+			t.Logf("the kill exec could not start; the container was killed (%s)", c.State.Status)
+			if err := e.p.Ensure(testCtx(t), sandbox.Spec{ID: id, Limits: sandbox.Limits{Pids: pids}}); err != nil {
+				t.Fatalf("Ensure after the container was killed: %v", err)
+			}
+		}
 		// Killed processes may stand as zombies a moment until the init
 		// reaps them; live ones never go away by themselves.
 		var procs []string
