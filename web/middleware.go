@@ -42,6 +42,22 @@ func PrincipalOf(c *gin.Context) (auth.Principal, bool) {
 	return p, ok
 }
 
+// AuthenticateOrServiceKey is Authenticate, except that a request bearing
+// serviceKey (FLOWBOX_API_KEY, for programs without an account) goes on
+// anonymous: it is no user's API key, and the handler behind checks it
+// itself. An empty serviceKey lets nothing through.
+func AuthenticateOrServiceKey(a Authenticator, serviceKey string) gin.HandlerFunc {
+	authn := Authenticate(a)
+	return func(c *gin.Context) {
+		if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok && serviceKey != "" &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(serviceKey)) == 1 {
+			c.Next()
+			return
+		}
+		authn(c)
+	}
+}
+
 // Authenticate identifies the caller from an API key (Authorization:
 // Bearer) or a session cookie and refuses a cookie-authenticated request
 // that changes state without the session's CSRF token. A request with no

@@ -39,6 +39,34 @@ func TestAuthenticateAndCSRF(t *testing.T) {
 	r.GET("/who", who)
 	r.POST("/user", RequireUser(), who)
 	r.POST("/admin", RequireAdmin(), who)
+	// The chat API's route: the configured service key passes on to the
+	// handler, which checks it; everything else is authenticated as above.
+	withKey := gin.New()
+	withKey.POST("/chat", AuthenticateOrServiceKey(store, "svc-key"), who)
+	noKey := gin.New()
+	noKey.POST("/chat", AuthenticateOrServiceKey(store, ""), who)
+	for _, tc := range []struct {
+		name   string
+		r      *gin.Engine
+		bearer string
+		status int
+		body   string
+	}{
+		{"service key", withKey, "svc-key", 200, "anonymous"},
+		{"user key beside a service key", withKey, key, 200, "alice"},
+		{"wrong key", withKey, "svc-key2", 401, "API key is not valid"},
+		{"no service key configured", noKey, "", 401, "API key is not valid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/chat", nil)
+			req.Header.Set("Authorization", "Bearer "+tc.bearer)
+			rec := httptest.NewRecorder()
+			tc.r.ServeHTTP(rec, req)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
+				t.Errorf("got %d %q, want %d containing %q", rec.Code, rec.Body.String(), tc.status, tc.body)
+			}
+		})
+	}
 
 	tests := []struct {
 		name, method, path string

@@ -42,7 +42,7 @@ func (p *Product) register(r *gin.Engine, adminPages *gin.RouterGroup) {
 	r.POST("/api/login", p.LoginLimit.Middleware(ByClient), p.Sessions.Login)
 
 	// The chat API: signed-in callers, or programs with the configured key.
-	r.POST("/api/v1/chat/completions", authn, p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
+	r.POST("/api/v1/chat/completions", AuthenticateOrServiceKey(p.Auth, p.Chat.APIKey), p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
 
 	// Signed-in users (session with CSRF token, or API key).
 	api := r.Group("/api", authn, RequireUser())
