@@ -145,8 +145,7 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		apiError(c, http.StatusInternalServerError, "could not read the app; retry later")
 		return
 	}
-	// A chat id made here names no stored chat: no need to look (a miss
-	// costs a whole scan on the embedded database).
+	// A chat id made here names no stored chat: no need to look.
 	chat := history.Chat{ID: req.ChatID, AppID: app.ID, UserID: req.CustomUID}
 	if !newChat {
 		chat, err = h.History.Owned(ctx, req.ChatID, app.ID, req.CustomUID)

@@ -192,10 +192,11 @@ func (w *Workers) reconcileProvider(ctx context.Context) error {
 		return fmt.Errorf("reconcile %s: %w", p.Name(), err)
 	}
 	// The records just read also repair the stop scan's activity index,
-	// where a write beside a command failed.
-	missing, err := w.cfg.Store.RefreshActivity(ctx, p.Name(), records)
-	if err != nil {
-		return fmt.Errorf("reconcile %s: %w", p.Name(), err)
+	// where a write beside a command failed. It is a cache: failing to
+	// refresh it keeps no repair of the records from running.
+	missing, refreshErr := w.cfg.Store.RefreshActivity(ctx, p.Name(), records)
+	if refreshErr != nil {
+		refreshErr = fmt.Errorf("reconcile %s: %w", p.Name(), refreshErr)
 	}
 	if missing > 0 {
 		w.m.repairs.WithLabelValues(repairActivity).Add(float64(missing))
@@ -224,6 +225,7 @@ func (w *Workers) reconcileProvider(ctx context.Context) error {
 		}
 	}
 	return errors.Join(
+		refreshErr,
 		w.claimed(ctx, orphans, repairOrphan, w.removeOrphan),
 		w.claimed(ctx, vanished, repairVanished, func(ctx context.Context, id string) (bool, error) {
 			return w.repairVanished(ctx, id, old)

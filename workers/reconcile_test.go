@@ -2,15 +2,19 @@ package workers_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/moby/moby/client"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/workers"
 )
 
@@ -170,5 +174,34 @@ func TestStaleClaimDropped(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestReconcileWithActivityIndexDown: the activity index is a cache;
+// failing to refresh it is reported, but keeps no repair of the records
+// from running.
+func TestReconcileWithActivityIndexDown(t *testing.T) {
+	e := newEnv(t, bwrapProvider(t), redisKinds[1].start(t))
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { dead.Close() })
+	store, err := mongostore.New(context.Background(), e.db, quiet, mongostore.WithActivity(activity.New(dead, e.db.Name())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store = store
+	e.manager = e.newManager(t, e.provider)
+	w, _, reg := e.workers(t, nil)
+	id := e.use(t, "chat")
+	removeByHand(t, e.provider, id)
+	e.clock.Add(11 * time.Minute)
+	err = w.HandleReconcile(ctx(t), asynq.NewTask(workers.TypeReconcile, nil))
+	if err == nil || !strings.Contains(err.Error(), "activity") {
+		t.Errorf("reconcile = %v, want the failed refresh of the activity index reported", err)
+	}
+	if inst, _ := e.record(t, id); inst.Status != sandbox.StatusStopped {
+		t.Errorf("record after reconciliation: %q, want %q (the vanished sandbox repaired all the same)", inst.Status, sandbox.StatusStopped)
+	}
+	if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "vanished"); got != 1 {
+		t.Errorf("vanished repairs = %v, want 1", got)
 	}
 }
