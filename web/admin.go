@@ -9,49 +9,55 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// requireAdminToken lets through the requests that carry the admin token:
-// as the password of HTTP basic auth, which browsers prompt for (any user
-// name), or as "Authorization: Bearer <token>". With no token configured
-// it refuses every request: the admin pages are never served
-// unauthenticated.
-func requireAdminToken(token string) gin.HandlerFunc {
+// adminGate lets through admins and operators with the admin token
+// (FLOWBOX_ADMIN_TOKEN): the token as the password of HTTP basic auth,
+// which browsers prompt for (any user name), or as "Authorization: Bearer
+// <token>"; or an admin's own credentials as Authenticate reads them (an
+// API key, or a session whose CSRF token a change must carry when
+// requireCSRF). Whatever the credentials, a change that a browser sends
+// from another site is refused: basic auth and cookies ride along on
+// such requests. With no token configured, only admins get in.
+func adminGate(a Authenticator, token string, requireCSRF bool) gin.HandlerFunc {
 	want := sha256.Sum256([]byte(token))
+	crossOrigin := http.NewCrossOriginProtection()
 	return func(c *gin.Context) {
-		if token == "" {
-			apiError(c, http.StatusForbidden, "the admin pages are off: set FLOWBOX_ADMIN_TOKEN to turn them on")
+		if err := crossOrigin.Check(c.Request); err != nil {
+			apiError(c, http.StatusForbidden, "a change to the admin pages must come from this site's own pages")
 			return
 		}
-		got, ok := "", false
+		got, presented := "", false
 		if _, pw, basic := c.Request.BasicAuth(); basic {
-			got, ok = pw, true
+			got, presented = pw, true
 		} else if bearer, found := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); found {
-			got, ok = strings.TrimSpace(bearer), true
+			got, presented = strings.TrimSpace(bearer), true
 		}
-		// Hashes compare in constant time whatever the lengths.
-		sum := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			c.Header("WWW-Authenticate", `Basic realm="Flowbox admin", charset="UTF-8"`)
-			apiError(c, http.StatusUnauthorized, "the admin pages need the admin token (FLOWBOX_ADMIN_TOKEN): as the password of HTTP basic auth, or Authorization: Bearer <token>")
-			return
-		}
-		c.Next()
-	}
-}
-
-// adminGate lets signed-in admins through (their session cookie is
-// SameSite=Lax, so other sites cannot ride on it) and everyone else only
-// with the admin token.
-func adminGate(a Authenticator, token string) gin.HandlerFunc {
-	tokenGate := requireAdminToken(token)
-	return func(c *gin.Context) {
-		if cookie, err := c.Cookie(SessionCookie); err == nil && cookie != "" && a != nil {
-			if p, csrf, err := a.Session(c.Request.Context(), cookie); err == nil && p.Admin() {
-				c.Set(principalKey, p)
-				c.Set("flowbox.csrf", csrf)
+		if presented && token != "" {
+			// Hashes compare in constant time whatever the lengths.
+			sum := sha256.Sum256([]byte(got))
+			if subtle.ConstantTimeCompare(sum[:], want[:]) == 1 {
 				c.Next()
 				return
 			}
 		}
-		tokenGate(c)
+		if _, _, basic := c.Request.BasicAuth(); !basic && a != nil {
+			// An admin's API key or session.
+			if !identify(c, a, requireCSRF) {
+				return
+			}
+			if p, ok := PrincipalOf(c); ok {
+				if !p.Admin() {
+					apiError(c, http.StatusForbidden, "this needs an admin")
+					return
+				}
+				c.Next()
+				return
+			}
+		}
+		if token == "" {
+			apiError(c, http.StatusUnauthorized, "sign in as an admin (the admin token is off: set FLOWBOX_ADMIN_TOKEN to let operators in without an account)")
+			return
+		}
+		c.Header("WWW-Authenticate", `Basic realm="Flowbox admin", charset="UTF-8"`)
+		apiError(c, http.StatusUnauthorized, "sign in as an admin, or give the admin token (FLOWBOX_ADMIN_TOKEN) as the password of HTTP basic auth or as Authorization: Bearer <token>")
 	}
 }

@@ -30,7 +30,11 @@ type Authenticator interface {
 	APIKey(ctx context.Context, key string) (auth.Principal, error)
 }
 
-const principalKey = "flowbox.principal"
+// Keys of what Authenticate learns, in the gin context.
+const (
+	principalKey = "flowbox.principal"
+	csrfKey      = "flowbox.csrf"
+)
 
 // PrincipalOf returns the authenticated caller, if any.
 func PrincipalOf(c *gin.Context) (auth.Principal, bool) {
@@ -64,40 +68,49 @@ func AuthenticateOrServiceKey(a Authenticator, serviceKey string) gin.HandlerFun
 // credentials goes on anonymous; bad credentials are refused.
 func Authenticate(a Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		ctx := c.Request.Context()
-		if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
-			p, err := a.APIKey(ctx, strings.TrimSpace(bearer))
-			if err != nil {
-				credentialError(c, err, "the API key is not valid")
-				return
-			}
-			c.Set(principalKey, p)
+		if identify(c, a, true) {
 			c.Next()
-			return
 		}
-		token, err := c.Cookie(SessionCookie)
-		if err != nil || token == "" {
-			c.Next()
-			return
-		}
-		p, csrf, err := a.Session(ctx, token)
+	}
+}
+
+// identify sets the caller's principal from an API key or a session
+// cookie and reports whether the request may go on: false when it has
+// been refused (bad credentials; with requireCSRF, a change made with a
+// session cookie but without its CSRF token). No credentials: true, and
+// no principal.
+func identify(c *gin.Context, a Authenticator, requireCSRF bool) bool {
+	ctx := c.Request.Context()
+	if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
+		p, err := a.APIKey(ctx, strings.TrimSpace(bearer))
 		if err != nil {
-			credentialError(c, err, "your session has ended; sign in again")
-			return
-		}
-		switch c.Request.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
-			got := c.GetHeader(CSRFHeader)
-			if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
-				apiError(c, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header; reload the page")
-				return
-			}
+			credentialError(c, err, "the API key is not valid")
+			return false
 		}
 		c.Set(principalKey, p)
-		c.Set("flowbox.csrf", csrf)
-		c.Next()
+		return true
 	}
+	token, err := c.Cookie(SessionCookie)
+	if err != nil || token == "" {
+		return true
+	}
+	p, csrf, err := a.Session(ctx, token)
+	if err != nil {
+		credentialError(c, err, "your session has ended; sign in again")
+		return false
+	}
+	switch c.Request.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		got := c.GetHeader(CSRFHeader)
+		if requireCSRF && (got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1) {
+			apiError(c, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header; reload the page")
+			return false
+		}
+	}
+	c.Set(principalKey, p)
+	c.Set(csrfKey, csrf)
+	return true
 }
 
 func credentialError(c *gin.Context, err error, msg string) {
@@ -119,16 +132,12 @@ func RequireUser() gin.HandlerFunc {
 	}
 }
 
-// RequireAdmin refuses everyone but admins.
-func RequireAdmin() gin.HandlerFunc {
+// RequirePage sends anonymous visitors to the sign-in page.
+func RequirePage() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		p, ok := PrincipalOf(c)
-		if !ok {
-			apiError(c, http.StatusUnauthorized, "sign in as an admin")
-			return
-		}
-		if !p.Admin() {
-			apiError(c, http.StatusForbidden, "this needs an admin")
+		if _, ok := PrincipalOf(c); !ok {
+			c.Redirect(http.StatusSeeOther, "/login")
+			c.Abort()
 			return
 		}
 		c.Next()

@@ -6,7 +6,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -40,12 +39,17 @@ type Config struct {
 // be built with it as its root path.
 const QueuesPath = "/admin/queues"
 
-// New returns the engine's HTTP handler. Every route is listed here,
-// grouped by who may call it.
+// New returns the engine's HTTP handler. Every route of the engine is
+// listed here, grouped by who may call it, then by resource.
 func New(cfg Config) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(gin.Recovery())
+	p := cfg.Product
+	var auth Authenticator
+	if p != nil {
+		auth = p.Auth
+	}
 
 	// Public: liveness and readiness for load balancers and operators.
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -55,21 +59,60 @@ func New(cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(cfg.Metrics))
 	}
+	if p != nil {
+		r.StaticFS("/static", StaticFiles())
+		r.GET("/login", Authenticate(auth), p.UI.Login)
+		r.POST("/api/login", p.LoginLimit.Middleware(ByClient), p.Sessions.Login)
+	}
 
-	// Admin: operators' pages, behind the admin token.
-	var auth Authenticator
-	if cfg.Product != nil {
-		auth = cfg.Product.Auth
-	}
-	admin := r.Group("/admin", adminGate(auth, cfg.AdminToken))
+	// Admins: signed-in admins (a session, with its CSRF token on changes,
+	// or an admin's API key) and operators with the admin token. Every
+	// admin route is under /admin, so a browser that was given the token
+	// through HTTP basic auth sends it to all of them.
+	admin := r.Group("/admin", adminGate(auth, cfg.AdminToken, true))
 	if cfg.Queues != nil {
-		queues := gin.WrapH(cfg.Queues)
-		admin.Any(strings.TrimPrefix(QueuesPath, "/admin"), queues)
-		admin.Any(strings.TrimPrefix(QueuesPath, "/admin")+"/*path", queues)
+		// The dashboard's own pages send no CSRF token; changes to the
+		// queues are refused unless they come from this origin.
+		queues := r.Group(QueuesPath, adminGate(auth, cfg.AdminToken, false))
+		h := gin.WrapH(cfg.Queues)
+		queues.Any("", h)
+		queues.Any("/*path", h)
 	}
-	if cfg.Product != nil {
-		cfg.Product.register(r, admin)
+	if p == nil {
+		return r
 	}
+	admin.GET("", p.UI.Admin)
+	admin.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
+	admin.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
+
+	// The chat API: signed-in callers, or programs with the service key
+	// (FLOWBOX_API_KEY), naming their user in customUid.
+	r.POST("/api/v1/chat/completions", AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
+
+	// Signed-in users (a session with its CSRF token on changes, or an
+	// API key).
+	api := r.Group("/api", Authenticate(auth), RequireUser())
+	api.POST("/logout", p.Sessions.Logout)
+	api.GET("/me", p.Sessions.Me)
+	api.GET("/apps", p.Apps.List)
+	api.POST("/apps", p.Apps.Create)
+	api.GET("/apps/:appId", p.Apps.Get)
+	api.PUT("/apps/:appId", p.Apps.Update)
+	api.DELETE("/apps/:appId", p.Apps.Delete)
+	api.GET("/apps/:appId/chats", p.Chats.List)
+	api.DELETE("/apps/:appId/chats", p.Chats.Delete)
+	api.GET("/apps/:appId/chats/:chatId", p.Chats.Get)
+	api.PATCH("/apps/:appId/chats/:chatId", p.Chats.Rename)
+	api.POST("/core/ai/sandbox/file", p.Files.File)
+	api.POST("/core/ai/sandbox/download", p.Files.Download)
+	api.POST("/core/ai/sandbox/status", p.Files.Status)
+
+	// Pages for signed-in users; anonymous visitors go to /login.
+	pages := r.Group("/", Authenticate(auth), RequirePage())
+	pages.GET("/", p.UI.AppList)
+	pages.GET("/apps/:appId/edit", p.UI.Builder)
+	pages.GET("/apps/:appId/chats", p.UI.ChatList)
+	pages.GET("/apps/:appId/chat/:chatId", p.UI.Chat)
 	return r
 }
 

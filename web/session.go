@@ -63,6 +63,6 @@ func (h *SessionHandler) Logout(c *gin.Context) {
 // Me answers the caller and, for sessions, the CSRF token.
 func (h *SessionHandler) Me(c *gin.Context) {
 	p, _ := PrincipalOf(c)
-	csrf, _ := c.Get("flowbox.csrf")
+	csrf, _ := c.Get(csrfKey)
 	c.JSON(http.StatusOK, gin.H{"id": p.UserID, "name": p.Name, "role": p.Role, "csrfToken": csrf})
 }

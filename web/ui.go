@@ -116,7 +116,7 @@ func lang(c *gin.Context) string {
 
 func (u *UI) render(c *gin.Context, name, title string, data any) {
 	p, _ := PrincipalOf(c)
-	csrf, _ := c.Get("flowbox.csrf")
+	csrf, _ := c.Get(csrfKey)
 	l := lang(c)
 	tokenStr, _ := csrf.(string)
 	c.Header("Content-Type", "text/html; charset=utf-8")
@@ -125,18 +125,6 @@ func (u *UI) render(c *gin.Context, name, title string, data any) {
 	c.Status(http.StatusOK)
 	if err := u.pages[name].ExecuteTemplate(c.Writer, name+".html", page{Lang: l, Title: title, CSRF: tokenStr, User: p, I18N: labels[l], Data: data}); err != nil {
 		_ = c.Error(err)
-	}
-}
-
-// RequirePage sends anonymous visitors to the sign-in page.
-func RequirePage() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if _, ok := PrincipalOf(c); !ok {
-			c.Redirect(http.StatusSeeOther, "/login")
-			c.Abort()
-			return
-		}
-		c.Next()
 	}
 }
 

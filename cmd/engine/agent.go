@@ -27,12 +27,16 @@ func sandboxAgent(ctx context.Context, args []string) error {
 	if *socket == "" || fs.NArg() > 0 {
 		return errors.New("usage: engine sandbox-agent -socket PATH [-shell SH] [-state-dir DIR] [-workdir DIR]")
 	}
+	log, err := newLogger(*logLevel)
+	if err != nil {
+		return err
+	}
 	return agent.Serve(ctx, agent.Config{
 		Socket:   *socket,
 		Shell:    *shell,
 		StateDir: *stateDir,
 		WorkDir:  *workDir,
 		Env:      os.Environ(),
-		Logger:   newLogger(*logLevel),
+		Logger:   log,
 	})
 }

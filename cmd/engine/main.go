@@ -24,12 +24,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
-	"github.com/flowbox/flowbox/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -83,16 +81,27 @@ func main() {
 	os.Exit(code)
 }
 
-func newLogger(level string) *slog.Logger {
+// newLogger logs text to stderr at level (debug, info, warn or error).
+func newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		l = slog.LevelInfo
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// setup reads the configuration and makes the logger it asks for.
+func setup() (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return cfg, nil, err
+	}
+	log, err := newLogger(cfg.LogLevel)
+	return cfg, log, err
 }
 
 func serve(ctx context.Context, args []string) error {
-	cfg, err := config.Load()
+	cfg, log, err := setup()
 	if err != nil {
 		return err
 	}
@@ -101,48 +110,24 @@ func serve(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel)
-	svc, err := start(ctx, cfg, log)
+	eng, err := server.New(ctx, cfg, server.Options{Logger: log})
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-
-	reg := newRegistry()
-	w, err := newWorkers(svc, cfg, log, reg)
-	if err != nil {
-		return err
-	}
+	// Runs after the HTTP server's shutdown below: running tasks finish
+	// while the database and Redis are still there.
+	defer eng.Close()
 	if cfg.Workers.InServe {
-		if err := w.Start(); err != nil {
+		if err := eng.StartWorkers(); err != nil {
 			return err
 		}
-		// Deferred after svc.Close, so it runs before it: running tasks
-		// finish while the database and Redis are still there.
-		defer w.Shutdown()
 	}
-	dashboard := newDashboard(svc)
-	defer dashboard.Close()
-	prod, err := product(ctx, cfg, svc, w, log)
-	if err != nil {
-		return err
-	}
-
-	srv := &http.Server{
-		Addr: cfg.HTTPAddr,
-		Handler: web.New(web.Config{
-			Ready:      svc.readyChecks(),
-			Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-			Queues:     dashboard,
-			AdminToken: cfg.AdminToken,
-			Product:    prod,
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: eng.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
+	svc := eng.Services
 	log.Info("flowbox engine serving", "addr", cfg.HTTPAddr, "version", version, "mode", cfg.Mode,
-		"sandboxProvider", svc.provider.Name(), "mongodb", svc.mongoDesc, "redis", svc.redisDesc, "workers", cfg.Workers.InServe)
+		"sandboxProvider", svc.Provider.Name(), "mongodb", svc.MongoDesc, "redis", svc.RedisDesc, "workers", cfg.Workers.InServe)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server on %s: %w", cfg.HTTPAddr, err)
@@ -157,14 +142,47 @@ func serve(ctx context.Context, args []string) error {
 	return nil
 }
 
-func migrate(ctx context.Context) error {
-	cfg, err := config.Load()
+// worker runs the task workers and their scheduler without the HTTP
+// server, so that operators can add workers on other machines. It needs
+// the MongoDB and the Redis the engines share: the embedded ones belong to
+// the engine serve process that started them.
+func worker(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("worker takes no arguments (got %q); it is configured by FLOWBOX_* variables", args)
+	}
+	cfg, log, err := setup()
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel)
+	if cfg.MongoURI == "" || cfg.RedisAddr == "" {
+		return errors.New("engine worker needs the MongoDB and the Redis that engine serve uses: set FLOWBOX_MONGODB_URI and FLOWBOX_REDIS_ADDR (on the embedded defaults, engine serve runs the workers itself)")
+	}
+	svc, err := server.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	w, err := server.NewWorkers(svc, cfg, log, server.NewRegistry())
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	log.Info("flowbox worker running", "version", version, "sandboxProvider", svc.Provider.Name(), "mongodb", svc.MongoDesc, "redis", svc.RedisDesc)
+	<-ctx.Done()
+	log.Info("shutting down: letting running tasks finish", "timeout", cfg.Workers.ShutdownTimeout)
+	w.Shutdown()
+	return nil
+}
+
+func migrate(ctx context.Context) error {
+	cfg, log, err := setup()
+	if err != nil {
+		return err
+	}
 	// Opening the store creates the indexes; no provider is needed.
-	db, closeDB, desc, err := openMongo(ctx, cfg, log)
+	db, closeDB, desc, err := server.OpenMongo(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -190,17 +208,16 @@ func shell(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if fs.NArg() != 1 {
 		return 2, errors.New("shell takes exactly one command argument; quote it: engine shell 'ls -la'")
 	}
-	cfg, err := config.Load()
+	cfg, log, err := setup()
 	if err != nil {
 		return 1, err
 	}
-	log := newLogger(cfg.LogLevel)
-	svc, err := start(ctx, cfg, log)
+	svc, err := server.Start(ctx, cfg, log)
 	if err != nil {
 		return 1, err
 	}
 	defer svc.Close()
-	res, err := svc.manager.Exec(ctx, sandbox.Scope{AppID: *app, UserID: *user, ChatID: *chat}, sandbox.ExecRequest{
+	res, err := svc.Manager.Exec(ctx, sandbox.Scope{AppID: *app, UserID: *user, ChatID: *chat}, sandbox.ExecRequest{
 		Command: fs.Arg(0), Timeout: *timeout,
 		OnOutput: func(s sandbox.Stream, p []byte) {
 			if s == sandbox.Stdout {

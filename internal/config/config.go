@@ -67,6 +67,9 @@ type Workers struct {
 	// finish before they go back to their queue.
 	// FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT (default 30s).
 	ShutdownTimeout time.Duration
+	// PollInterval is how often an idle worker looks for new tasks and
+	// for retries that are due. FLOWBOX_WORKERS_POLL_INTERVAL (default 1s).
+	PollInterval time.Duration
 }
 
 // Sandbox configures the sandbox provider and its limits.
@@ -137,6 +140,7 @@ func load(getenv func(string) string) (Config, error) {
 			InServe:         boolean("FLOWBOX_WORKERS", true),
 			Concurrency:     int(integer("FLOWBOX_WORKERS_CONCURRENCY", 10)),
 			ShutdownTimeout: duration("FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT", 30*time.Second),
+			PollInterval:    duration("FLOWBOX_WORKERS_POLL_INTERVAL", time.Second),
 		},
 	}
 	if c.Workers.Concurrency == 0 {
@@ -174,6 +178,11 @@ func load(getenv func(string) string) (Config, error) {
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
 	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
 
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Sprintf("FLOWBOX_LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel))
+	}
 	switch c.Mode {
 	case "development", "production":
 	default:

@@ -39,6 +39,8 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_WORKERS": "sometimes"}, "FLOWBOX_WORKERS"},
 		{map[string]string{"FLOWBOX_WORKERS_CONCURRENCY": "0"}, "at least one task"},
 		{map[string]string{"FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT": "30"}, "positive duration"},
+		{map[string]string{"FLOWBOX_WORKERS_POLL_INTERVAL": "-1s"}, "FLOWBOX_WORKERS_POLL_INTERVAL"},
+		{map[string]string{"FLOWBOX_LOG_LEVEL": "garbage"}, "use debug, info, warn or error"},
 	}
 	for _, tc := range tests {
 		_, err := load(env(tc.env))
@@ -56,7 +58,7 @@ func TestWorkersAndAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Workers{InServe: false, Concurrency: 3, ShutdownTimeout: 2 * time.Minute}
+	want := Workers{InServe: false, Concurrency: 3, ShutdownTimeout: 2 * time.Minute, PollInterval: time.Second}
 	if c.Workers != want || c.AdminToken != "s3cret" {
 		t.Fatalf("got %+v and token %q, want %+v and s3cret", c.Workers, c.AdminToken, want)
 	}

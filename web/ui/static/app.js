@@ -241,7 +241,7 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
   document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
   document.querySelectorAll("[data-admin-action]").forEach((b) => b.addEventListener("click", async () => {
-    try { await api("POST", "/api/admin/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction); location.reload(); } catch (err) { alert(err.message); }
+    try { await api("POST", "/admin/api/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction); location.reload(); } catch (err) { alert(err.message); }
   }));
   refreshFiles();
 });

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -24,40 +24,44 @@ import (
 	"github.com/flowbox/flowbox/web"
 )
 
-// services are the long-lived components of one engine process.
-type services struct {
-	db        *mongo.Database
-	redis     *redis.Client
-	redisOpt  asynq.RedisClientOpt // the same Redis, for the queue dashboard
-	store     *mongostore.Store
-	provider  sandbox.Provider
-	manager   *sandbox.Manager
-	mongoDesc string
-	redisDesc string
-	closers   []func()
+// Services are the long-lived components of one engine process, below the
+// product: what engine worker and engine shell need too.
+type Services struct {
+	DB       *mongo.Database
+	Redis    *redis.Client
+	Store    *mongostore.Store
+	Provider sandbox.Provider
+	Manager  *sandbox.Manager
+	// MongoDesc and RedisDesc say, for the logs, which database and Redis
+	// are in use (no secrets).
+	MongoDesc, RedisDesc string
+
+	redisOpt asynq.RedisClientOpt // the same Redis, for the queue dashboard
+	closers  []func()
 }
 
 // Close stops everything in reverse order of start.
-func (s *services) Close() {
+func (s *Services) Close() {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i]()
 	}
 }
 
-// start brings up the database, Redis and the sandbox provider. Anything
-// started before a failure is stopped again.
-func start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *services, err error) {
-	s := &services{}
+// Start brings up the database, Redis, the sandbox provider and the
+// manager, whose exec chain the middleware wraps (outermost first).
+// Anything started before a failure is stopped again.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware ...sandbox.Middleware) (_ *Services, err error) {
+	s := &Services{}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	db, closeDB, desc, err := openMongo(ctx, cfg, log)
+	db, closeDB, desc, err := OpenMongo(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	s.db, s.mongoDesc = db, desc
+	s.DB, s.MongoDesc = db, desc
 	s.closers = append(s.closers, closeDB)
 
 	if cfg.RedisAddr == "" {
@@ -66,36 +70,37 @@ func start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *service
 			return nil, err
 		}
 		s.closers = append(s.closers, emb.Close)
-		s.redisDesc = "embedded at " + emb.Addr()
+		s.RedisDesc = "embedded at " + emb.Addr()
 		cfg.RedisAddr = emb.Addr()
 	} else {
-		s.redisDesc = cfg.RedisAddr
+		s.RedisDesc = cfg.RedisAddr
 	}
-	s.redis, err = redisconn.Connect(ctx, cfg.RedisAddr, cfg.RedisPassword, cfg.RedisDB)
+	s.Redis, err = redisconn.Connect(ctx, cfg.RedisAddr, cfg.RedisPassword, cfg.RedisDB)
 	if err != nil {
 		return nil, err
 	}
-	s.closers = append(s.closers, func() { s.redis.Close() })
+	s.closers = append(s.closers, func() { s.Redis.Close() })
 	s.redisOpt = asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB}
 
-	store, err := openStore(ctx, db, s.redis, log)
+	store, err := openStore(ctx, db, s.Redis, log)
 	if err != nil {
 		return nil, err
 	}
-	s.store = store
-	s.provider, err = chooseProvider(ctx, cfg, log)
+	s.Store = store
+	s.Provider, err = chooseProvider(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := s.provider.(interface{ Close() error }); ok {
+	if c, ok := s.Provider.(interface{ Close() error }); ok {
 		s.closers = append(s.closers, func() { c.Close() })
 	}
-	s.manager, err = sandbox.New(sandbox.Config{
-		Provider: s.provider,
-		Store:    store,
-		Limits:   sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
-		Network:  cfg.Sandbox.Network,
-		Logger:   log,
+	s.Manager, err = sandbox.New(sandbox.Config{
+		Provider:   s.Provider,
+		Store:      store,
+		Limits:     sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
+		Network:    cfg.Sandbox.Network,
+		Middleware: middleware,
+		Logger:     log,
 	})
 	if err != nil {
 		return nil, err
@@ -103,7 +108,10 @@ func start(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *service
 	return s, nil
 }
 
-func openMongo(ctx context.Context, cfg config.Config, log *slog.Logger) (*mongo.Database, func(), string, error) {
+// OpenMongo connects to the configured MongoDB, or starts the embedded
+// database under the data directory when none is configured. The returned
+// function disconnects and stops what it started.
+func OpenMongo(ctx context.Context, cfg config.Config, log *slog.Logger) (*mongo.Database, func(), string, error) {
 	uri, desc := cfg.MongoURI, mongodb.Redact(cfg.MongoURI)
 	var closers []func()
 	if uri == "" {
@@ -188,10 +196,10 @@ func chooseProvider(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 	return nil, fmt.Errorf("no sandbox provider can run on this machine (FLOWBOX_SANDBOX_PROVIDER=%s): %w", sc.Provider, errors.Join(reasons...))
 }
 
-func (s *services) readyChecks() []web.Check {
+func (s *Services) readyChecks() []web.Check {
 	return []web.Check{
-		{Name: "mongodb", Fn: func(ctx context.Context) error { return s.db.Client().Ping(ctx, nil) }},
-		{Name: "redis", Fn: func(ctx context.Context) error { return s.redis.Ping(ctx).Err() }},
-		{Name: "sandbox", Fn: s.provider.Fingerprint},
+		{Name: "mongodb", Fn: func(ctx context.Context) error { return s.DB.Client().Ping(ctx, nil) }},
+		{Name: "redis", Fn: func(ctx context.Context) error { return s.Redis.Ping(ctx).Err() }},
+		{Name: "sandbox", Fn: s.Provider.Fingerprint},
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -6,10 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/apps"
@@ -22,22 +20,23 @@ import (
 
 // product builds the user-facing part: the workflow engine with its
 // tool-call node, accounts, the chat and file APIs and the pages.
-func product(ctx context.Context, cfg config.Config, svc *services, deleter web.SandboxDeleter, log *slog.Logger) (*web.Product, error) {
+func (e *Engine) product(ctx context.Context) (*web.Product, error) {
+	cfg, svc, log := e.cfg, e.Services, e.log
 	templates, err := nodes.LoadTemplates()
 	if err != nil {
 		return nil, fmt.Errorf("load node templates: %w", err)
 	}
 	models := &llm.Resolver{Endpoint: llm.Config{BaseURL: cfg.Product.LLMBaseURL, APIKey: cfg.Product.LLMAPIKey}}
-	env, err := toolcall.Probe(ctx, svc.provider, cfg.Sandbox.Network)
+	env, err := toolcall.Probe(ctx, svc.Provider, cfg.Sandbox.Network)
 	if err != nil {
 		log.Warn("could not probe the sandbox; the prompt will not list its tools", "err", err)
-		env = toolcall.Environment{Network: cfg.Sandbox.Network, Unsafe: svc.provider.Capabilities().Unsafe}
+		env = toolcall.Environment{Network: cfg.Sandbox.Network, Unsafe: svc.Provider.Capabilities().Unsafe}
 	}
 	types := nodes.Builtins(models)
-	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.manager, Env: env})
+	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
-	accounts := auth.New(svc.db)
+	accounts := auth.New(svc.DB)
 	password := cfg.Product.AdminPassword
 	if password == "" {
 		// First run without a configured password: make one and say it
@@ -53,26 +52,27 @@ func product(ctx context.Context, cfg config.Config, svc *services, deleter web.
 			return nil, fmt.Errorf("create the first admin %q: %w", cfg.Product.AdminUser, err)
 		}
 	}
-	appStore := apps.New(svc.db, templates)
+	appStore := apps.New(svc.DB, templates)
 	if err := appStore.EnsureDemo(ctx, "u:"+cfg.Product.AdminUser, time.Now()); err != nil {
 		return nil, fmt.Errorf("create the demo app: %w", err)
 	}
-	chats := history.New(svc.db)
+	chats := history.New(svc.DB)
 	access := &web.Access{Apps: appStore, Chats: chats}
 	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}}
 	if err := ui.Load(); err != nil {
 		return nil, err
 	}
+	e.Accounts, e.Apps, e.Chats = accounts, appStore, chats
 	return &web.Product{
 		Auth:     accounts,
 		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: log},
-		Apps:       &web.AppsHandler{Apps: appStore, Access: access, Deleter: deleter, Now: time.Now},
-		Chats:      &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: deleter},
-		Files:      &web.FilesHandler{Sandboxes: svc.manager, Access: access},
+		Apps:       &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Now: time.Now},
+		Chats:      &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
+		Files:      &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		UI:         ui,
-		Admin:      svc.manager,
+		Admin:      e.Workers,
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: 10},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 	}, nil
@@ -86,8 +86,8 @@ func randomPassword() string {
 
 // providerRecords lists the records of the provider in use, for the admin
 // page.
-type providerRecords struct{ svc *services }
+type providerRecords struct{ svc *Services }
 
 func (r providerRecords) List(ctx context.Context) ([]sandbox.Instance, error) {
-	return r.svc.store.ByProvider(ctx, r.svc.provider.Name())
+	return r.svc.Store.ByProvider(ctx, r.svc.Provider.Name())
 }

@@ -1,0 +1,123 @@
+// Package server is the engine's composition root: it builds one engine
+// process (the database, Redis, the sandbox provider and manager, the task
+// workers, the workflow engine, accounts and the HTTP handler) from
+// configuration. cmd/engine, the web tests, the browser tests and the
+// benchmarks all build the product here, so what is tested is what ships.
+// It wires; it must hold no product logic of its own.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/hibiken/asynqmon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/workers"
+)
+
+// Options are what a caller adds to the configuration. The zero value is
+// what engine serve runs.
+type Options struct {
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registry receives the process's and the workers' metrics; nil: a
+	// new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+	// Middleware wraps the sandbox exec chain, outermost first (the shell
+	// policy, redaction and audit plug in here).
+	Middleware []sandbox.Middleware
+}
+
+// Engine is one engine process, built and not yet serving: the caller
+// serves Handler, starts the workers (StartWorkers) if it wants them, and
+// calls Close when done.
+type Engine struct {
+	// Handler is every route of the product (web.New).
+	Handler http.Handler
+	// Workers run the stop scan, deletions and reconciliation once
+	// started; unstarted, they still record deletions.
+	Workers *workers.Workers
+	// Services are the long-lived components under the product.
+	Services *Services
+	// Accounts, Apps and Chats are the product's stores, for operators'
+	// commands and for tests that set up users and apps.
+	Accounts *auth.Store
+	Apps     *apps.Store
+	Chats    *history.Store
+
+	cfg       config.Config
+	log       *slog.Logger
+	dashboard *asynqmon.HTTPHandler
+	started   bool
+}
+
+// New builds the whole product from cfg. Anything started before a
+// failure is stopped again.
+func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	svc, err := Start(ctx, cfg, log, opts.Middleware...)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{Services: svc, cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	if e.Workers, err = NewWorkers(svc, cfg, log, reg); err != nil {
+		return nil, err
+	}
+	e.dashboard = asynqmon.New(asynqmon.Options{RootPath: web.QueuesPath, RedisConnOpt: svc.redisOpt})
+	prod, err := e.product(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.Handler = web.New(web.Config{
+		Ready:      svc.readyChecks(),
+		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Queues:     e.dashboard,
+		AdminToken: cfg.AdminToken,
+		Product:    prod,
+	})
+	return e, nil
+}
+
+// StartWorkers starts the task server and its scheduler.
+func (e *Engine) StartWorkers() error {
+	if err := e.Workers.Start(); err != nil {
+		return fmt.Errorf("start the workers: %w", err)
+	}
+	e.started = true
+	return nil
+}
+
+// Close lets running tasks finish, then stops everything New started, in
+// reverse order. The HTTP server serving Handler must be shut down first.
+func (e *Engine) Close() {
+	if e.started {
+		e.Workers.Shutdown()
+		e.started = false
+	}
+	if e.dashboard != nil {
+		e.dashboard.Close()
+	}
+	e.Services.Close()
+}

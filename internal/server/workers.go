@@ -1,0 +1,47 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/workers"
+)
+
+// The web layer records chat and app deletions, and the admin's stops and
+// deletions, through the workers.
+var (
+	_ web.SandboxDeleter = (*workers.Workers)(nil)
+	_ web.SandboxAdmin   = (*workers.Workers)(nil)
+)
+
+// NewRegistry is the engine's Prometheus registry: the process's own
+// metrics and, registered later, the workers'.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// NewWorkers builds the task workers on the engine's services. They run
+// only once started; unstarted, they still record deletions.
+func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*workers.Workers, error) {
+	w, err := workers.New(workers.Config{
+		Manager:         svc.Manager,
+		Store:           svc.Store,
+		Redis:           svc.Redis,
+		Metrics:         workers.NewMetrics(reg),
+		Concurrency:     cfg.Workers.Concurrency,
+		ShutdownTimeout: cfg.Workers.ShutdownTimeout,
+		PollInterval:    cfg.Workers.PollInterval,
+		Logger:          log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	return w, nil
+}
