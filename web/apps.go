@@ -12,7 +12,6 @@ import (
 
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 )
 
 // AppStore keeps apps (apps.Store).
@@ -21,15 +20,6 @@ type AppStore interface {
 	List(ctx context.Context, owner string) ([]apps.App, error)
 	Put(ctx context.Context, a apps.App, now time.Time) error
 	Delete(ctx context.Context, id string) error
-}
-
-// ChatStore keeps chats (history.Store).
-type ChatStore interface {
-	ChatGetter
-	List(ctx context.Context, appID, userID string, limit int) ([]history.Chat, error)
-	Items(ctx context.Context, chat history.Chat, from, limit int) ([]history.Item, error)
-	Rename(ctx context.Context, chatID, title string) error
-	Delete(ctx context.Context, chatID string) error
 }
 
 // SandboxDeleter records that chats' or an app's sandboxes must go. It
@@ -156,124 +146,4 @@ func (h *AppsHandler) Delete(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusAccepted, gin.H{"deleted": app.ID})
-}
-
-// ChatsHandler serves an app's chats.
-type ChatsHandler struct {
-	Apps    AppReader
-	Chats   ChatStore
-	Access  *Access
-	Deleter SandboxDeleter
-}
-
-// List answers the app's chats: all of them for its owner and admins, the
-// caller's own for everyone else.
-func (h *ChatsHandler) List(c *gin.Context) {
-	ctx := c.Request.Context()
-	app, err := h.Apps.Get(ctx, c.Param("appId"))
-	if err != nil || !h.Access.CanUseApp(c, app) {
-		apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
-		return
-	}
-	p, _ := PrincipalOf(c)
-	user := p.UserID
-	if h.Access.CanEditApp(c, app) {
-		user = ""
-	}
-	chats, err := h.Chats.List(ctx, app.ID, user, 200)
-	if err != nil {
-		apiError(c, http.StatusInternalServerError, "could not list chats; retry later")
-		return
-	}
-	if chats == nil {
-		chats = []history.Chat{}
-	}
-	c.JSON(http.StatusOK, gin.H{"chats": chats})
-}
-
-// chat loads the chat at :chatId if the caller may reach it.
-func (h *ChatsHandler) chat(c *gin.Context, write bool) (history.Chat, bool) {
-	ctx := c.Request.Context()
-	appID, chatID := c.Param("appId"), c.Param("chatId")
-	if _, err := h.Access.ChatOwner(ctx, c, appID, chatID, write); err != nil {
-		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
-		return history.Chat{}, false
-	}
-	chat, err := h.Chats.Get(ctx, chatID)
-	if err != nil {
-		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
-		return history.Chat{}, false
-	}
-	return chat, true
-}
-
-// Get answers a chat with its items (?from=seq&limit=n).
-func (h *ChatsHandler) Get(c *gin.Context) {
-	chat, ok := h.chat(c, false)
-	if !ok {
-		return
-	}
-	from, _ := strconv.Atoi(c.DefaultQuery("from", "0"))
-	limit, _ := strconv.Atoi(c.DefaultQuery("limit", "100"))
-	items, err := h.Chats.Items(c.Request.Context(), chat, from, min(max(limit, 1), 500))
-	if err != nil {
-		apiError(c, http.StatusInternalServerError, "could not read the chat; retry later")
-		return
-	}
-	if items == nil {
-		items = []history.Item{}
-	}
-	c.JSON(http.StatusOK, gin.H{"chat": chat, "items": items})
-}
-
-// Rename sets a chat's title.
-func (h *ChatsHandler) Rename(c *gin.Context) {
-	chat, ok := h.chat(c, true)
-	if !ok {
-		return
-	}
-	var body struct {
-		Title string `json:"title"`
-	}
-	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 64<<10), &body); err != nil || strings.TrimSpace(body.Title) == "" {
-		apiError(c, http.StatusBadRequest, `send {"title": "..."}`)
-		return
-	}
-	if err := h.Chats.Rename(c.Request.Context(), chat.ID, strings.TrimSpace(body.Title)); err != nil {
-		apiError(c, http.StatusInternalServerError, "could not rename the chat; retry later")
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"chatId": chat.ID, "title": strings.TrimSpace(body.Title)})
-}
-
-// Delete removes one or many chats ({"chatIds": [...]}): it records their
-// sandboxes' deletion durably, removes the chats and answers at once;
-// it never waits for the sandboxes (S8).
-func (h *ChatsHandler) Delete(c *gin.Context) {
-	var body struct {
-		ChatIDs []string `json:"chatIds"`
-	}
-	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20), &body); err != nil || len(body.ChatIDs) == 0 || len(body.ChatIDs) > 1000 {
-		apiError(c, http.StatusBadRequest, `send {"chatIds": ["...", ...]} with 1 to 1000 ids`)
-		return
-	}
-	ctx := c.Request.Context()
-	appID := c.Param("appId")
-	for _, id := range body.ChatIDs {
-		if _, err := h.Access.ChatOwner(ctx, c, appID, id, true); err != nil {
-			apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(id))
-			return
-		}
-	}
-	if err := h.Deleter.DeleteChats(ctx, appID, body.ChatIDs); err != nil {
-		apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the chats' sandboxes; nothing was deleted, retry later")
-		return
-	}
-	for _, id := range body.ChatIDs {
-		if err := h.Chats.Delete(ctx, id); err != nil {
-			apiError(c, http.StatusInternalServerError, "the chats' sandboxes are being deleted but chat "+strconv.Quote(id)+" could not be; retry")
-			return
-		}
-	}
-	c.JSON(http.StatusAccepted, gin.H{"deleted": body.ChatIDs})
 }

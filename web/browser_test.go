@@ -122,7 +122,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 		Chats:      &ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: w},
 		Files:      &FilesHandler{Sandboxes: manager, Access: access},
 		UI:         ui,
-		Admin:      manager,
+		Admin:      w,
 		LoginLimit: &RateLimiter{Every: time.Second, Burst: 50},
 		ChatLimit:  &RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 	}
@@ -478,7 +478,6 @@ func TestBrowser(t *testing.T) {
 			{"command", `.tool-card [data-role=command]`, command},
 			{"status", `.tool-card [data-role=status]`, "success"},
 			{"stdout", `.tool-card [data-role=stdout]`, "hello"},
-			{"stderr", `.tool-card [data-role=stderr]`, ""},
 			{"duration", `.tool-card [data-role=duration]`, strconv.FormatInt(calls[0].DurationMs, 10) + " ms"},
 		}
 		for _, c := range checks {
@@ -526,6 +525,22 @@ func TestBrowser(t *testing.T) {
 		}
 		if !slices.ContainsFunc(names, func(n string) bool { return path.Base(n) == "note.txt" }) {
 			t.Errorf("the ZIP holds %q, no note.txt", names)
+		}
+
+		// A stderr block is drawn only for a command that wrote to
+		// stderr, on the live cards and on the cards of the history.
+		tb.ask(t, "$ echo oops >&2")
+		for _, view := range []string{"streamed", "from history"} {
+			if view == "from history" {
+				tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".tool-card .badge.success")))
+			}
+			got := tb.js(t, `JSON.stringify([...document.querySelectorAll("#messages .tool-card")].map((c) => {
+				const e = c.querySelector("[data-role=stderr]");
+				return e ? e.textContent : null;
+			}))`)
+			if want := `[null,"oops\n"]`; got != want {
+				t.Errorf("%s: the cards' stderr blocks are %s, want %s (none on the first card)", view, got, want)
+			}
 		}
 	})
 

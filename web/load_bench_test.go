@@ -1,14 +1,11 @@
-package web
+package web_test
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -19,14 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
-	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
-	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -157,58 +149,15 @@ func BenchmarkChatLoad(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // one pass of fixed length: per-op time means nothing
 }
 
-// newLoadEnv serves the product on a loopback server and returns its URL
-// and one API key per user.
+// newLoadEnv serves the product as engine serve builds it and returns its
+// URL and one API key per user.
 func newLoadEnv(b *testing.B, users int) (string, []string) {
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sb := newSandboxes(b, log)
-	db, manager := sb.db, sb.manager
-	ts, err := nodes.LoadTemplates()
-	if err != nil {
-		b.Fatal(err)
-	}
-	resolver := &llm.Resolver{}
-	types := nodes.Builtins(resolver)
-	types["tools"] = toolcall.New(toolcall.Config{Models: resolver, Sandbox: manager})
-	appStore, chats, accounts := apps.New(db, ts), history.New(db), auth.New(db)
-	accounts.Cost = bcrypt.MinCost // sign-up speed only; API keys are what the turns use
-	if err := appStore.EnsureDemo(ctx, "u:admin", time.Now()); err != nil {
-		b.Fatal(err)
-	}
+	env := servertest.Start(b, servertest.Options{})
 	keys := make([]string, users)
 	for i := range keys {
-		u, err := accounts.CreateUser(ctx, fmt.Sprintf("load-%d", i), "load-password", auth.RoleUser)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if keys[i], err = accounts.CreateAPIKey(ctx, u.ID, "load"); err != nil {
-			b.Fatal(err)
-		}
+		keys[i] = env.APIKey(b, env.CreateUser(b, fmt.Sprintf("load-%d", i), auth.RoleUser))
 	}
-	access := &Access{Apps: appStore, Chats: chats}
-	ui := &UI{Apps: appStore, Chats: chats, Access: access, Templates: ts}
-	if err := ui.Load(); err != nil {
-		b.Fatal(err)
-	}
-	deleter := &recordingDeleter{}
-	// As engine serve builds it (cmd/engine/product.go).
-	product := &Product{
-		Auth:     accounts,
-		Sessions: &SessionHandler{Accounts: accounts, TTL: accounts.SessionTTL},
-		Chat: &ChatHandler{Engine: &nodes.Engine{Templates: ts, Types: types}, Apps: appStore, History: chats,
-			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: log},
-		Apps:       &AppsHandler{Apps: appStore, Access: access, Deleter: deleter, Now: time.Now},
-		Chats:      &ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: deleter},
-		Files:      &FilesHandler{Sandboxes: manager, Access: access},
-		UI:         ui,
-		Admin:      manager,
-		LoginLimit: &RateLimiter{Every: 6 * time.Second, Burst: 10},
-		ChatLimit:  &RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
-	}
-	srv := httptest.NewServer(New(Config{Product: product}))
-	b.Cleanup(srv.Close)
-	return srv.URL, keys
+	return env.URL, keys
 }
 
 type turnResult struct {

@@ -116,6 +116,20 @@ func New(cfg Config) http.Handler {
 	return r
 }
 
+// Routes lists the routes of a handler made by New, as "METHOD /path"
+// with the router's parameters (":appId", "*filepath").
+func Routes(h http.Handler) []string {
+	r, ok := h.(*gin.Engine)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, ri := range r.Routes() {
+		out = append(out, ri.Method+" "+ri.Path)
+	}
+	return out
+}
+
 // readyz runs every check with a deadline and reports each one, so an
 // operator sees which dependency is down and why.
 func readyz(checks []Check) gin.HandlerFunc {

@@ -87,13 +87,21 @@ type Sandbox struct {
 	DockerShell       string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
 	DockerRoot        string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
 	DockerDaemonRoot  string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
-	DockerAgentBinary string  // FLOWBOX_DOCKER_AGENT_BINARY: a static engine binary each container runs as its command agent (empty: a docker exec per command)
+	DockerAgentBinary string  // FLOWBOX_DOCKER_AGENT_BINARY: the static engine binary each container runs as its command agent (empty: the engine itself when static, else a docker exec per command; none: a docker exec per command)
+
+	// DockerDaemonAgentBinary is the agent binary (DockerAgentBinary, or
+	// the engine itself) as the Docker daemon sees it, for an engine that
+	// runs in a container. FLOWBOX_DOCKER_DAEMON_AGENT_BINARY (default:
+	// the same path as in the engine).
+	DockerDaemonAgentBinary string
 }
 
 // Load reads the configuration from the environment.
-func Load() (Config, error) { return load(os.Getenv) }
+func Load() (Config, error) { return Parse(os.Getenv) }
 
-func load(getenv func(string) string) (Config, error) {
+// Parse reads the configuration from getenv, which answers FLOWBOX_*
+// variables as the environment would (tests pass a map).
+func Parse(getenv func(string) string) (Config, error) {
 	var errs []string
 	str := func(key, def string) string {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
@@ -177,6 +185,7 @@ func load(getenv func(string) string) (Config, error) {
 	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
 	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
+	s.DockerDaemonAgentBinary = str("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY", "")
 
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -195,6 +204,13 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if s.Provider == "host" && c.Mode == "production" {
 		errs = append(errs, "FLOWBOX_SANDBOX_PROVIDER=host is refused in production mode: it gives commands the engine's privileges; use bwrap or docker")
+	}
+	// "none" is docker.NoAgent.
+	if b := s.DockerAgentBinary; b != "" && b != "none" && !filepath.IsAbs(b) {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_AGENT_BINARY=%q: use an absolute path, or none for a docker exec per command", b))
+	}
+	if b := s.DockerDaemonAgentBinary; b != "" && !filepath.IsAbs(b) {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY=%q: use an absolute path", b))
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

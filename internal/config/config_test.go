@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestDefaults(t *testing.T) {
-	c, err := load(env(nil))
+	c, err := Parse(env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_LOG_LEVEL": "garbage"}, "use debug, info, warn or error"},
 	}
 	for _, tc := range tests {
-		_, err := load(env(tc.env))
+		_, err := Parse(env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want it to mention %q", tc.env, err, tc.want)
 		}
@@ -51,7 +52,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestWorkersAndAdmin(t *testing.T) {
-	c, err := load(env(map[string]string{
+	c, err := Parse(env(map[string]string{
 		"FLOWBOX_WORKERS": "false", "FLOWBOX_WORKERS_CONCURRENCY": "3",
 		"FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT": "2m", "FLOWBOX_ADMIN_TOKEN": "s3cret",
 	}))
@@ -61,5 +62,51 @@ func TestWorkersAndAdmin(t *testing.T) {
 	want := Workers{InServe: false, Concurrency: 3, ShutdownTimeout: 2 * time.Minute, PollInterval: time.Second}
 	if c.Workers != want || c.AdminToken != "s3cret" {
 		t.Fatalf("got %+v and token %q, want %+v and s3cret", c.Workers, c.AdminToken, want)
+	}
+}
+
+// TestDockerAgent goes through Load, the environment cleared of FLOWBOX_*
+// variables but the ones each case sets.
+func TestDockerAgent(t *testing.T) {
+	const agent, daemon = "FLOWBOX_DOCKER_AGENT_BINARY", "FLOWBOX_DOCKER_DAEMON_AGENT_BINARY"
+	tests := []struct {
+		name          string
+		env           map[string]string
+		agent, daemon string
+		err           string
+	}{
+		{"default: the engine itself when static", nil, "", "", ""},
+		{"none: a docker exec per command", map[string]string{agent: "none"}, "none", "", ""},
+		{"a binary the daemon sees elsewhere", map[string]string{agent: "/var/lib/flowbox-agent/flowbox-engine", daemon: "/srv/flowbox-agent/flowbox-engine"},
+			"/var/lib/flowbox-agent/flowbox-engine", "/srv/flowbox-agent/flowbox-engine", ""},
+		{"the engine itself, seen elsewhere by the daemon", map[string]string{daemon: "/srv/flowbox-engine"}, "", "/srv/flowbox-engine", ""},
+		{"a relative agent binary", map[string]string{agent: "flowbox-engine"}, "", "", agent + `="flowbox-engine": use an absolute path, or none`},
+		{"a relative daemon path", map[string]string{daemon: "bin/flowbox-engine"}, "", "", daemon + `="bin/flowbox-engine": use an absolute path`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FLOWBOX_") {
+					t.Setenv(k, "")
+				}
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			c, err := Load()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want it to mention %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Sandbox.DockerAgentBinary != tc.agent || c.Sandbox.DockerDaemonAgentBinary != tc.daemon {
+				t.Fatalf("agent binary %q, daemon's path %q; want %q and %q",
+					c.Sandbox.DockerAgentBinary, c.Sandbox.DockerDaemonAgentBinary, tc.agent, tc.daemon)
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ const URIEnv = "FLOWBOX_TEST_MONGODB_URI"
 var (
 	mu       sync.Mutex
 	client   *mongo.Client
+	uri      string
 	embedded *mongodb.Embedded
 	tempDir  string
 	startErr error
@@ -47,7 +48,7 @@ func connect() (*mongo.Client, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	uri := os.Getenv(URIEnv)
+	uri = os.Getenv(URIEnv)
 	if uri == "" {
 		tempDir, startErr = os.MkdirTemp("", "flowbox-mongotest-")
 		if startErr != nil {
@@ -85,6 +86,17 @@ func DB(t testing.TB) *mongo.Database {
 		}
 	})
 	return db
+}
+
+// URI returns the shared server's connection string and a database of
+// this test's own (as DB), for code that connects by itself, such as the
+// engine's composition root.
+func URI(t testing.TB) (string, *mongo.Database) {
+	t.Helper()
+	db := DB(t)
+	mu.Lock()
+	defer mu.Unlock()
+	return uri, db
 }
 
 // dbName builds a valid database name from a test name: letters, digits
@@ -134,7 +146,7 @@ func shutdown() {
 	if tempDir != "" {
 		_ = os.RemoveAll(tempDir)
 	}
-	client, embedded, tempDir, startErr, started = nil, nil, "", nil, false
+	client, uri, embedded, tempDir, startErr, started = nil, "", nil, "", nil, false
 }
 
 // IndexIDs gives the embedded database's collections their _id lookup

@@ -1,0 +1,342 @@
+package web_test
+
+// The access rules of every route, checked through the product as engine
+// serve builds it (internal/server), with real sessions, CSRF tokens, API
+// keys, the service key and the admin token, on the embedded database and
+// bwrap. Each row is one route; each column one kind of caller.
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// The callers of the table, in the order they are tried on each route.
+const (
+	anonymous    = "anonymous"
+	wrongKey     = "wrong key"
+	userSession  = "user session" // carol: owns the chat the rows name
+	userNoCSRF   = "user session, no CSRF token"
+	userKey      = "user API key"                 // carol's personal key
+	serviceKey   = "service key"                  // FLOWBOX_API_KEY, customUid carol
+	appOwner     = "app owner"                    // alice: owns both apps
+	otherUser    = "other user"                   // bob
+	adminSession = "admin"                        // a signed-in admin
+	adminToken   = "admin token"                  // FLOWBOX_ADMIN_TOKEN as a bearer
+	adminBasic   = "admin token, basic"           // the same as basic auth's password
+	forged       = "forged session"               // a session cookie no sign-in made
+	wrongCSRF    = "another session's CSRF token" // carol's cookie, bob's token
+)
+
+var callers = []string{anonymous, wrongKey, userNoCSRF, wrongCSRF, userSession, userKey, serviceKey, appOwner, otherUser, adminSession, adminToken, adminBasic, forged}
+
+// fixture is what the rows name: alice's public app "shared", in which
+// carol has a chat with a running sandbox, and alice's private app.
+type fixture struct {
+	env       *servertest.Env
+	clients   map[string]*servertest.Client
+	shared    string            // alice's public app
+	private   string            // alice's private app
+	chat      string            // carol's chat in shared, with a sandbox
+	sandboxID string            // its sandbox
+	victim    string            // the sandbox of another chat of carol's, for the admin's delete
+	fresh     map[string]string // per caller, a chat of carol's that the caller may try to delete
+}
+
+func newFixture(t *testing.T) *fixture {
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	carol := env.CreateUser(t, "carol", auth.RoleUser)
+	env.CreateUser(t, "bob", auth.RoleUser)
+	f := &fixture{env: env, clients: map[string]*servertest.Client{
+		anonymous:    env.Anonymous(),
+		wrongKey:     env.Bearer("fbk_not-a-key"),
+		userSession:  env.Login(t, "carol", servertest.Password("carol")),
+		userKey:      env.Bearer(env.APIKey(t, carol)),
+		serviceKey:   env.Bearer(servertest.ServiceKey),
+		appOwner:     env.Login(t, "alice", servertest.Password("alice")),
+		otherUser:    env.Login(t, "bob", servertest.Password("bob")),
+		adminSession: env.Login(t, servertest.AdminName, servertest.AdminPassword),
+		adminToken:   env.Bearer(servertest.AdminToken),
+	}}
+	// Carol's session without its token: same cookies, no X-CSRF-Token.
+	noCSRF := *f.clients[userSession]
+	noCSRF.CSRF = ""
+	f.clients[userNoCSRF] = &noCSRF
+	stolen := *f.clients[userSession]
+	stolen.CSRF = f.clients[otherUser].CSRF
+	f.clients[wrongCSRF] = &stolen
+	f.clients[forged] = env.Anonymous()
+	f.clients[forged].Header.Set("Cookie", web.SessionCookie+"=fbs_forged")
+	basic := env.Anonymous()
+	basic.Header.Set("Authorization", "Basic "+basicAuth("operator", servertest.AdminToken))
+	f.clients[adminBasic] = basic
+
+	f.shared = f.createApp(t, "shared", true)
+	f.private = f.createApp(t, "private", false)
+	f.chat = f.chatWithSandbox(t)
+	f.victim = sandbox.IDFor(f.shared, carol, f.chatWithSandbox(t))
+	f.sandboxID = sandbox.IDFor(f.shared, carol, f.chat)
+	f.fresh = map[string]string{}
+	for _, caller := range callers {
+		f.fresh[caller] = f.chatWithSandbox(t)
+	}
+	return f
+}
+
+// createApp makes an app of alice's with the demo app's graph.
+func (f *fixture) createApp(t *testing.T, name string, public bool) string {
+	t.Helper()
+	resp := f.clients[appOwner].Do(t, "POST", "/api/apps", map[string]any{"name": name, "public": public, "graph": apps.DemoGraph()})
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("create app %s: %d %s", name, resp.Status, resp.Body)
+	}
+	var app struct {
+		ID string `json:"appId"`
+	}
+	resp.JSON(t, &app)
+	return app.ID
+}
+
+// chatWithSandbox starts a chat of carol's in the shared app whose first
+// turn runs a command, so the chat has a sandbox.
+func (f *fixture) chatWithSandbox(t *testing.T) string {
+	t.Helper()
+	resp := f.clients[userSession].Do(t, "POST", "/api/v1/chat/completions", map[string]any{
+		"appId": f.shared, "messages": []map[string]string{{"role": "user", "content": "$ echo ready > ready.txt"}}})
+	if resp.Status != http.StatusOK {
+		t.Fatalf("first turn: %d %s", resp.Status, resp.Body)
+	}
+	var body struct{ ID string }
+	resp.JSON(t, &body)
+	if body.ID == "" {
+		t.Fatalf("first turn: no chat id in %s", resp.Body)
+	}
+	return body.ID
+}
+
+func basicAuth(user, password string) string {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth(user, password)
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Basic ")
+}
+
+// route is one row: a request and the status each caller gets.
+type route struct {
+	method, path string
+	// pathFor, when set, gives each caller a path of its own (a resource
+	// made for it, which the request may delete).
+	pathFor func(f *fixture, t *testing.T, caller string) string
+	body    func(f *fixture, caller string) any
+	// only, when set, limits the row to these callers.
+	only []string
+	// open routes read no credentials at all.
+	open bool
+	// want is the status per caller; callers not named get def.
+	want map[string]int
+	def  int
+}
+
+// Statuses by who may call, reused by the rows.
+var (
+	// Public routes answer everyone who sends no bad credentials.
+	public = map[string]int{}
+	// Signed-in users' reads: sessions and user keys; other bearers are
+	// not user keys.
+	userRead = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401, adminToken: 401, adminBasic: 401}
+	// The same for changes: a session must send its CSRF token.
+	userWrite = with(userRead, map[string]int{userNoCSRF: 403})
+	// Admin routes: admins and the admin token only.
+	adminOnly = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401,
+		userSession: 403, userNoCSRF: 403, userKey: 403, appOwner: 403, otherUser: 403}
+)
+
+func with(base map[string]int, more map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+func jsonBody(v map[string]any) func(*fixture, string) any {
+	return func(*fixture, string) any { return v }
+}
+
+func (f *fixture) routes() []route {
+	chatPath := "/api/apps/" + f.shared + "/chats/" + f.chat
+	file := func(action string, extra map[string]any) func(*fixture, string) any {
+		return func(f *fixture, _ string) any {
+			b := map[string]any{"action": action, "appId": f.shared, "chatId": f.chat, "path": "/workspace"}
+			for k, v := range extra {
+				b[k] = v
+			}
+			return b
+		}
+	}
+	// Who may reach carol's chat (F3): carol and admins read and write,
+	// alice as the app's owner reads, bob learns nothing.
+	chatRead := with(userRead, map[string]int{otherUser: 404})
+	chatWrite := with(userWrite, map[string]int{otherUser: 404, appOwner: 404})
+	appBody := func(name string, public bool) func(*fixture, string) any {
+		return func(*fixture, string) any {
+			return map[string]any{"name": name, "public": public, "graph": apps.DemoGraph()}
+		}
+	}
+	turn := func(app func(*fixture) string) func(*fixture, string) any {
+		return func(f *fixture, caller string) any {
+			b := map[string]any{"appId": app(f), "messages": []map[string]string{{"role": "user", "content": "hello from " + caller}}}
+			if caller == serviceKey {
+				b["customUid"] = "carol-from-a-program"
+			}
+			return b
+		}
+	}
+	return []route{
+		{method: "GET", path: "/healthz", open: true, want: public, def: 200},
+		{method: "GET", path: "/readyz", open: true, want: public, def: 200},
+		{method: "GET", path: "/metrics", open: true, want: public, def: 200},
+		{method: "GET", path: "/static/app.js", open: true, want: public, def: 200},
+		{method: "GET", path: "/login", want: map[string]int{wrongKey: 401, serviceKey: 401, adminToken: 401}, def: 200},
+		// Signing in needs no credentials; the login rate limit makes this
+		// row short.
+		{method: "POST", path: "/api/login", open: true, only: []string{anonymous, userSession, forged},
+			body: jsonBody(map[string]any{"name": "carol", "password": "wrong"}), want: public, def: 401},
+
+		// The chat API: users and programs with the service key.
+		{method: "POST", path: "/api/v1/chat/completions", body: turn(func(f *fixture) string { return f.shared }),
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401}, def: 200},
+		{method: "POST", path: "/api/v1/chat/completions", body: turn(func(f *fixture) string { return f.private }),
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401,
+				userSession: 404, userKey: 404, otherUser: 404}, def: 200},
+
+		{method: "GET", path: "/api/me", want: userRead, def: 200},
+		{method: "GET", path: "/api/apps", want: userRead, def: 200},
+		{method: "POST", path: "/api/apps", body: appBody("new", false), want: userWrite, def: 201},
+		{method: "GET", path: "/api/apps/" + f.shared, want: userRead, def: 200},
+		{method: "GET", path: "/api/apps/" + f.private, want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "PUT", path: "/api/apps/" + f.shared, body: appBody("shared", true),
+			want: with(userWrite, map[string]int{userSession: 403, userKey: 403, otherUser: 403}), def: 200},
+		{method: "PUT", path: "/api/apps/" + f.private, body: appBody("private", false),
+			want: with(userWrite, map[string]int{userSession: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "GET", path: "/api/apps/" + f.shared + "/chats", want: userRead, def: 200},
+		{method: "GET", path: "/api/apps/" + f.private + "/chats", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "GET", path: chatPath, want: chatRead, def: 200},
+		{method: "PATCH", path: chatPath, body: jsonBody(map[string]any{"title": "renamed"}), want: chatWrite, def: 200},
+		{method: "DELETE", path: "/api/apps/:appId/chats", pathFor: func(f *fixture, t *testing.T, caller string) string {
+			return "/api/apps/" + f.shared + "/chats"
+		}, body: func(f *fixture, caller string) any {
+			return map[string]any{"chatIds": []string{f.fresh[caller]}}
+		}, want: chatWrite, def: 202},
+		{method: "DELETE", path: "/api/apps/:appId", pathFor: func(f *fixture, t *testing.T, caller string) string {
+			return "/api/apps/" + f.createApp(t, "doomed", false)
+		}, want: with(userWrite, map[string]int{userSession: 404, userKey: 404, otherUser: 404}), def: 202},
+
+		// The sandbox's files (F1–F3).
+		{method: "POST", path: "/api/core/ai/sandbox/file", body: file("list", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		{method: "POST", path: "/api/core/ai/sandbox/file", body: file("read", map[string]any{"path": "ready.txt"}), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		{method: "POST", path: "/api/core/ai/sandbox/file", body: file("write", map[string]any{"path": "notes.txt", "content": "x"}), want: chatWrite, def: 200},
+		{method: "POST", path: "/api/core/ai/sandbox/download", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		{method: "POST", path: "/api/core/ai/sandbox/status", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+
+		// Pages: anonymous visitors are sent to sign in.
+		{method: "GET", path: "/", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
+		{method: "GET", path: "/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
+		{method: "GET", path: "/apps/" + f.shared + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403}), def: 200},
+		{method: "GET", path: "/apps/" + f.private + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
+
+		// Admins.
+		{method: "GET", path: "/admin", want: adminOnly, def: 200},
+		{method: "GET", path: web.QueuesPath + "/api/queues", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/sandboxes/" + f.sandboxID + "/stop", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/sandboxes/" + f.victim + "/delete", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/sandboxes/0000000000000000/stop", want: adminOnly, def: 404},
+		{method: "POST", path: "/admin/api/sandboxes/not-an-id/stop", want: adminOnly, def: 400},
+
+		// Last: it ends the sessions.
+		{method: "POST", path: "/api/logout", want: userWrite, def: 200},
+	}
+}
+
+// TestRouteAccess sends every route as every caller and checks the
+// status. A route added to the router without a row here fails the test.
+func TestRouteAccess(t *testing.T) {
+	f := newFixture(t)
+	rows := f.routes()
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.method+" "+pattern(f, r.path)] = true
+		for _, caller := range callers {
+			if r.only != nil && !slices.Contains(r.only, caller) {
+				continue
+			}
+			path := r.path
+			if r.pathFor != nil {
+				path = r.pathFor(f, t, caller)
+			}
+			want, ok := r.want[caller]
+			switch {
+			case caller == wrongCSRF:
+				// Refused wherever a missing token is.
+				want, ok = r.want[userNoCSRF]
+			case caller == forged && !r.open:
+				want, ok = http.StatusUnauthorized, true
+			}
+			if !ok {
+				want = r.def
+			}
+			var body any
+			if r.body != nil {
+				body = r.body(f, caller)
+			}
+			resp := f.clients[caller].Do(t, r.method, path, body)
+			if resp.Status != want {
+				t.Errorf("%s %s as %s: status %d, want %d (%s)", r.method, path, caller, resp.Status, want, clip(resp.Body))
+			}
+		}
+	}
+	for _, rt := range web.Routes(f.env.Engine.Handler) {
+		if strings.HasPrefix(rt, "GET /static/") || strings.HasPrefix(rt, "HEAD ") {
+			continue
+		}
+		if strings.Contains(rt, web.QueuesPath) {
+			continue // the dashboard's own routes; one row covers its gate
+		}
+		if !seen[rt] {
+			t.Errorf("route %s has no row in the access table", rt)
+		}
+	}
+}
+
+// pattern turns a row's concrete path back into the router's pattern.
+func pattern(f *fixture, path string) string {
+	r := strings.NewReplacer(f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
+		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id")
+	p := r.Replace(path)
+	if strings.HasPrefix(p, "/apps/:appId/chat/") {
+		p = "/apps/:appId/chat/:chatId"
+	}
+	if p == "/static/app.js" {
+		return "/static/*filepath"
+	}
+	return p
+}
+
+func clip(b []byte) string {
+	s := string(b)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
