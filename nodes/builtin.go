@@ -34,7 +34,7 @@ type answerNode struct{}
 
 func (answerNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
 	t, _ := run.Inputs["text"].(string)
-	run.Emit(EventAnswer, t)
+	run.Emit(AnswerDelta{Text: t})
 	return map[string]any{"answerText": t}, nil
 }
 
@@ -50,7 +50,7 @@ func (n chatNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error)
 		Messages:    Messages(StringInput(run.Inputs, "systemPrompt"), run.Chat.History, IntInput(run.Inputs, "history"), StringInput(run.Inputs, "userChatInput")),
 		Temperature: FloatInput(run.Inputs, "temperature"),
 	}
-	resp, err := model.Complete(ctx, req, func(s string) { run.Emit(EventAnswer, s) })
+	resp, err := model.Complete(ctx, req, func(s string) { run.Emit(AnswerDelta{Text: s}) })
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", req.Model, err)
 	}

@@ -120,13 +120,22 @@ func TestRunResolvesReferencesAndStreams(t *testing.T) {
 		t.Fatalf("answer = %q", res.Answer)
 	}
 	var order []string
+	var streamed strings.Builder
 	for _, ev := range events {
-		if ev.Type == nodes.EventFlowNodeStatus {
-			order = append(order, ev.NodeID)
+		switch d := ev.Data.(type) {
+		case nodes.NodeStatus:
+			if d.Status == nodes.StatusRunning {
+				order = append(order, ev.NodeID)
+			}
+		case nodes.AnswerDelta:
+			streamed.WriteString(d.Text)
 		}
 	}
 	if strings.Join(order, ",") != "start,chat,a" {
 		t.Fatalf("nodes ran in order %v, want start,chat,a", order)
+	}
+	if streamed.String() != res.Answer {
+		t.Fatalf("streamed answer %q, want the run's answer %q", streamed.String(), res.Answer)
 	}
 	if len(res.Responses) != 3 || res.Responses[2].Outputs["answerText"] != "\n(you asked: hello)" {
 		t.Fatalf("responses = %+v", res.Responses)
@@ -143,7 +152,7 @@ func TestFailedNodeSkipsOnlyItsDependents(t *testing.T) {
 		"edges":[{"source":"start","target":"chat"},{"source":"chat","target":"free"}]}`)
 	var errorsSeen int
 	res, err := e.Run(context.Background(), g, nodes.Chat{Question: "q"}, func(ev nodes.Event) {
-		if ev.Type == nodes.EventError {
+		if _, ok := ev.Data.(nodes.NodeError); ok {
 			errorsSeen++
 		}
 	})

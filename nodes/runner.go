@@ -23,7 +23,7 @@ type NodeRun struct {
 	Inputs map[string]any // resolved, with defaults, checked against the template
 	Chat   Chat
 	// Emit streams an event of this node to the caller.
-	Emit func(typ string, data any)
+	Emit func(EventData)
 	// Detail, when set by the node, is recorded in its response (for
 	// example the tool calls it made).
 	Detail any
@@ -42,24 +42,59 @@ type Chat struct {
 	Variables map[string]any
 }
 
-// Event types streamed while a graph runs (FastGPT's SSE event names).
-const (
-	EventAnswer         = "answer"         // data: string (a piece of the answer text)
-	EventFlowNodeStatus = "flowNodeStatus" // data: {status, name}
-	EventToolCall       = "toolCall"       // data: {id, toolName, params}
-	EventToolParams     = "toolParams"     // data: {id, params}
-	EventToolResponse   = "toolResponse"   // data: {id, response}
-	EventToolOutput     = "toolOutput"     // data: {id, stream, text}: live command output
-	EventError          = "error"          // data: {message}
-)
-
-// Event is one streamed event.
+// Event is one event streamed while a graph runs: the node it comes from
+// and what happened. How an event looks on the wire is the caller's
+// business (web speaks FastGPT's SSE).
 type Event struct {
-	Type     string
 	NodeID   string
 	NodeName string
-	Data     any
+	Data     EventData
 }
+
+// EventData is what an event carries: one of AnswerDelta, NodeStatus,
+// ToolCallStarted, ToolParams, ToolOutput, ToolResult or NodeError.
+type EventData interface{ isEventData() }
+
+// AnswerDelta is the next piece of the answer text.
+type AnswerDelta struct{ Text string }
+
+// NodeStatus says the node entered a status; the engine sends
+// StatusRunning when a node starts.
+type NodeStatus struct{ Status string }
+
+// StatusRunning is the status of a node that has started.
+const StatusRunning = "running"
+
+// ToolCallStarted says the model called a tool. Params are the arguments
+// as the model sent them, which may be broken JSON.
+type ToolCallStarted struct{ ID, Tool, Params string }
+
+// ToolParams are the arguments of the tool call ID.
+type ToolParams struct{ ID, Params string }
+
+// ToolOutput is a piece of a command's output while it runs. Stream is
+// "stdout" or "stderr".
+type ToolOutput struct{ ID, Stream, Text string }
+
+// ToolResult ends the tool call ID. Response is the JSON the model reads;
+// Status is success | failed | timed out | error.
+type ToolResult struct {
+	ID, Tool, Response string
+	DurationMs         int64
+	Status             string
+}
+
+// NodeError says the node failed, or ended on an error it turned into
+// output.
+type NodeError struct{ Message string }
+
+func (AnswerDelta) isEventData()     {}
+func (NodeStatus) isEventData()      {}
+func (ToolCallStarted) isEventData() {}
+func (ToolParams) isEventData()      {}
+func (ToolOutput) isEventData()      {}
+func (ToolResult) isEventData()      {}
+func (NodeError) isEventData()       {}
 
 // NodeResponse records one node's run (FastGPT's flowResponses entry).
 type NodeResponse struct {
@@ -135,17 +170,15 @@ func (e *Engine) Run(ctx context.Context, g *Graph, chat Chat, emit func(Event))
 			err = t.validateValues(inputs)
 		}
 		resp.Inputs = inputs
-		nodeEmit := func(typ string, data any) {
-			if typ == EventAnswer {
-				if s, ok := data.(string); ok {
-					answer.WriteString(s)
-				}
+		nodeEmit := func(data EventData) {
+			if a, ok := data.(AnswerDelta); ok {
+				answer.WriteString(a.Text)
 			}
-			emit(Event{Type: typ, NodeID: n.NodeID, NodeName: name, Data: data})
+			emit(Event{NodeID: n.NodeID, NodeName: name, Data: data})
 		}
 		start := now()
 		if err == nil {
-			nodeEmit(EventFlowNodeStatus, map[string]string{"status": "running", "name": name})
+			nodeEmit(NodeStatus{Status: StatusRunning})
 			typ := e.Types[n.Type]
 			if typ == nil {
 				err = fmt.Errorf("node type %q is declared but not installed in this engine", n.Type)
@@ -164,7 +197,7 @@ func (e *Engine) Run(ctx context.Context, g *Graph, chat Chat, emit func(Event))
 			}
 			resp.Error = err.Error()
 			failed[n.NodeID] = err.Error()
-			nodeEmit(EventError, map[string]string{"message": fmt.Sprintf("node %s: %v", name, err)})
+			nodeEmit(NodeError{Message: fmt.Sprintf("node %s: %v", name, err)})
 		}
 		res.Responses = append(res.Responses, resp)
 	}

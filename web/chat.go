@@ -198,10 +198,8 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 func toolCalls(res *nodes.Result) json.RawMessage {
 	var all []toolcall.Call
 	for _, r := range res.Responses {
-		if d, ok := r.Detail.(map[string]any); ok {
-			if calls, ok := d["toolCalls"].([]toolcall.Call); ok {
-				all = append(all, calls...)
-			}
+		if d, ok := r.Detail.(toolcall.Detail); ok {
+			all = append(all, d.ToolCalls...)
 		}
 	}
 	if len(all) == 0 {
@@ -270,35 +268,34 @@ func (s *chatStream) send(event string, data any) {
 	w.Flush()
 }
 
-// event relays one engine event.
+// event relays one engine event in FastGPT's SSE form: the event names
+// and JSON shapes are chosen here, not in nodes.
 func (s *chatStream) event(ev nodes.Event) {
 	if !s.stream {
 		return
 	}
-	if ev.Type == nodes.EventAnswer {
-		if text, _ := ev.Data.(string); text != "" {
-			s.send("answer", s.chunk(map[string]any{"role": "assistant", "content": text}, nil))
+	if a, ok := ev.Data.(nodes.AnswerDelta); ok {
+		if a.Text != "" {
+			s.send("answer", s.chunk(map[string]any{"role": "assistant", "content": a.Text}, nil))
 		}
 		return
 	}
 	if !s.detail {
 		return
 	}
-	d, _ := ev.Data.(map[string]any)
-	switch ev.Type {
-	case nodes.EventFlowNodeStatus:
-		s.send(ev.Type, map[string]any{"status": "running", "name": ev.NodeName})
-	case nodes.EventToolCall:
-		s.send(ev.Type, map[string]any{"tool": map[string]any{"id": d["id"], "toolName": d["toolName"], "functionName": d["toolName"], "params": d["params"], "response": ""}})
-	case nodes.EventToolParams:
-		s.send(ev.Type, map[string]any{"tool": map[string]any{"id": d["id"], "params": d["params"]}})
-	case nodes.EventToolResponse:
-		s.send(ev.Type, map[string]any{"tool": map[string]any{"id": d["id"], "response": d["response"], "durationMs": d["durationMs"], "status": d["status"]}})
-	case nodes.EventToolOutput:
-		s.send(ev.Type, map[string]any{"tool": map[string]any{"id": d["id"], "stream": d["stream"], "text": d["text"]}})
-	case nodes.EventError:
-		msg, _ := ev.Data.(map[string]string)
-		s.send(ev.Type, map[string]any{"message": msg["message"]})
+	switch d := ev.Data.(type) {
+	case nodes.NodeStatus:
+		s.send("flowNodeStatus", map[string]any{"status": d.Status, "name": ev.NodeName})
+	case nodes.ToolCallStarted:
+		s.send("toolCall", map[string]any{"tool": map[string]any{"id": d.ID, "toolName": d.Tool, "functionName": d.Tool, "params": d.Params, "response": ""}})
+	case nodes.ToolParams:
+		s.send("toolParams", map[string]any{"tool": map[string]any{"id": d.ID, "params": d.Params}})
+	case nodes.ToolResult:
+		s.send("toolResponse", map[string]any{"tool": map[string]any{"id": d.ID, "response": d.Response, "durationMs": d.DurationMs, "status": d.Status}})
+	case nodes.ToolOutput:
+		s.send("toolOutput", map[string]any{"tool": map[string]any{"id": d.ID, "stream": d.Stream, "text": d.Text}})
+	case nodes.NodeError:
+		s.send("error", map[string]any{"message": d.Message})
 	}
 }
 

@@ -104,6 +104,12 @@ func (n *Node) PromptSuffix() string {
 	return b.String()
 }
 
+// Detail is the tool-call node's NodeResponse.Detail: every tool call it
+// made, in order.
+type Detail struct {
+	ToolCalls []Call `json:"toolCalls"`
+}
+
 // Call is one tool call as recorded in the node's response and the chat.
 type Call struct {
 	ID         string `json:"id"`
@@ -136,12 +142,12 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 	}
 	maxRounds := max(1, nodes.IntInput(in, "maxToolRounds"))
 	var calls []Call
-	defer func() { run.Detail = map[string]any{"toolCalls": calls} }()
+	defer func() { run.Detail = Detail{ToolCalls: calls} }()
 
 	var answer string
 	for round := 1; ; round++ {
 		resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: nodes.FloatInput(in, "temperature")},
-			func(s string) { run.Emit(nodes.EventAnswer, s) })
+			func(s string) { run.Emit(nodes.AnswerDelta{Text: s}) })
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", modelName, err)
 		}
@@ -152,7 +158,7 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 		}
 		if round > maxRounds {
 			note := fmt.Sprintf("\n\n[Stopped: the model still wanted tools after %d rounds, the limit of this node. Raise \"Maximum tool rounds\" or ask it to continue.]", maxRounds)
-			run.Emit(nodes.EventAnswer, note)
+			run.Emit(nodes.AnswerDelta{Text: note})
 			answer += note
 			break
 		}
@@ -164,7 +170,7 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 				// N5: the node ends with the error as its output; the rest
 				// of the workflow runs on.
 				run.Warning = unavailable.Error()
-				run.Emit(nodes.EventError, map[string]string{"message": sandbox.ErrUnavailable.Error()})
+				run.Emit(nodes.NodeError{Message: sandbox.ErrUnavailable.Error()})
 				return map[string]any{"answerText": sandbox.ErrUnavailable.Error(), "toolCalls": calls}, nil
 			}
 			if ctx.Err() != nil {
@@ -179,8 +185,8 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 // sandbox service could not run the command.
 func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tools []llm.Tool) (call Call, unavailable error) {
 	call = Call{ID: tc.ID, Tool: tc.Function.Name, Arguments: tc.Function.Arguments}
-	run.Emit(nodes.EventToolCall, map[string]any{"id": tc.ID, "toolName": tc.Function.Name, "params": tc.Function.Arguments})
-	run.Emit(nodes.EventToolParams, map[string]any{"id": tc.ID, "params": tc.Function.Arguments})
+	run.Emit(nodes.ToolCallStarted{ID: tc.ID, Tool: tc.Function.Name, Params: tc.Function.Arguments})
+	run.Emit(nodes.ToolParams{ID: tc.ID, Params: tc.Function.Arguments})
 	start := n.cfg.Now()
 	var resp any
 	if !offered(tools, tc.Function.Name) {
@@ -192,7 +198,7 @@ func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 	call.DurationMs = n.cfg.Now().Sub(start).Milliseconds()
 	b, _ := json.Marshal(resp)
 	call.Response = string(b)
-	run.Emit(nodes.EventToolResponse, map[string]any{"id": tc.ID, "toolName": tc.Function.Name, "response": call.Response, "durationMs": call.DurationMs, "status": call.Status})
+	run.Emit(nodes.ToolResult{ID: tc.ID, Tool: tc.Function.Name, Response: call.Response, DurationMs: call.DurationMs, Status: call.Status})
 	return call, unavailable
 }
 
@@ -204,12 +210,26 @@ type ShellResult struct {
 	DurationMs int64  `json:"durationMs"`
 	TimedOut   bool   `json:"timedOut,omitempty"`
 	Truncated  bool   `json:"truncated,omitempty"`
+	// TimeoutClamped says the model asked for a timeout outside 1–300 s
+	// and got TimeoutSeconds instead (S6): the model learns why a command
+	// stopped sooner, or ran longer, than it asked.
+	TimeoutClamped bool `json:"timeoutClamped,omitempty"`
+	TimeoutSeconds int  `json:"timeoutSeconds,omitempty"`
 }
 
 func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (resp any, status string, unavailable error) {
-	cmd, timeout, problem := ParseShellArgs(tc.Function.Arguments)
+	args, problem := ParseShellArgs(tc.Function.Arguments)
 	if problem != "" {
 		return toolError(problem), "error", nil
+	}
+	cmd, timeout := args.Command, args.Timeout
+	if args.Clamped {
+		defer func() {
+			if r, ok := resp.(ShellResult); ok {
+				r.TimeoutClamped, r.TimeoutSeconds = true, int(timeout/time.Second)
+				resp = r
+			}
+		}()
 	}
 	if n.cfg.Sandbox == nil {
 		err := fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
@@ -223,7 +243,7 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 			if s == sandbox.Stderr {
 				stream = "stderr"
 			}
-			run.Emit(nodes.EventToolOutput, map[string]any{"id": tc.ID, "stream": stream, "text": string(p)})
+			run.Emit(nodes.ToolOutput{ID: tc.ID, Stream: stream, Text: string(p)})
 		},
 	})
 	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated}
@@ -241,30 +261,47 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 	return out, "success", nil
 }
 
+// ShellArgs are sandbox_shell's arguments as the command will run.
+type ShellArgs struct {
+	Command string
+	// Timeout is zero when the model gave none: the sandbox's default.
+	Timeout time.Duration
+	// Clamped says the model's timeout was outside 1–300 s and Timeout is
+	// the nearer bound (S6).
+	Clamped bool
+}
+
 // ParseShellArgs reads sandbox_shell's arguments leniently (models send
-// broken JSON) and says plainly what is wrong when it cannot.
-func ParseShellArgs(args string) (command string, timeout time.Duration, problem string) {
+// broken JSON) and says plainly what is wrong when it cannot. A timeout
+// out of range is clamped rather than refused, so the command still runs.
+func ParseShellArgs(args string) (ShellArgs, string) {
 	example := `; call it like {"command": "ls -la", "timeout": 30}`
 	c := gjson.Get(args, "command")
 	switch {
 	case !c.Exists():
-		return "", 0, fmt.Sprintf("sandbox_shell needs a \"command\" string, and the arguments %s have none%s", clipArgs(args), example)
+		return ShellArgs{}, fmt.Sprintf("sandbox_shell needs a \"command\" string, and the arguments %s have none%s", clipArgs(args), example)
 	case c.Type != gjson.String:
-		return "", 0, fmt.Sprintf("\"command\" must be a string, got %s%s", c.Raw, example)
+		return ShellArgs{}, fmt.Sprintf("\"command\" must be a string, got %s%s", c.Raw, example)
 	case strings.TrimSpace(c.String()) == "":
-		return "", 0, "\"command\" is empty" + example
+		return ShellArgs{}, "\"command\" is empty" + example
 	}
+	out := ShellArgs{Command: c.String()}
 	t := gjson.Get(args, "timeout")
 	if t.Exists() && t.Type != gjson.Null {
 		if t.Type != gjson.Number {
-			return "", 0, fmt.Sprintf("\"timeout\" must be a number of seconds from 1 to 300, not %s%s", t.Raw, example)
+			return ShellArgs{}, fmt.Sprintf("\"timeout\" must be a number of seconds from 1 to 300, not %s%s", t.Raw, example)
 		}
-		if t.Float() < 1 || t.Float() > 300 {
-			return "", 0, fmt.Sprintf("\"timeout\" must be from 1 to 300 seconds, got %s%s", t.Raw, example)
+		secs := t.Float() // ±Inf for huge exponents, which the bounds catch
+		switch {
+		case secs < sandbox.MinTimeout.Seconds():
+			out.Timeout, out.Clamped = sandbox.MinTimeout, true
+		case secs > sandbox.MaxTimeout.Seconds():
+			out.Timeout, out.Clamped = sandbox.MaxTimeout, true
+		default:
+			out.Timeout = time.Duration(secs * float64(time.Second))
 		}
-		timeout = time.Duration(t.Float() * float64(time.Second))
 	}
-	return c.String(), timeout, ""
+	return out, ""
 }
 
 func toolError(msg string) map[string]string { return map[string]string{"error": msg} }

@@ -188,7 +188,7 @@ func TestSandboxDownEndsNodeWithTheError(t *testing.T) {
 	if !strings.Contains(agent.Error, "temporarily unavailable") || agent.Outputs["answerText"] != sandbox.ErrUnavailable.Error() {
 		t.Fatalf("agent response = %+v, want the unavailable error as its output", agent)
 	}
-	calls := agent.Detail.(map[string]any)["toolCalls"].([]toolcall.Call)
+	calls := agent.Detail.(toolcall.Detail).ToolCalls
 	var result toolcall.ShellResult
 	json.Unmarshal([]byte(calls[0].Response), &result)
 	if result.ExitCode != -1 || !strings.Contains(result.Stderr, "sandbox service temporarily unavailable, retry later") {
@@ -200,12 +200,14 @@ func TestSandboxDownEndsNodeWithTheError(t *testing.T) {
 	if len(f.model.Requests()) != 1 {
 		t.Fatalf("%d model requests, want the node to end after the failed tool call", len(f.model.Requests()))
 	}
-	var sawError bool
+	var errs []string
 	for _, ev := range events {
-		sawError = sawError || ev.Type == nodes.EventError
+		if e, ok := ev.Data.(nodes.NodeError); ok {
+			errs = append(errs, ev.NodeID+": "+e.Message)
+		}
 	}
-	if !sawError {
-		t.Fatal("no error event streamed")
+	if want := "agent: " + sandbox.ErrUnavailable.Error(); len(errs) != 1 || errs[0] != want {
+		t.Fatalf("error events %q, want one: %q", errs, want)
 	}
 }
 
@@ -214,14 +216,15 @@ func TestBrokenArgumentsBecomeToolErrors(t *testing.T) {
 	tests := []struct {
 		name, tool, args string
 		want             string // in the tool message the model gets
+		status           string // of the call, as the chat card shows it
 	}{
-		{"not JSON", "sandbox_shell", `run ls please`, `needs a \"command\" string`},
-		{"command not a string", "sandbox_shell", `{"command": 5}`, `\"command\" must be a string`},
-		{"empty command", "sandbox_shell", `{"command": "  "}`, `\"command\" is empty`},
-		{"timeout as string", "sandbox_shell", `{"command":"ls","timeout":"abc"}`, `must be a number of seconds`},
-		{"timeout out of range", "sandbox_shell", `{"command":"ls","timeout":900}`, `from 1 to 300 seconds, got 900`},
-		{"unknown tool", "rm_everything", `{}`, `unknown tool \"rm_everything\"; the tools you have are: sandbox_shell`},
-		{"truncated JSON still runs", "sandbox_shell", `{"command": "echo lenient"`, `"stdout":"lenient\n"`},
+		{"not JSON", "sandbox_shell", `run ls please`, `needs a \"command\" string`, "error"},
+		{"command not a string", "sandbox_shell", `{"command": 5}`, `\"command\" must be a string`, "error"},
+		{"empty command", "sandbox_shell", `{"command": "  "}`, `\"command\" is empty`, "error"},
+		{"timeout as string", "sandbox_shell", `{"command":"ls","timeout":"abc"}`, `must be a number of seconds`, "error"},
+		// Arguments that would run if the tool were taken for sandbox_shell.
+		{"unknown tool", "rm_everything", `{"command":"echo executed"}`, `{"error":"unknown tool \"rm_everything\"; the tools you have are: sandbox_shell"}`, "error"},
+		{"truncated JSON still runs", "sandbox_shell", `{"command": "echo lenient"`, `"stdout":"lenient\n"`, "success"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,12 +237,103 @@ func TestBrokenArgumentsBecomeToolErrors(t *testing.T) {
 			if len(reqs) != 2 {
 				t.Fatalf("%d model requests, want the tool result sent back once", len(reqs))
 			}
-			got := toolMessages(reqs[1])[0].Content
-			if !strings.Contains(got, tc.want) {
+			msgs := toolMessages(reqs[1])
+			if len(msgs) != 1 || msgs[0].ToolCallID != "c1" {
+				t.Fatalf("tool messages sent back = %+v, want one answering call c1", msgs)
+			}
+			if got := msgs[0].Content; !strings.Contains(got, tc.want) {
 				t.Fatalf("tool message = %s, want it to contain %s", got, tc.want)
 			}
 			if res.Responses[1].Error != "" || res.Responses[1].Outputs["answerText"] != "understood" {
 				t.Fatalf("agent = %+v; a broken call must not fail the node", res.Responses[1])
+			}
+			calls := res.Responses[1].Detail.(toolcall.Detail).ToolCalls
+			if len(calls) != 1 || calls[0].Tool != tc.tool || calls[0].Status != tc.status {
+				t.Fatalf("recorded calls = %+v, want one %s call with status %q", calls, tc.tool, tc.status)
+			}
+		})
+	}
+}
+
+// S6: a timeout out of range is clamped, the command runs under the
+// clamped timeout, and the model is told.
+func TestTimeoutOutOfRangeIsClamped(t *testing.T) {
+	m := newManager(t, "")
+	tests := []struct {
+		name, args string
+		want       toolcall.ShellResult // DurationMs and Stderr not compared
+		stderr     string               // in Stderr
+		status     string
+	}{
+		{"above 300", `{"command":"echo ran","timeout":100000}`,
+			toolcall.ShellResult{Stdout: "ran\n", TimeoutClamped: true, TimeoutSeconds: 300}, "", "success"},
+		{"below 1 stops the command after 1 s", `{"command":"sleep 5; echo late","timeout":0}`,
+			toolcall.ShellResult{ExitCode: 124, TimedOut: true, TimeoutClamped: true, TimeoutSeconds: 1}, "timed out after 1s", "timed out"},
+		{"in range is not marked", `{"command":"echo ran","timeout":30}`,
+			toolcall.ShellResult{Stdout: "ran\n"}, "", "success"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, m,
+				llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", tc.args)}},
+				llmtest.Reply{Text: "ok"},
+			)
+			res, _ := f.run(t, app(t, `{"useAgentSandbox":true}`), nodes.Chat{ChatID: "c-" + tc.name, Question: "go"})
+			msgs := toolMessages(f.model.Requests()[1])
+			if len(msgs) != 1 {
+				t.Fatalf("tool messages = %+v, want one", msgs)
+			}
+			var got toolcall.ShellResult
+			if err := json.Unmarshal([]byte(msgs[0].Content), &got); err != nil {
+				t.Fatalf("tool message %s: %v", msgs[0].Content, err)
+			}
+			if !strings.Contains(got.Stderr, tc.stderr) || (tc.stderr == "") != (got.Stderr == "") {
+				t.Errorf("stderr = %q, want %q in it", got.Stderr, tc.stderr)
+			}
+			got.DurationMs, got.Stderr = 0, ""
+			if got != tc.want {
+				t.Errorf("tool result = %+v (%s)\nwant %+v", got, msgs[0].Content, tc.want)
+			}
+			if marked := strings.Contains(msgs[0].Content, `"timeoutClamped":true`); marked != tc.want.TimeoutClamped {
+				t.Errorf("tool message %s: timeoutClamped shown %v, want %v", msgs[0].Content, marked, tc.want.TimeoutClamped)
+			}
+			if calls := res.Responses[1].Detail.(toolcall.Detail).ToolCalls; len(calls) != 1 || calls[0].Status != tc.status {
+				t.Errorf("recorded calls = %+v, want one with status %q", calls, tc.status)
+			}
+		})
+	}
+}
+
+func TestParseShellArgs(t *testing.T) {
+	tests := []struct {
+		name, args string
+		want       toolcall.ShellArgs
+		problem    string // in the problem; "" for none
+	}{
+		{"no timeout: the default", `{"command":"ls"}`, toolcall.ShellArgs{Command: "ls"}, ""},
+		{"null timeout: the default", `{"command":"ls","timeout":null}`, toolcall.ShellArgs{Command: "ls"}, ""},
+		{"in range", `{"command":"ls","timeout":30}`, toolcall.ShellArgs{Command: "ls", Timeout: 30 * time.Second}, ""},
+		{"fraction", `{"command":"ls","timeout":2.5}`, toolcall.ShellArgs{Command: "ls", Timeout: 2500 * time.Millisecond}, ""},
+		{"lower bound", `{"command":"ls","timeout":1}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second}, ""},
+		{"upper bound", `{"command":"ls","timeout":300}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second}, ""},
+		{"zero", `{"command":"ls","timeout":0}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
+		{"under a second", `{"command":"ls","timeout":0.5}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
+		{"negative", `{"command":"ls","timeout":-7}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
+		{"just above", `{"command":"ls","timeout":300.5}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
+		{"huge", `{"command":"ls","timeout":100000}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
+		{"overflowing", `{"command":"ls","timeout":1e999}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
+		{"timeout as string", `{"command":"ls","timeout":"30"}`, toolcall.ShellArgs{}, `"timeout" must be a number of seconds from 1 to 300, not "30"`},
+		{"timeout as bool", `{"command":"ls","timeout":true}`, toolcall.ShellArgs{}, `"timeout" must be a number of seconds`},
+		{"no command", `{"timeout":5}`, toolcall.ShellArgs{}, `needs a "command" string`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, problem := toolcall.ParseShellArgs(tc.args)
+			if got != tc.want {
+				t.Errorf("args = %+v, want %+v", got, tc.want)
+			}
+			if (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
+				t.Errorf("problem = %q, want %q", problem, tc.problem)
 			}
 		})
 	}
@@ -258,7 +352,7 @@ func TestRoundLimit(t *testing.T) {
 	if a := res.Responses[1].Outputs["answerText"].(string); !strings.Contains(a, "after 2 rounds") {
 		t.Fatalf("answer = %q, want it to say the round limit stopped it", a)
 	}
-	if calls := res.Responses[1].Detail.(map[string]any)["toolCalls"].([]toolcall.Call); len(calls) != 2 {
+	if calls := res.Responses[1].Detail.(toolcall.Detail).ToolCalls; len(calls) != 2 {
 		t.Fatalf("%d tool calls ran, want 2", len(calls))
 	}
 }
@@ -271,42 +365,99 @@ func TestModelErrorThenSuccess(t *testing.T) {
 	}
 }
 
+// kind names an event for a sequence check.
+func kind(ev nodes.Event) string {
+	switch d := ev.Data.(type) {
+	case nodes.AnswerDelta:
+		return "answer"
+	case nodes.NodeStatus:
+		return d.Status + ":" + ev.NodeID
+	case nodes.ToolCallStarted:
+		return "call"
+	case nodes.ToolParams:
+		return "params"
+	case nodes.ToolOutput:
+		return "output:" + ev.NodeID + ":" + d.Stream
+	case nodes.ToolResult:
+		return "result"
+	case nodes.NodeError:
+		return "error"
+	}
+	return fmt.Sprintf("%T", ev.Data)
+}
+
 // The events of one tool round, in order, with the command's output
 // streamed while it runs.
 func TestEventSequence(t *testing.T) {
 	m := newManager(t, "")
+	const args = `{"command":"echo one; sleep 1; echo two >&2"}`
 	f := newFixture(t, m,
-		llmtest.Reply{Text: "Running it.", ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo one; sleep 1; echo two >&2"}`)}},
+		llmtest.Reply{Text: "Running it.", ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", args)}},
 		llmtest.Reply{Text: "All done."},
 	)
 	_, events := f.run(t, app(t, `{"useAgentSandbox":true}`), nodes.Chat{ChatID: "c", Question: "go"})
 	var seq []string
 	for _, ev := range events {
-		s := ev.Type
-		if ev.Type == nodes.EventFlowNodeStatus || ev.Type == nodes.EventToolOutput {
-			s += ":" + ev.NodeID
-		}
-		if ev.Type == nodes.EventToolOutput {
-			s += ":" + ev.Data.(map[string]any)["stream"].(string)
-		}
-		if len(seq) == 0 || seq[len(seq)-1] != s {
+		if s := kind(ev); len(seq) == 0 || seq[len(seq)-1] != s {
 			seq = append(seq, s)
 		}
 	}
 	want := []string{
-		"flowNodeStatus:start", "flowNodeStatus:agent", "answer", "toolCall", "toolParams",
-		"toolOutput:agent:stdout", "toolOutput:agent:stderr", "toolResponse", "answer", "flowNodeStatus:answer", "answer",
+		"running:start", "running:agent", "answer", "call", "params",
+		"output:agent:stdout", "output:agent:stderr", "result", "answer", "running:answer", "answer",
 	}
 	if strings.Join(seq, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n got  %v\n want %v", seq, want)
 	}
+	output := map[string]string{}
 	for _, ev := range events {
-		if ev.Type == nodes.EventToolResponse {
-			d := ev.Data.(map[string]any)
-			if d["status"] != "success" || d["durationMs"].(int64) < 900 {
-				t.Fatalf("toolResponse = %v, want success and the command's duration", d)
+		switch d := ev.Data.(type) {
+		case nodes.ToolCallStarted:
+			if want := (nodes.ToolCallStarted{ID: "c1", Tool: "sandbox_shell", Params: args}); d != want {
+				t.Errorf("tool call = %+v, want %+v", d, want)
+			}
+		case nodes.ToolParams:
+			if want := (nodes.ToolParams{ID: "c1", Params: args}); d != want {
+				t.Errorf("tool params = %+v, want %+v", d, want)
+			}
+		case nodes.ToolOutput:
+			if d.ID != "c1" {
+				t.Errorf("output of call %q, want c1", d.ID)
+			}
+			output[d.Stream] += d.Text
+		case nodes.ToolResult:
+			var r toolcall.ShellResult
+			json.Unmarshal([]byte(d.Response), &r)
+			if d.ID != "c1" || d.Tool != "sandbox_shell" || d.Status != "success" || d.DurationMs < 900 ||
+				r.Stdout != "one\n" || r.Stderr != "two\n" {
+				t.Fatalf("tool result = %+v, want c1's success, its output and the command's duration", d)
 			}
 		}
+	}
+	if want := map[string]string{"stdout": "one\n", "stderr": "two\n"}; fmt.Sprint(output) != fmt.Sprint(want) {
+		t.Errorf("streamed output %q, want %q", output, want)
+	}
+}
+
+// The node's detail is stored in chat history and sent in flowResponses:
+// its JSON must stay {"toolCalls": [...]}.
+func TestDetailJSON(t *testing.T) {
+	tests := []struct {
+		name   string
+		detail toolcall.Detail
+		want   string
+	}{
+		{"no calls", toolcall.Detail{}, `{"toolCalls":null}`},
+		{"one call", toolcall.Detail{ToolCalls: []toolcall.Call{{ID: "c1", Tool: "sandbox_shell", Arguments: `{"command":"ls"}`, Response: `{}`, DurationMs: 5, Status: "success"}}},
+			`{"toolCalls":[{"id":"c1","toolName":"sandbox_shell","params":"{\"command\":\"ls\"}","response":"{}","durationMs":5,"status":"success"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.detail)
+			if err != nil || string(b) != tc.want {
+				t.Errorf("JSON = %s, %v; want %s", b, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -340,13 +491,33 @@ func TestProbeTellsTheTruth(t *testing.T) {
 			t.Errorf("the sandbox has %s but the probe did not report it (got %v)", tool, env.Tools)
 		}
 	}
-	if got["no-such-tool"] || env.Network {
-		t.Errorf("env = %+v", env)
+	if env.Network {
+		t.Errorf("env = %+v, want no network as asked", env)
 	}
 	if strings.Contains(env.Install, "apt-get") {
 		t.Errorf("install hint %q: bwrap's system is read-only, apt cannot work", env.Install)
 	}
 	if list, _ := p.List(context.Background()); len(list) != 0 {
 		t.Errorf("the probe left sandboxes behind: %+v", list)
+	}
+
+	// No tool is named that the sandbox lacks: a command in a sandbox of
+	// the same provider finds every tool the probe reported.
+	ctx := context.Background()
+	id := sandbox.IDFor("probe-check", t.Name(), "1")
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Delete(ctx, id)
+	var script strings.Builder
+	for _, tool := range env.Tools {
+		fmt.Fprintf(&script, "command -v '%s' >/dev/null || echo '%s'; ", tool, tool)
+	}
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: script.String() + "true", Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := strings.Fields(res.Stdout); len(missing) != 0 || res.ExitCode != 0 {
+		t.Errorf("the probe reported %v, but the sandbox has no %v (exit %d, stderr %q)", env.Tools, missing, res.ExitCode, res.Stderr)
 	}
 }
