@@ -42,26 +42,39 @@ function renderMarkdown(target, text) {
 }
 
 // A command card: collapsed, with the command, a status badge, the
-// duration, and stdout / stderr blocks filled while the command runs.
+// duration, a stdout block filled while the command runs, and a stderr
+// block drawn once there is stderr.
 function toolCard(id, params) {
   let command = params;
   try { command = JSON.parse(params).command || params; } catch (_) { /* broken arguments: show them as sent */ }
   const status = el("span", { class: "badge running", "data-role": "status" }, T("running"));
   const duration = el("span", { class: "duration", "data-role": "duration" });
-  const stdout = el("pre", { class: "stdout", "data-role": "stdout" });
-  const stderr = el("pre", { class: "stderr", "data-role": "stderr" });
   const card = el("details", { class: "tool-card", "data-tool-id": id },
     el("summary", {}, el("span", { class: "label" }, "sandbox_shell"), status, duration,
       el("code", { class: "command", "data-role": "command" }, command)),
-    el("div", { class: "out" }, el("div", { class: "stream-label" }, "stdout"), stdout, el("div", { class: "stream-label" }, "stderr"), stderr));
+    el("div", { class: "out" }));
+  streamBlock(card, "stdout");
   return card;
 }
 
+// streamBlock returns the card's block of one stream ("stdout" or
+// "stderr"), labelled, drawing it if the card has none yet.
+function streamBlock(card, stream) {
+  const pre = card.querySelector('[data-role="' + stream + '"]');
+  if (pre) return pre;
+  const block = el("pre", { class: stream, "data-role": stream });
+  card.querySelector(".out").append(el("div", { class: "stream", "data-stream": stream }, el("div", { class: "stream-label" }, stream), block));
+  return block;
+}
+
+// finishCard shows the command's result; it ends live cards and draws the
+// cards of a chat's history.
 function finishCard(card, response, status, durationMs) {
   let r = {};
   try { r = JSON.parse(response); } catch (_) { r = { stdout: response }; }
-  card.querySelector('[data-role="stdout"]').textContent = r.stdout !== undefined ? r.stdout : (r.error || "");
-  card.querySelector('[data-role="stderr"]').textContent = r.stderr || "";
+  streamBlock(card, "stdout").textContent = r.stdout !== undefined ? r.stdout : (r.error || "");
+  if (r.stderr) streamBlock(card, "stderr").textContent = r.stderr;
+  else { const b = card.querySelector('[data-stream="stderr"]'); if (b) b.remove(); }
   const badge = card.querySelector('[data-role="status"]');
   const st = status || (r.exitCode === 0 ? "success" : "failed");
   badge.className = "badge " + st.replace(" ", "-");
@@ -112,7 +125,7 @@ async function sendChat(form) {
         answer.insertBefore(card, text);
       } else if (event === "toolOutput") {
         const card = cards[data.tool.id];
-        if (card) card.querySelector('[data-role="' + data.tool.stream + '"]').append(data.tool.text);
+        if (card && data.tool.text) streamBlock(card, data.tool.stream).append(data.tool.text);
       } else if (event === "toolResponse") {
         const card = cards[data.tool.id];
         if (card) finishCard(card, data.tool.response, data.tool.status, data.tool.durationMs);
