@@ -52,9 +52,40 @@
 // through Provider.List and the labels they carry, and removes those older
 // than a grace period, so that no creation in flight is hit.
 //
-// # The exec path
+// # The chain
 //
-// Manager.Exec runs a chain of Middleware around the core step (ensure,
-// record, provider exec), so policy steps plug in without changing it:
-// a command filter before, output redaction after, an audit record around.
+// Every command (Manager.Exec) and every file operation (the Files that
+// Manager.Files returns) goes through one chain of Middleware, listed in
+// Config.Middleware outermost first, before it reaches the core step, so
+// that policy plugs in without changing the manager: a command filter
+// before, output redaction after, an audit record around. Each link has
+// an Exec hook, which sees a *Call, and a File hook, which sees a
+// *FileCall (list, stat, read, open, write or zip, with its path and, for
+// a write, the content); either may be nil. A hook may refuse a call
+// (the caller gets its error, or for a command its result), change it,
+// and rewrite or record what it produced. A file operation a hook refuses
+// creates no sandbox: the sandbox is created or woken by the first
+// operation that reaches the core, as a command is.
+//
+// Identity. The caller says who it is with an Actor (UserID, Kind:
+// agent, files, admin or service, and the ToolCallID of the model's tool
+// call), on ExecRequest.Actor for a command and as the argument of
+// Manager.Files for files. It may differ from the owner the Scope names:
+// an app owner or an admin may browse a user's files. The zero Actor is
+// an unknown caller.
+//
+// Live output. ExecRequest.OnOutput, the sink of a command's live output,
+// travels on the Call: an Exec hook wraps it by replacing
+// Call.Request.OnOutput before calling next. The chain puts a gate below
+// every link and before the provider, so that a sink is called one chunk
+// at a time and never once the link that installed it has seen next
+// return, and the caller's sink never after Exec returned. A hook that
+// holds bytes back (one buffer per stream) therefore lets them out when
+// next returns, before it returns itself. TransformOutput builds such a
+// hook from a StreamTransformer, and rewrites the final result's Stdout
+// and Stderr the same way, before they are capped.
+//
+// Time. The manager's waits (the wait for a sandbox the stop scan holds,
+// the heartbeat of a long command) run on Config.Clock, and the records'
+// dates on Config.Now; tests inject both and move them by hand.
 package sandbox

@@ -47,20 +47,20 @@ func (s Scope) validate() error {
 	return nil
 }
 
-// Call is one command on its way through the exec chain.
-type Call struct {
-	Scope     Scope
-	SandboxID string
-	Request   ExecRequest
+// Clock is what the manager's waits run on: the wait for a busy sandbox
+// and the heartbeat of a running command. Tests inject a fake one and
+// move it when the code under test waits.
+type Clock interface {
+	// Now reads the clock that After counts on.
+	Now() time.Time
+	// After is time.After.
+	After(d time.Duration) <-chan time.Time
 }
 
-// ExecFunc runs a call.
-type ExecFunc func(ctx context.Context, call *Call) (ExecResult, error)
+type realClock struct{}
 
-// Middleware wraps the exec path: it may refuse a call before it runs
-// (return an error or a result without calling next), rewrite the result
-// after (redaction), or record it (audit).
-type Middleware func(next ExecFunc) ExecFunc
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Config configures a Manager.
 type Config struct {
@@ -71,7 +71,8 @@ type Config struct {
 	Limits Limits
 	// Network lets sandboxes reach the network. Off by default.
 	Network bool
-	// Middleware wraps the exec path, outermost first.
+	// Middleware is the chain every command and file operation goes
+	// through, outermost first (see Middleware).
 	Middleware []Middleware
 	// BusyWait bounds how long a command waits while the stop scan or
 	// reconciliation holds its sandbox (ErrBusy) before it fails with
@@ -83,8 +84,12 @@ type Config struct {
 	// taken for idleness. Default 1 minute; it must stay well below
 	// IdleAfter.
 	Heartbeat time.Duration
-	// Now is the clock; default time.Now. Tests inject one.
+	// Now dates the records (lastActiveAt, createdAt) and the fast path's
+	// window; default Clock.Now. Tests inject one.
 	Now func() time.Time
+	// Clock times the manager's waits (BusyWait, Heartbeat); default the
+	// real time.
+	Clock Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -95,6 +100,7 @@ type Manager struct {
 	cfg     Config
 	log     *slog.Logger
 	exec    ExecFunc
+	file    FileFunc
 	ensures singleflight.Group
 	// warm maps the sandboxes this process ensured and has not seen stop
 	// to when it last refreshed their record. Within WarmWindow of that,
@@ -129,8 +135,11 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Provider == nil || cfg.Store == nil {
 		return nil, errors.New("sandbox manager: Provider and Store are required")
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = cfg.Clock.Now
 	}
 	if cfg.BusyWait <= 0 {
 		cfg.BusyWait = time.Minute
@@ -142,9 +151,14 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger.With("provider", cfg.Provider.Name())}
-	m.exec = m.execCore
+	m.exec, m.file = sealOutput(m.execCore), m.fileCore
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
-		m.exec = cfg.Middleware[i](m.exec)
+		if h := cfg.Middleware[i].Exec; h != nil {
+			m.exec = sealOutput(h(m.exec))
+		}
+		if h := cfg.Middleware[i].File; h != nil {
+			m.file = h(m.file)
+		}
 	}
 	if cfg.Provider.Capabilities().Unsafe {
 		m.log.Warn("sandbox provider is UNSAFE: commands run with the engine's own privileges and no isolation; never use it in production")
@@ -218,7 +232,7 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 // reconciliation holds the sandbox: the command then restarts a sandbox
 // whose stop has just ended, instead of racing it.
 func (m *Manager) touch(ctx context.Context, inst Instance) error {
-	deadline := time.Now().Add(m.cfg.BusyWait)
+	deadline := m.cfg.Clock.Now().Add(m.cfg.BusyWait)
 	wait := 20 * time.Millisecond
 	for {
 		err := m.cfg.Store.Touch(ctx, inst, m.cfg.Now())
@@ -230,12 +244,12 @@ func (m *Manager) touch(ctx context.Context, inst Instance) error {
 		case !errors.Is(err, ErrBusy):
 			return fmt.Errorf("record sandbox %s: %w: %w", inst.SandboxID, ErrUnavailable, err)
 		}
-		left := time.Until(deadline)
+		left := deadline.Sub(m.cfg.Clock.Now())
 		if left <= 0 {
 			return fmt.Errorf("sandbox %s is still being stopped or repaired after %s: %w: %w", inst.SandboxID, m.cfg.BusyWait, ErrUnavailable, ErrBusy)
 		}
 		select {
-		case <-time.After(min(wait, left)):
+		case <-m.cfg.Clock.After(min(wait, left)):
 		case <-ctx.Done():
 			return fmt.Errorf("wait for sandbox %s to be stopped: %w", inst.SandboxID, ctx.Err())
 		}
@@ -243,7 +257,8 @@ func (m *Manager) touch(ctx context.Context, inst Instance) error {
 	}
 }
 
-// Exec runs a command in the scope's sandbox, creating or waking it first.
+// Exec runs a command in the scope's sandbox, creating or waking it first,
+// through the chain of Config.Middleware.
 // When the sandbox service cannot run the command, the result is the one
 // the agent sees (exitCode -1 and a message to retry later, N5) and the
 // error wraps ErrUnavailable. A command that fails or times out is a
@@ -303,15 +318,13 @@ func (m *Manager) run(ctx context.Context, call *Call) (ExecResult, error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(m.cfg.Heartbeat)
-		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-m.cfg.Clock.After(m.cfg.Heartbeat):
 				if err := m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), m.cfg.Now()); err != nil {
 					m.log.Warn("sandbox record not refreshed during a long command", "sandboxId", call.SandboxID, "err", err)
 				}
@@ -389,14 +402,16 @@ func failed(err error, d time.Duration) ExecResult {
 	return ExecResult{Stderr: msg, ExitCode: -1, Duration: d}
 }
 
-// Files opens the scope's workspace, creating or waking the sandbox first
-// (S2: opening a chat's files counts as first use).
-func (m *Manager) Files(ctx context.Context, scope Scope) (Files, error) {
-	id, err := m.Ensure(ctx, scope)
-	if err != nil {
+// Files gives actor the scope's workspace. Every operation goes through
+// the file hooks of Config.Middleware; the first one that reaches the
+// provider creates or wakes the sandbox (S2: opening a chat's files counts
+// as first use), so an operation a hook refuses creates nothing. Errors of
+// the sandbox (ErrUnavailable, ErrDeleted, ...) come from the operations.
+func (m *Manager) Files(ctx context.Context, scope Scope, actor Actor) (Files, error) {
+	if err := scope.validate(); err != nil {
 		return nil, err
 	}
-	return m.cfg.Provider.Files(ctx, id)
+	return &chainFiles{m: m, actor: actor, files: &lazyFiles{m: m, scope: scope}}, nil
 }
 
 // Lookup returns the scope's record without creating anything;

@@ -262,7 +262,7 @@ func TestFilesCreatesLazily(t *testing.T) {
 	m := e.manager(t)
 	scope := newScope(t)
 	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
-	files, err := m.Files(ctx(t), scope)
+	files, err := m.Files(ctx(t), scope, sandbox.Actor{UserID: scope.UserID, Kind: sandbox.ActorFiles})
 	if err != nil {
 		t.Fatalf("Files: %v", err)
 	}
@@ -275,15 +275,45 @@ func TestFilesCreatesLazily(t *testing.T) {
 	}
 }
 
+// timeouts records the timeout of every command the provider is given.
+type timeouts struct {
+	sandbox.Provider
+	mu   sync.Mutex
+	seen []time.Duration
+}
+
+func (p *timeouts) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	p.mu.Lock()
+	p.seen = append(p.seen, req.Timeout)
+	p.mu.Unlock()
+	return p.Provider.Exec(ctx, id, req)
+}
+
 func TestTimeoutIsClamped(t *testing.T) {
 	e := newEnv(t)
-	m := e.manager(t)
+	p := &timeouts{Provider: e.provider}
+	m, err := sandbox.New(sandbox.Config{Provider: p, Store: e.store, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	scope := newScope(t)
 	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
-	// 10ms is raised to the 1s minimum, so a 0.3s command finishes.
-	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "sleep 0.3; echo done", Timeout: 10 * time.Millisecond})
-	if err != nil || res.TimedOut || res.Stdout != "done\n" {
-		t.Fatalf("result = %+v, %v; want the command to finish under the 1s minimum", res, err)
+	tests := []struct{ asked, want time.Duration }{
+		{10 * time.Millisecond, time.Second},
+		{0, sandbox.DefaultTimeout},
+		{7 * time.Second, 7 * time.Second},
+		{time.Hour, sandbox.MaxTimeout},
+	}
+	for _, tc := range tests {
+		if _, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true", Timeout: tc.asked}); err != nil {
+			t.Fatal(err)
+		}
+		p.mu.Lock()
+		got := p.seen[len(p.seen)-1]
+		p.mu.Unlock()
+		if got != tc.want {
+			t.Errorf("asked for %v: the provider was given %v, want %v", tc.asked, got, tc.want)
+		}
 	}
 }
 
@@ -307,7 +337,7 @@ func TestMiddlewareWrapsExec(t *testing.T) {
 			return res, err
 		}
 	}
-	m := e.manager(t, deny, redact)
+	m := e.manager(t, sandbox.Middleware{Exec: deny}, sandbox.Middleware{Exec: redact})
 	scope := newScope(t)
 	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
 
@@ -412,11 +442,35 @@ func TestDeletedChatIsRefused(t *testing.T) {
 	}
 }
 
+// touches counts the record refreshes the manager makes and passes on
+// the time of those that succeed.
+type touches struct {
+	sandbox.Store
+	busy atomic.Int64
+	done chan time.Time
+}
+
+func (s *touches) Touch(ctx context.Context, inst sandbox.Instance, now time.Time) error {
+	err := s.Store.Touch(ctx, inst, now)
+	switch {
+	case errors.Is(err, sandbox.ErrBusy):
+		s.busy.Add(1)
+	case err == nil && s.done != nil:
+		s.done <- now
+	}
+	return err
+}
+
 // A command that meets a sandbox held by the stop scan for longer than
 // BusyWait gives up with a clear, retryable error, having created nothing.
+// The wait runs on the injected clock: it tries again while the clock
+// moves, and gives up once BusyWait of it has passed.
 func TestBusyWaitIsBounded(t *testing.T) {
 	e := newEnv(t)
-	m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, BusyWait: 300 * time.Millisecond})
+	fc := newStepClock()
+	store := &touches{Store: e.store}
+	const busyWait = time.Minute
+	m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: store, Now: e.clock.Now, Clock: fc, BusyWait: busyWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,16 +479,43 @@ func TestBusyWaitIsBounded(t *testing.T) {
 	if _, err := e.store.Claim(ctx(t), "bwrap", []string{id}, "a-stuck-scan", "stop", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true"})
-	if !errors.Is(err, sandbox.ErrUnavailable) || !errors.Is(err, sandbox.ErrBusy) || res.ExitCode != -1 {
-		t.Fatalf("command meeting a held sandbox: %+v, %v; want exit -1, ErrUnavailable and ErrBusy", res, err)
+	type result struct {
+		res sandbox.ExecResult
+		err error
 	}
-	if took := time.Since(start); took < 200*time.Millisecond || took > 10*time.Second {
-		t.Errorf("gave up after %v, want about the 300ms BusyWait", took)
+	done := make(chan result, 1)
+	go func() {
+		res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true"})
+		done <- result{res, err}
+	}()
+	var waited time.Duration
+	var r result
+wait:
+	for {
+		select {
+		case r = <-done:
+			break wait
+		case w := <-fc.waits:
+			waited += w.d
+			if waited > 2*busyWait {
+				t.Fatalf("still waiting after %v of clock time; BusyWait is %v", waited, busyWait)
+			}
+			fc.end(w)
+		case <-time.After(time.Minute):
+			t.Fatal("the command neither waits on the clock nor returns")
+		}
 	}
-	if !strings.Contains(res.Stderr, "still being stopped") {
-		t.Errorf("message %q does not say why", res.Stderr)
+	if !errors.Is(r.err, sandbox.ErrUnavailable) || !errors.Is(r.err, sandbox.ErrBusy) || r.res.ExitCode != -1 {
+		t.Fatalf("command meeting a held sandbox: %+v, %v; want exit -1, ErrUnavailable and ErrBusy", r.res, r.err)
+	}
+	if waited != busyWait {
+		t.Errorf("gave up after %v of clock time, want the BusyWait of %v", waited, busyWait)
+	}
+	if n := store.busy.Load(); n < 2 {
+		t.Errorf("the record was tried %d times while held, want it tried again while waiting", n)
+	}
+	if !strings.Contains(r.res.Stderr, "still being stopped") {
+		t.Errorf("message %q does not say why", r.res.Stderr)
 	}
 	if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusMissing {
 		t.Errorf("provider status = %q, want missing: nothing may be created under a claim", st)

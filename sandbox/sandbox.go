@@ -115,8 +115,12 @@ type ExecRequest struct {
 	// the command started is killed. The manager clamps it to 1s–300s.
 	Timeout time.Duration
 	// OnOutput, when set, receives output as it is produced (B5). It is
-	// called from one goroutine at a time and must not retain p.
+	// called from one goroutine at a time, never after Exec returned, and
+	// must not retain p. Middleware may wrap it (see Middleware).
 	OnOutput func(s Stream, p []byte)
+	// Actor is who asks for the command; the zero value is an unknown
+	// caller. The manager's middleware reads it, providers ignore it.
+	Actor Actor
 }
 
 // ExecResult is what a command produced. Stdout and Stderr are valid UTF-8

@@ -175,7 +175,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 // lookupOnly serves the status route from the records alone.
 type lookupOnly struct{ store *mongostore.Store }
 
-func (l lookupOnly) Files(ctx context.Context, scope sandbox.Scope) (sandbox.Files, error) {
+func (l lookupOnly) Files(ctx context.Context, scope sandbox.Scope, actor sandbox.Actor) (sandbox.Files, error) {
 	return nil, fmt.Errorf("not in this test: %w", sandbox.ErrUnavailable)
 }
 

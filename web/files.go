@@ -28,7 +28,7 @@ var ErrNoAccess = errors.New("no such chat")
 
 // SandboxFiles is the part of sandbox.Manager the file API uses.
 type SandboxFiles interface {
-	Files(ctx context.Context, scope sandbox.Scope) (sandbox.Files, error)
+	Files(ctx context.Context, scope sandbox.Scope, actor sandbox.Actor) (sandbox.Files, error)
 	Lookup(ctx context.Context, scope sandbox.Scope) (sandbox.Instance, error)
 }
 
@@ -136,7 +136,8 @@ func (h *FilesHandler) File(c *gin.Context) {
 		sandboxError(c, err)
 		return
 	}
-	files, err := h.Sandboxes.Files(ctx, scope)
+	p, _ := PrincipalOf(c)
+	files, err := h.Sandboxes.Files(ctx, scope, sandbox.Actor{UserID: p.UserID, Kind: sandbox.ActorFiles})
 	if err != nil {
 		sandboxError(c, err)
 		return
@@ -182,7 +183,8 @@ func (h *FilesHandler) Download(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	files, err := h.Sandboxes.Files(ctx, scope)
+	p, _ := PrincipalOf(c)
+	files, err := h.Sandboxes.Files(ctx, scope, sandbox.Actor{UserID: p.UserID, Kind: sandbox.ActorFiles})
 	if err != nil {
 		sandboxError(c, err)
 		return
