@@ -219,6 +219,8 @@ func shell(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	defer svc.Close()
 	res, err := svc.Manager.Exec(ctx, sandbox.Scope{AppID: *app, UserID: *user, ChatID: *chat}, sandbox.ExecRequest{
 		Command: fs.Arg(0), Timeout: *timeout,
+		// An operator at the engine's shell, acting on whoever's chat.
+		Actor: sandbox.Actor{Kind: sandbox.ActorAdmin},
 		OnOutput: func(s sandbox.Stream, p []byte) {
 			if s == sandbox.Stdout {
 				stdout.Write(p)

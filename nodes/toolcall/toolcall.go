@@ -238,6 +238,7 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
 	res, err := n.cfg.Sandbox.Exec(ctx, scope, sandbox.ExecRequest{
 		Command: cmd, Timeout: timeout,
+		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID},
 		OnOutput: func(s sandbox.Stream, p []byte) {
 			stream := "stdout"
 			if s == sandbox.Stderr {
