@@ -1,4 +1,4 @@
-package web
+package web_test
 
 // Browser tests: the product's pages in Debian's Chromium, started headless
 // by the test, against the real handler on a loopback server with the
@@ -14,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
@@ -32,18 +30,14 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowbox/flowbox/internal/llm"
-	"github.com/flowbox/flowbox/internal/redisconn"
-	"github.com/flowbox/flowbox/internal/redisconn/redistest"
+	"github.com/flowbox/flowbox/internal/server"
+	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/internal/testenv"
-	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web/auth"
-	"github.com/flowbox/flowbox/workers"
 )
 
 // ScreenshotDirEnv names the directory the browser tests write their
@@ -54,108 +48,39 @@ const ScreenshotDirEnv = "FLOWBOX_SCREENSHOT_DIR"
 // browserWait bounds every wait of one scenario; nothing sleeps.
 const browserWait = 60 * time.Second
 
-var browserUsers = map[string]string{"admin": "admin-pass-1", "alice": "alice-pass-1"}
+var browserUsers = map[string]string{"admin": servertest.AdminPassword, "alice": servertest.Password("alice")}
 
 type browserEnv struct {
 	url      string
+	engine   *server.Engine
 	manager  *sandbox.Manager
 	provider sandbox.Provider
 	apps     *apps.Store
 	chats    *history.Store
-	workers  *workers.Workers
 	browser  context.Context // a running Chromium; each tab is a child
 	shots    string
 }
 
-// newBrowserEnv serves the product as engine serve builds it and starts
-// Chromium. The workers record deletions but only run once a scenario
-// starts them.
+// newBrowserEnv serves the product as engine serve builds it
+// (servertest) and starts Chromium. The workers record deletions but only
+// run once a scenario starts them.
 func newBrowserEnv(t *testing.T) *browserEnv {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		testenv.Need(t, "chromium", fmt.Errorf("no Chromium (apt-get install chromium): %w", err))
 	}
-	ctx := context.Background()
-	sb := newSandboxes(t, nil)
-	db, store, manager := sb.db, sb.store, sb.manager
-	rdb, err := redisconn.Connect(ctx, redistest.Embedded(t), "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	w, err := workers.New(workers.Config{Manager: manager, Store: store, Redis: rdb, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	templates, err := nodes.LoadTemplates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := &llm.Resolver{}
-	types := nodes.Builtins(models)
-	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: manager})
-	accounts := auth.New(db)
-	if err := accounts.EnsureAdmin(ctx, "admin", browserUsers["admin"]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := accounts.CreateUser(ctx, "alice", browserUsers["alice"], auth.RoleUser); err != nil {
-		t.Fatal(err)
-	}
-	appStore := apps.New(db, templates)
-	if err := appStore.EnsureDemo(ctx, "u:admin", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	chats := history.New(db)
-	access := &Access{Apps: appStore, Chats: chats}
-	ui := &UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{store, manager.Provider().Name()}}
-	if err := ui.Load(); err != nil {
-		t.Fatal(err)
-	}
-	product := &Product{
-		Auth:     accounts,
-		Sessions: &SessionHandler{Accounts: accounts, TTL: time.Hour},
-		Chat: &ChatHandler{Engine: &nodes.Engine{Templates: templates, Types: types}, Apps: appStore, History: chats,
-			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: slog.Default()},
-		Apps:       &AppsHandler{Apps: appStore, Access: access, Deleter: w, Now: time.Now},
-		Chats:      &ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: w},
-		Files:      &FilesHandler{Sandboxes: manager, Access: access},
-		UI:         ui,
-		Admin:      w,
-		LoginLimit: &RateLimiter{Every: time.Second, Burst: 50},
-		ChatLimit:  &RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
-	}
-	srv := httptest.NewServer(New(Config{Product: product}))
-	t.Cleanup(srv.Close)
-
-	// Whatever a scenario leaves behind goes with the test.
-	t.Cleanup(func() {
-		list, _ := store.ByProvider(context.Background(), manager.Provider().Name())
-		for _, inst := range list {
-			_ = manager.Delete(context.Background(), inst.SandboxID)
-		}
-	})
-
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
 	shots := os.Getenv(ScreenshotDirEnv)
 	if shots == "" {
 		shots = t.TempDir()
 	} else if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &browserEnv{url: srv.URL, manager: manager, provider: manager.Provider(), apps: appStore, chats: chats, workers: w,
-		browser: startChromium(t, chromium), shots: shots}
-}
-
-// providerRecords lists the records of one provider, as the engine's
-// admin page does.
-type providerRecords struct {
-	store    *mongostore.Store
-	provider string
-}
-
-func (r providerRecords) List(ctx context.Context) ([]sandbox.Instance, error) {
-	return r.store.ByProvider(ctx, r.provider)
+	svc := env.Engine.Services
+	return &browserEnv{url: env.URL, engine: env.Engine, manager: svc.Manager, provider: svc.Provider,
+		apps: env.Engine.Apps, chats: env.Engine.Chats, browser: startChromium(t, chromium), shots: shots}
 }
 
 // startChromium starts a headless Chromium on a fresh profile. The flags
@@ -608,10 +533,9 @@ func TestBrowser(t *testing.T) {
 		if st, err := e.provider.Status(context.Background(), id); err != nil || st != sandbox.StatusRunning {
 			t.Fatalf("the sandbox is %q (%v) before any worker ran, want running", st, err)
 		}
-		if err := e.workers.Start(); err != nil {
+		if err := e.engine.StartWorkers(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(e.workers.Shutdown)
 		waitFor(t, "the deleted chat's sandbox", func() (bool, string) {
 			st, err := e.provider.Status(context.Background(), id)
 			_, lerr := e.manager.Lookup(context.Background(), sandbox.Scope{AppID: "demo", UserID: "u:alice", ChatID: chatID})
@@ -659,19 +583,23 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("after stop the provider says %q (%v)", st, err)
 		}
 
+		// The deletion is recorded at once and shown; the workers (running
+		// since the chat scenario) remove the sandbox, then its record.
 		tb.do(t,
 			chromedp.Click(chromedp.CSS(row+` [data-admin-action=delete]`)),
-			chromedp.WaitNotPresent(chromedp.CSS(row)),
-			chromedp.WaitVisible(chromedp.ID("sandboxes")),
+			chromedp.WaitVisible(chromedp.CSS(row+`[data-status=deleting]`)),
 		)
+		if got := tb.text(t, row+` [data-role=status]`); got != "deleting" {
+			t.Errorf("status after delete shown as %q, want deleting", got)
+		}
+		waitFor(t, "the workers to delete the sandbox", func() (bool, string) {
+			st, err := e.provider.Status(ctx, id)
+			_, lerr := e.manager.Lookup(ctx, scope)
+			return err == nil && st == sandbox.StatusMissing && errors.Is(lerr, sandbox.ErrNotFound), fmt.Sprintf("provider %q (%v), record %v", st, err, lerr)
+		})
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("sandboxes")))
 		if n := run(t, tb, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('%s').length`, row))); n != 0 {
-			t.Error("the deleted sandbox is still listed")
-		}
-		if st, err := e.provider.Status(ctx, id); err != nil || st != sandbox.StatusMissing {
-			t.Errorf("after delete the provider says %q (%v), want %q", st, err, sandbox.StatusMissing)
-		}
-		if _, err := e.manager.Lookup(ctx, scope); !errors.Is(err, sandbox.ErrNotFound) {
-			t.Errorf("after delete the record lookup says %v, want not found", err)
+			t.Error("the deleted sandbox is still listed after a reload")
 		}
 		tb.mu.Lock()
 		defer tb.mu.Unlock()

@@ -43,7 +43,7 @@ var labels = map[string]map[string]string{
 		"title": "Title", "updated": "Updated", "sandboxes": "Sandboxes", "provider": "Provider", "status": "Status",
 		"lastActive": "Last active", "stop": "Stop", "delete": "Delete", "newApp": "New app", "create": "Create",
 		"deleteChat": "Delete chat", "deleteChatConfirm": "Delete this chat? Its sandbox and the sandbox's files are deleted too.",
-		"stoped": "stopped", "running": "running", "success": "success", "failed": "failed", "timed out": "timed out", "error": "error",
+		"stoped": "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "error": "error",
 	},
 	"zh": {
 		"apps": "应用", "admin": "管理", "queues": "任务队列", "signIn": "登录", "signOut": "退出",
@@ -54,7 +54,7 @@ var labels = map[string]map[string]string{
 		"title": "标题", "updated": "更新时间", "sandboxes": "沙盒", "provider": "提供者", "status": "状态",
 		"lastActive": "最后活跃", "stop": "停止", "delete": "删除", "newApp": "新建应用", "create": "创建",
 		"deleteChat": "删除对话", "deleteChatConfirm": "删除此对话?它的沙盒和沙盒中的文件也会被删除。",
-		"stoped": "已停止", "running": "运行中", "success": "成功", "failed": "失败", "timed out": "超时", "error": "错误",
+		"stoped": "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "error": "错误",
 	},
 }
 

@@ -254,7 +254,16 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
   document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
   document.querySelectorAll("[data-admin-action]").forEach((b) => b.addEventListener("click", async () => {
-    try { await api("POST", "/admin/api/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction); location.reload(); } catch (err) { alert(err.message); }
+    try {
+      await api("POST", "/admin/api/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction);
+      if (b.dataset.adminAction !== "delete") { location.reload(); return; }
+      // The deletion is recorded; the workers remove the sandbox and then
+      // its record, so the row stays, marked, until the next reload.
+      const row = b.closest("tr");
+      row.dataset.status = "deleting";
+      row.querySelector('[data-role="status"]').textContent = document.getElementById("sandboxes").dataset.deletingLabel;
+      row.querySelectorAll("[data-admin-action]").forEach((x) => { x.disabled = true; });
+    } catch (err) { alert(err.message); }
   }));
   refreshFiles();
 });
