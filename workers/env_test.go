@@ -46,17 +46,46 @@ func logger() *slog.Logger {
 // clock is an injected clock tests move by hand; it starts at the real
 // time so that providers' creation times compare with it.
 type clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+// waiter is an After that fires once the clock reaches at.
+type waiter struct {
+	at time.Time
+	c  chan time.Time
 }
 
 func newClock() *clock { return &clock{now: time.Now().UTC().Truncate(time.Millisecond)} }
 
 func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// After fires when Add moves the clock d past now (sandbox.Clock).
+func (c *clock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := waiter{at: c.now.Add(d), c: make(chan time.Time, 1)}
+	c.waiters = append(c.waiters, w)
+	return w.c
+}
+
+// Waiting reports how many Afters wait for the clock to move.
+func (c *clock) Waiting() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.waiters) }
+
 func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			kept = append(kept, w)
+			continue
+		}
+		w.c <- c.now
+	}
+	c.waiters = kept
 }
 
 // redisKinds are the two Redis servers the workers run on: a real

@@ -180,21 +180,31 @@ func TestExecRacingScan(t *testing.T) {
 func TestLongCommandIsNotIdle(t *testing.T) {
 	p := bwrapProvider(t)
 	e := newEnv(t, p, redisKinds[1].start(t))
-	m, err := sandbox.New(sandbox.Config{Provider: p, Store: e.store, Now: e.clock.Now, Heartbeat: 30 * time.Millisecond, Logger: quiet})
+	m, err := sandbox.New(sandbox.Config{Provider: p, Store: e.store, Clock: e.clock, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.manager = m
 	w, _, reg := e.workers(t, nil)
 	id := e.use(t, "long")
+	files, err := p.Files(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command runs until the test lets it end: it cannot end before
+	// the scan, however slow the machine.
 	done := make(chan error, 1)
 	var res sandbox.ExecResult
 	go func() {
 		var err error
-		res, err = m.Exec(context.Background(), e.scope("long"), sandbox.ExecRequest{Command: "sleep 4; echo finished"})
+		res, err = m.Exec(context.Background(), e.scope("long"), sandbox.ExecRequest{
+			Command: "touch started; while [ ! -e release ]; do sleep 0.05; done; echo finished", Timeout: time.Minute})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, "the command starts and its heartbeat waits on the clock", func() bool {
+		_, err := files.Stat(ctx(t), "started")
+		return err == nil && e.clock.Waiting() > 0
+	})
 	e.clock.Add(6 * time.Minute) // the command has now run "six minutes"
 	eventually(t, "a heartbeat refreshes the record", func() bool {
 		inst, _ := e.record(t, id)
@@ -203,10 +213,8 @@ func TestLongCommandIsNotIdle(t *testing.T) {
 	if err := w.HandleStopIdle(ctx(t), workers.NewStopIdleTask()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-done:
-		t.Fatal("the command ended before the scan ran; the test shows nothing")
-	default:
+	if err := files.WriteFile(ctx(t), "release", nil); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-done; err != nil || res.Stdout != "finished\n" {
 		t.Fatalf("long command: %+v, %v; want it to finish", res, err)
