@@ -74,11 +74,6 @@ type chatRequest struct {
 	} `json:"messages"`
 }
 
-// apiError writes the one error shape of the API.
-func apiError(c *gin.Context, status int, msg string) {
-	c.AbortWithStatusJSON(status, gin.H{"code": status, "statusText": http.StatusText(status), "message": msg})
-}
-
 func (h *ChatHandler) authorised(c *gin.Context) bool {
 	if _, ok := PrincipalOf(c); ok {
 		return true
@@ -319,16 +314,4 @@ func (s *chatStream) finish(res *nodes.Result) {
 		body["responseData"] = res.Responses
 	}
 	s.c.JSON(http.StatusOK, body)
-}
-
-// decodeJSON reads one JSON value and refuses trailing data.
-func decodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON value")
-	}
-	return nil
 }
