@@ -28,8 +28,9 @@ type Config struct {
 	RedisPassword string // FLOWBOX_REDIS_PASSWORD
 	RedisDB       int    // FLOWBOX_REDIS_DB (default 0)
 
-	// AdminToken guards the admin pages (the queue dashboard at
-	// /admin/queues). FLOWBOX_ADMIN_TOKEN; empty: they refuse everyone.
+	// AdminToken lets operators without an admin account into everything
+	// under /admin (the admin page and its actions, the queue dashboard).
+	// FLOWBOX_ADMIN_TOKEN; empty: only signed-in admins get in.
 	AdminToken string
 
 	Sandbox Sandbox
@@ -44,7 +45,8 @@ type Product struct {
 	APIKey string
 	// AdminUser and AdminPassword create the first admin at start when
 	// that user does not exist. FLOWBOX_ADMIN_USER (default admin),
-	// FLOWBOX_ADMIN_PASSWORD (empty: no account is created).
+	// FLOWBOX_ADMIN_PASSWORD (empty: a random password, logged once when
+	// the account is created; an existing account keeps its password).
 	AdminUser, AdminPassword string
 	// LLMBaseURL and LLMAPIKey are the OpenAI-compatible endpoint for
 	// every model but the offline demo model. FLOWBOX_LLM_BASE_URL,

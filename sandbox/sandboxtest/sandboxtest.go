@@ -370,7 +370,7 @@ func testMemoryHog(t *testing.T, h Harness) {
 	// The shell must hold 256 MiB in one variable: far over the limit.
 	res := run(t, p, id, "x=$(head -c 268435456 /dev/zero | tr '\\0' a); echo ${#x}", 60*time.Second)
 	if res.ExitCode == 0 && strings.TrimSpace(res.Stdout) == "268435456" {
-		t.Fatalf("a 512 MiB allocation succeeded under a 64 MiB limit: %+v", res)
+		t.Fatalf("a 256 MiB allocation succeeded under a 64 MiB limit: %+v", res)
 	}
 	if res := run(t, p, id, "echo survived", 10*time.Second); res.Stdout != "survived\n" {
 		t.Fatalf("after the memory hog: stdout=%q stderr=%q, want the sandbox to live on", res.Stdout, res.Stderr)
