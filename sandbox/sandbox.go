@@ -95,6 +95,12 @@ type Capabilities struct {
 	NetworkIsolation    bool `json:"networkIsolation"`
 	ResourceLimits      bool `json:"resourceLimits"`
 	Streaming           bool `json:"streaming"`
+	// CommandProcessesEnd: every process a command starts ends with the
+	// command, those it left in the background or detached with setsid
+	// included. Without it, some of them may keep running after the
+	// command returned, until the sandbox stops: a server started with &
+	// can still be there for the next command.
+	CommandProcessesEnd bool `json:"commandProcessesEnd"`
 	// Unsafe marks a provider that gives commands the engine's own
 	// privileges (host). Prompts and logs must say so.
 	Unsafe bool `json:"unsafe"`

@@ -49,7 +49,7 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Name() string { return "bwrap" }
 
 func (p *Provider) Capabilities() sandbox.Capabilities {
-	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true}
+	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true, CommandProcessesEnd: true}
 }
 
 // probe finds bwrap and the cgroup controllers once.
