@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -19,7 +20,7 @@ import (
 // Where the agent lives in a container: apart from the workspace and the
 // shell's state, which are the sandbox's.
 const (
-	// agentPath is the read-only bind mount of Config.AgentBinary.
+	// agentPath is the read-only bind mount of the agent binary.
 	agentPath = "/.flowbox-agent/flowbox-agent"
 	// agentRunDir is the sandbox's agent directory on the host, where
 	// the agent puts its socket.
@@ -130,15 +131,86 @@ func (p *Provider) agentUnreachable(id string, why error) {
 	}
 }
 
+// agentChoice is the agent binary new containers run.
+type agentChoice struct {
+	// daemon is its path as the Docker daemon sees it; empty: no agent,
+	// commands are Docker execs.
+	daemon string
+	// fallback says why the default agent, this engine's own binary,
+	// cannot be used; nil when it is used or another was configured.
+	fallback error
+}
+
+// resolveAgent picks the agent binary for cfg: none for NoAgent, the
+// configured one, or by default the running executable (executable
+// stands for os.Executable) if it can run in a container and stays where
+// it is. A configured binary is checked by Fingerprint, not here: the
+// operator asked for it, so a bad one is an error, not a fallback.
+func resolveAgent(cfg Config, executable func() (string, error)) (agentChoice, error) {
+	var local string
+	switch cfg.AgentBinary {
+	case NoAgent:
+		return agentChoice{}, nil
+	case "":
+		exe, err := selfAgent(executable)
+		if err != nil {
+			return agentChoice{fallback: err}, nil
+		}
+		local = exe
+	default:
+		if !filepath.IsAbs(cfg.AgentBinary) {
+			return agentChoice{}, fmt.Errorf("the agent binary %q must be an absolute path", cfg.AgentBinary)
+		}
+		local = filepath.Clean(cfg.AgentBinary)
+	}
+	daemon := local
+	if cfg.DaemonAgentBinary != "" {
+		if !filepath.IsAbs(cfg.DaemonAgentBinary) {
+			return agentChoice{}, fmt.Errorf("the daemon's path of the agent binary %q must be an absolute path", cfg.DaemonAgentBinary)
+		}
+		daemon = filepath.Clean(cfg.DaemonAgentBinary)
+	}
+	return agentChoice{daemon: daemon}, nil
+}
+
+// selfAgent returns the running executable's path, links resolved, or
+// why it cannot be the agent: it is dynamically linked, or it is a
+// temporary build of go run or go test, which goes away when it exits
+// while the containers that mount it stay.
+func selfAgent(executable func() (string, error)) (string, error) {
+	exe, err := executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot find this engine's binary: %w", err)
+	}
+	for _, dir := range strings.Split(filepath.Dir(exe), string(filepath.Separator)) {
+		if strings.HasPrefix(dir, "go-build") {
+			return "", fmt.Errorf("this engine's binary %s is a temporary build of go run or go test; build it with go build", exe)
+		}
+	}
+	if err := checkStatic(exe); err != nil {
+		return "", fmt.Errorf("this engine's binary: %w", err)
+	}
+	return exe, nil
+}
+
 // checkAgentBinary says why the agent binary at path cannot run in a
 // container: it needs a dynamic loader, which an image may lack. A path
 // this process cannot see is the daemon's to judge: the container's
 // creation fails if it is missing.
 func checkAgentBinary(path string) error {
-	f, err := elf.Open(path)
+	err := checkStatic(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	return err
+}
+
+// checkStatic says why the binary at path is no static executable.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("the agent binary %s: %w", path, err)
 	}

@@ -26,11 +26,7 @@ import (
 func benchPaths(b *testing.B, fn func(b *testing.B, cfg docker.Config)) {
 	for _, path := range paths {
 		b.Run(path.name, func(b *testing.B) {
-			var cfg docker.Config
-			if path.agent {
-				cfg.AgentBinary = dockertest.AgentBinary(b)
-			}
-			fn(b, cfg)
+			fn(b, pathConfig(b, path.agent))
 		})
 	}
 }
@@ -65,7 +61,7 @@ func BenchmarkExecTrue(b *testing.B) {
 }
 
 func BenchmarkAPIExecTrue(b *testing.B) {
-	_, id := benchSandbox(b, docker.Config{})
+	_, id := benchSandbox(b, docker.Config{AgentBinary: docker.NoAgent})
 	cli := dockertest.Client(b)
 	ctx := context.Background()
 	var create, run, inspect time.Duration
@@ -109,7 +105,7 @@ func BenchmarkCLIExecTrue(b *testing.B) {
 	if err != nil {
 		b.Skip("the docker CLI is not installed")
 	}
-	_, id := benchSandbox(b, docker.Config{})
+	_, id := benchSandbox(b, docker.Config{AgentBinary: docker.NoAgent})
 	b.ResetTimer()
 	for b.Loop() {
 		cliExecTrue(b, cli, id)

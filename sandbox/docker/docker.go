@@ -5,12 +5,15 @@
 // shell state are host directories bind-mounted into it, so they survive
 // stop and start.
 //
-// Commands reach a container one of two ways. With Config.AgentBinary
-// set, the container's main process is the exec agent (sandbox/agent),
-// and a command is a connection to its socket, which the container sees
-// in a host directory of its own: a few milliseconds instead of a Docker
-// exec's tens, and every process a command starts ends with it. Without
-// it, or when the agent cannot be reached, a command is a Docker exec.
+// Commands reach a container one of two ways. By default the container's
+// main process is the exec agent (sandbox/agent), run from this very
+// engine binary (or Config.AgentBinary), and a command is a connection to
+// its socket, which the container sees in a host directory of its own: a
+// few milliseconds instead of a Docker exec's tens, and every process a
+// command starts ends with it. The fallback, for an engine binary that
+// cannot run in a container (dynamically linked), for containers created
+// without the agent and when the agent cannot be reached, is a Docker
+// exec per command.
 //
 // The package must never run a user's command outside the persistent
 // shell (sandbox.ShellArgv), never leave a timed-out command running, and
@@ -94,15 +97,28 @@ type Config struct {
 	// Logger receives failures that are not returned (cleanup, kills).
 	// Default slog.Default().
 	Logger *slog.Logger
-	// AgentBinary is the path, as the Docker daemon sees it, of a static
+	// AgentBinary is the path, as this process sees it, of a static
 	// engine binary (CGO_ENABLED=0 go build ./cmd/engine): new containers
 	// run its sandbox-agent command as their main process, from a
 	// read-only bind mount, and commands go through it. It must be
-	// static to run in any image. Default empty: commands are Docker
-	// execs. The agent's socket is reached through WorkspaceRoot, so the
-	// daemon must run on this machine.
+	// static to run in any image; Fingerprint checks that, unless this
+	// process cannot see the file (then only the daemon can judge it).
+	// Default: this process's own executable when it is static; when it
+	// is not (a cgo build, go run, a test binary), commands are Docker
+	// execs and New logs a warning saying why. NoAgent selects Docker
+	// execs without a warning. The agent's socket is reached through
+	// WorkspaceRoot, so the daemon must run on this machine.
 	AgentBinary string
+	// DaemonAgentBinary is the same binary as the Docker daemon sees it,
+	// for the bind mount. It differs from AgentBinary when the engine
+	// runs in a container and the binary is mounted there from elsewhere
+	// on the host (docker-compose.yml). Default: the agent binary's path
+	// here.
+	DaemonAgentBinary string
 }
+
+// NoAgent as Config.AgentBinary runs every command as a Docker exec.
+const NoAgent = "none"
 
 // Provider runs sandboxes as Docker containers. It is safe for concurrent
 // use, also by several engine processes sharing one daemon.
@@ -110,6 +126,9 @@ type Provider struct {
 	cfg Config
 	cli *client.Client
 	log *slog.Logger
+	// agent is the agent binary new containers run, as the daemon sees
+	// it; empty: they run none, and commands are Docker execs.
+	agent string
 	// unreachable is logged once: later fallbacks to Docker execs are
 	// debug messages.
 	unreachable sync.Once
@@ -119,7 +138,11 @@ var _ sandbox.Provider = (*Provider)(nil)
 
 // New returns a provider for cfg. It does not contact the daemon;
 // Fingerprint does.
-func New(cfg Config) (*Provider, error) {
+func New(cfg Config) (*Provider, error) { return newProvider(cfg, os.Executable) }
+
+// newProvider is New with executable in place of os.Executable, the
+// default agent binary.
+func newProvider(cfg Config, executable func() (string, error)) (*Provider, error) {
 	if cfg.Image == "" {
 		cfg.Image = DefaultImage
 	}
@@ -142,8 +165,9 @@ func New(cfg Config) (*Provider, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.DefaultLimits = mergeLimits(cfg.DefaultLimits, defaultLimits)
-	if cfg.AgentBinary != "" && !filepath.IsAbs(cfg.AgentBinary) {
-		return nil, fmt.Errorf("docker sandbox: the agent binary %q must be an absolute path", cfg.AgentBinary)
+	agentBin, err := resolveAgent(cfg, executable)
+	if err != nil {
+		return nil, fmt.Errorf("docker sandbox: %w", err)
 	}
 	for _, dir := range []*string{&cfg.WorkspaceRoot, &cfg.DaemonWorkspaceRoot} {
 		if !filepath.IsAbs(*dir) {
@@ -162,7 +186,13 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: configure the Docker client: %w", err)
 	}
-	return &Provider{cfg: cfg, cli: cli, log: cfg.Logger.With("provider", "docker")}, nil
+	p := &Provider{cfg: cfg, cli: cli, log: cfg.Logger.With("provider", "docker"), agent: agentBin.daemon}
+	if agentBin.fallback != nil {
+		p.log.Warn("sandbox commands run as Docker execs, without the in-sandbox agent: slower, and background processes outlive their command",
+			"reason", agentBin.fallback,
+			"fix", "run an engine built with CGO_ENABLED=0 (go build ./cmd/engine), or set FLOWBOX_DOCKER_AGENT_BINARY to one; FLOWBOX_DOCKER_AGENT_BINARY=none silences this")
+	}
+	return p, nil
 }
 
 // Close releases the client's idle connections.
@@ -178,6 +208,9 @@ func (p *Provider) Capabilities() sandbox.Capabilities {
 		NetworkIsolation:    true,
 		ResourceLimits:      true,
 		Streaming:           true,
+		// Through the agent only; a Docker exec's background processes
+		// live on in the container.
+		CommandProcessesEnd: p.agent != "",
 	}
 }
 
@@ -212,7 +245,7 @@ func (p *Provider) Fingerprint(ctx context.Context) error {
 	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
 		return fmt.Errorf("docker sandbox: the workspace root is not usable: %w", err)
 	}
-	if p.cfg.AgentBinary != "" {
+	if p.agent != "" && p.cfg.AgentBinary != "" {
 		if err := checkAgentBinary(p.cfg.AgentBinary); err != nil {
 			return fmt.Errorf("docker sandbox: %w", err)
 		}

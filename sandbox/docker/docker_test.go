@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -39,12 +40,26 @@ type env struct {
 	root string
 }
 
-// paths are the two ways a command reaches a container: a Docker exec,
-// and the agent in the container.
+// paths are the two ways a command reaches a container: the agent in the
+// container, the default, and a Docker exec per command, the fallback for
+// engine binaries that cannot be the agent (dynamically linked) and for
+// containers created without it.
 var paths = []struct {
 	name  string
 	agent bool
-}{{"docker-exec", false}, {"agent", true}}
+}{{"agent", true}, {"exec-fallback", false}}
+
+// pathConfig is a config for one path: a static engine binary as the
+// agent (the test binary, dynamically linked, cannot be one), or none.
+func pathConfig(tb testing.TB, agent bool) docker.Config {
+	if agent {
+		return docker.Config{AgentBinary: dockertest.AgentBinary(tb)}
+	}
+	return docker.Config{AgentBinary: docker.NoAgent}
+}
+
+// usesAgent reports whether cfg, from pathConfig, is the agent's path.
+func usesAgent(cfg docker.Config) bool { return cfg.AgentBinary != docker.NoAgent }
 
 // forEachPath runs fn for each path, in parallel subtests, with a config
 // for it.
@@ -52,11 +67,7 @@ func forEachPath(t *testing.T, fn func(t *testing.T, cfg docker.Config)) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
-			var cfg docker.Config
-			if path.agent {
-				cfg.AgentBinary = dockertest.AgentBinary(t)
-			}
-			fn(t, cfg)
+			fn(t, pathConfig(t, path.agent))
 		})
 	}
 }
@@ -117,13 +128,12 @@ func (e env) processes(t *testing.T, id string) []string {
 
 // tasks counts the threads in the sandbox's container, which is what its
 // pids limit counts; the agent has several.
-func (e env) tasks(t *testing.T, id string) int {
-	t.Helper()
-	top, err := e.cli.ContainerTop(testCtx(t), docker.ContainerName(id), client.ContainerTopOptions{Arguments: []string{"-eL"}})
+func (e env) tasks(ctx context.Context, id string) (int, error) {
+	top, err := e.cli.ContainerTop(ctx, docker.ContainerName(id), client.ContainerTopOptions{Arguments: []string{"-eL"}})
 	if err != nil {
-		t.Fatalf("top: %v", err)
+		return 0, fmt.Errorf("top: %w", err)
 	}
-	return len(top.Processes)
+	return len(top.Processes), nil
 }
 
 // containersOf lists the containers labelled with the sandbox id.
@@ -245,7 +255,7 @@ func TestEnsureCreatesAnIsolatedContainer(t *testing.T) {
 					{sandbox.WorkspaceDir, filepath.Join(e.root, id, "workspace"), true},
 					{sandbox.StateDir, filepath.Join(e.root, id, "state"), true},
 				}
-				if cfg.AgentBinary != "" {
+				if usesAgent(cfg) {
 					wantMounts = append(wantMounts, []struct {
 						dst, src string
 						rw       bool
@@ -579,7 +589,7 @@ func TestTimeoutKillsEveryProcess(t *testing.T) {
 // with its files.
 func TestTimeoutWithoutPIDFileKillsTheContainer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, docker.Config{})
+	e := newEnv(t, docker.Config{AgentBinary: docker.NoAgent})
 	id := e.started(t, sandbox.Spec{})
 	e.run(t, id, "echo kept > kept.txt", 10*time.Second)
 	res := e.run(t, id, "rm -f /.flowbox/exec-*.pid; sleep 970", time.Second)
@@ -843,18 +853,26 @@ func TestMemoryHogIsKilled(t *testing.T) {
 	})
 }
 
+// A fork bomb is held to its sandbox's pids limit, reported as timed out,
+// and killed whole, and the sandbox serves the next command. On the exec
+// fallback the provider may kill the whole container to kill the bomb
+// (exec.go: its kill exec cannot start while the bomb holds every pid),
+// and the next command then needs an Ensure, as the manager does on
+// ErrNotRunning; the agent, already running, must never come to that.
 func TestForkBombIsContained(t *testing.T) {
 	t.Parallel()
-	// One bomb at a time: two at once starve the machine, and the Docker
-	// exec path's kill, which needs the daemon to start a process in the
-	// bomb's cgroup, then fails more often (its container is killed).
+	// One bomb at a time: two at once starve the machine.
 	var one sync.Mutex
 	forEachPath(t, func(t *testing.T, cfg docker.Config) {
 		one.Lock()
 		defer one.Unlock()
+		agent := usesAgent(cfg)
 		e := newEnv(t, cfg)
 		const pids = 48
-		id := e.started(t, sandbox.Spec{Limits: sandbox.Limits{Pids: pids}})
+		spec := sandbox.Spec{Limits: sandbox.Limits{Pids: pids}}
+		spec.ID = e.started(t, spec)
+		id := spec.ID
+		startedAt := e.inspect(t, id).State.StartedAt
 		// The bombs fork spinners until forks fail; the spinners never fork
 		// and so outlive the failures. The pids limit stays used up until the
 		// timeout kills them all, and the kill must work all the same. The
@@ -869,51 +887,93 @@ func TestForkBombIsContained(t *testing.T) {
 			}
 			done <- res
 		}()
-		peak := 0
-		var res sandbox.ExecResult
+
+		// Count the container's tasks while the bomb runs. Sampling stops
+		// when the container is found killed, or on an error: either way
+		// the test waits for Exec before it judges, so that nothing logs
+		// to t after it ended.
+		var (
+			peak      int
+			killed    bool
+			sampleErr error
+			res       sandbox.ExecResult
+		)
 	wait:
 		for {
 			select {
 			case res = <-done:
 				break wait
 			case <-time.After(200 * time.Millisecond):
-				peak = max(peak, e.tasks(t, id))
+			}
+			if killed || sampleErr != nil {
+				continue
+			}
+			n, err := e.tasks(testCtx(t), id)
+			if err == nil {
+				peak = max(peak, n)
+				continue
+			}
+			c, ierr := e.cli.ContainerInspect(testCtx(t), docker.ContainerName(id), client.ContainerInspectOptions{})
+			switch {
+			case ierr != nil:
+				sampleErr = fmt.Errorf("%w; inspect: %w", err, ierr)
+			case c.Container.State.Running:
+				sampleErr = err
+			default:
+				killed = true
+				t.Logf("the container was killed during the bomb (%s)", c.Container.State.Status)
 			}
 		}
-		t.Logf("peak: %d tasks", peak)
+		if sampleErr != nil {
+			t.Fatalf("counting the container's tasks during the bomb: %v", sampleErr)
+		}
+
+		t.Logf("peak: %d tasks (pids limit %d)", peak, pids)
 		if peak < pids-8 {
 			t.Errorf("at most %d tasks seen during the bomb; want it to reach the limit of %d", peak, pids)
 		}
-		if !res.TimedOut {
-			t.Errorf("the bomb ended on its own (exit %d); want it killed at its timeout", res.ExitCode)
+		// The limit counts tasks forked inside the container; a process
+		// the daemon moves in (the exec fallback's kill) may add a few.
+		if peak > pids+8 {
+			t.Errorf("%d tasks seen during the bomb; want it held to the pids limit of %d", peak, pids)
 		}
-		if c := e.inspect(t, id); !c.State.Running {
-			// The exec path kills a timed-out command with an exec in the
-			// container, which cannot start while the bomb holds every pid;
-			// the provider then kills the container (logged), and the next
-			// Ensure starts it again. The agent, already running, needs no
-			// new process to kill, so it must never come to that.
-			if cfg.AgentBinary != "" {
-				t.Fatalf("container %s after the bomb's timeout, want the agent to have killed the bomb inside it", c.State.Status)
-			}
-			t.Logf("the kill exec could not start; the container was killed (%s)", c.State.Status)
-			if err := e.p.Ensure(testCtx(t), sandbox.Spec{ID: id, Limits: sandbox.Limits{Pids: pids}}); err != nil {
+		if !res.TimedOut || res.ExitCode != 124 {
+			t.Errorf("the bomb's result: timedOut=%v exit=%d; want it killed at its timeout (true, 124)", res.TimedOut, res.ExitCode)
+		}
+		c := e.inspect(t, id)
+		if agent && (killed || !c.State.Running || c.State.StartedAt != startedAt) {
+			t.Fatalf("the container is %s, started at %s (before the bomb: %s); the agent must kill the bomb inside it",
+				c.State.Status, c.State.StartedAt, startedAt)
+		}
+		if !c.State.Running {
+			t.Logf("the kill exec could not start; the provider killed the container (%s)", c.State.Status)
+		}
+
+		// The next command, as the manager runs it: an Exec, and after
+		// ErrNotRunning an Ensure and the Exec again.
+		next := sandbox.ExecRequest{Command: "echo contained", Timeout: 10 * time.Second}
+		out, err := e.p.Exec(testCtx(t), id, next)
+		if errors.Is(err, sandbox.ErrNotRunning) && !agent {
+			if err := e.p.Ensure(testCtx(t), spec); err != nil {
 				t.Fatalf("Ensure after the container was killed: %v", err)
 			}
+			out, err = e.p.Exec(testCtx(t), id, next)
 		}
-		// Killed processes may stand as zombies a moment until the init
-		// reaps them; live ones never go away by themselves.
+		if err != nil || out.Stdout != "contained\n" {
+			t.Fatalf("the next command after the fork bomb: %+v, %v; want contained", out, err)
+		}
+
+		// Nothing of the bomb survives. Killed processes may stand as
+		// zombies a moment until the init reaps them; live ones never go
+		// away by themselves.
 		var procs []string
-		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			if procs = e.processes(t, id); len(procs) <= 2 || time.Now().After(deadline) {
 				break
 			}
 		}
 		if len(procs) > 2 {
 			t.Errorf("%d processes in the container after the bomb's timeout, want only the init and the main process: %q", len(procs), procs)
-		}
-		if res := e.run(t, id, "echo contained", 10*time.Second); res.Stdout != "contained\n" {
-			t.Fatalf("after the fork bomb: stdout=%q stderr=%q", res.Stdout, res.Stderr)
 		}
 		if _, err := e.cli.Ping(testCtx(t), client.PingOptions{}); err != nil {
 			t.Fatalf("the daemon after the fork bomb: %v", err)
@@ -1066,6 +1126,202 @@ func dynamicallyLinked(path string) bool {
 	}
 	defer f.Close()
 	return slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP })
+}
+
+// The agent is the default: with AgentBinary empty, the running engine
+// binary is the agent when it can run in any container (static) and stays
+// where it is; otherwise commands fall back to Docker execs, for a reason
+// that says how to fix it.
+func TestDefaultAgent(t *testing.T) {
+	t.Parallel()
+	static := dockertest.AgentBinary(t)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "flowbox-engine")
+	if err := os.Symlink(static, link); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dynamic := dynamicBinary(t, self, dir)
+
+	type want struct {
+		daemon   string
+		fallback []string // what the reason mentions; nil: no fallback
+		err      bool
+	}
+	tests := []struct {
+		name string
+		cfg  docker.Config
+		exe  string
+		want want
+	}{
+		{"a static engine", docker.Config{}, static, want{daemon: static}},
+		{"a static engine through a link", docker.Config{}, link, want{daemon: static}},
+		{"a static engine the daemon sees elsewhere", docker.Config{DaemonAgentBinary: "/host/bin/flowbox-engine"}, static,
+			want{daemon: "/host/bin/flowbox-engine"}},
+		{"the test binary", docker.Config{}, self, want{fallback: []string{self}}},
+		{"a dynamically linked engine", docker.Config{}, dynamic, want{fallback: []string{dynamic, "dynamically linked", "CGO_ENABLED=0"}}},
+		{"a missing engine", docker.Config{}, filepath.Join(dir, "gone"), want{fallback: []string{"gone"}}},
+		{"no agent", docker.Config{AgentBinary: docker.NoAgent, DaemonAgentBinary: "/host/bin/flowbox-engine"}, static, want{}},
+		{"a configured agent", docker.Config{AgentBinary: "/opt/flowbox/agent"}, self, want{daemon: "/opt/flowbox/agent"}},
+		{"a configured agent the daemon sees elsewhere", docker.Config{AgentBinary: "/opt/flowbox/agent", DaemonAgentBinary: "/host/agent"}, self,
+			want{daemon: "/host/agent"}},
+		{"a relative agent path", docker.Config{AgentBinary: "flowbox-engine"}, static, want{err: true}},
+		{"a relative daemon path", docker.Config{DaemonAgentBinary: "bin/flowbox-engine"}, static, want{err: true}},
+	}
+	for _, tc := range tests {
+		if tc.exe == "" {
+			continue // no dynamically linked binary on this machine
+		}
+		daemon, fallback, err := docker.ResolveAgent(tc.cfg, tc.exe)
+		if (err != nil) != tc.want.err || daemon != tc.want.daemon || (fallback != nil) != (tc.want.fallback != nil) {
+			t.Errorf("%s: daemon path %q, fallback %v, err %v; want %q, fallback %v, err %v",
+				tc.name, daemon, fallback, err, tc.want.daemon, tc.want.fallback != nil, tc.want.err)
+			continue
+		}
+		for _, w := range tc.want.fallback {
+			if !strings.Contains(fallback.Error(), w) {
+				t.Errorf("%s: the fallback's reason %q does not mention %q", tc.name, fallback, w)
+			}
+		}
+	}
+}
+
+// dynamicBinary returns a dynamically linked binary outside the go
+// build's temporary directories: a copy of the test binary, or /bin/true,
+// or "" if neither is one.
+func dynamicBinary(t *testing.T, self, dir string) string {
+	t.Helper()
+	if !dynamicallyLinked(self) {
+		if dynamicallyLinked("/bin/true") {
+			return "/bin/true"
+		}
+		return ""
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "dynamic-engine")
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// New says once, in its log, when commands fall back to Docker execs, and
+// Capabilities tell the two paths apart.
+func TestFallbackIsLogged(t *testing.T) {
+	t.Parallel()
+	static := dockertest.AgentBinary(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		cfg       docker.Config
+		exe       string
+		agent     bool
+		warnsWith []string
+	}{
+		{"the test binary", docker.Config{}, self, false, []string{"WARN", "Docker execs", "CGO_ENABLED=0"}},
+		{"a static engine", docker.Config{}, static, true, nil},
+		{"no agent", docker.Config{AgentBinary: docker.NoAgent}, static, false, nil},
+		{"a configured agent", docker.Config{AgentBinary: static}, self, true, nil},
+	}
+	for _, tc := range tests {
+		var log strings.Builder
+		tc.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		tc.cfg.WorkspaceRoot = t.TempDir()
+		p, err := docker.NewRunningAs(tc.cfg, tc.exe)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		p.Close()
+		if got := p.Capabilities().CommandProcessesEnd; got != tc.agent {
+			t.Errorf("%s: CommandProcessesEnd = %v, want %v (the agent's path: %v)", tc.name, got, tc.agent, tc.agent)
+		}
+		lines := strings.Count(log.String(), "\n")
+		if tc.warnsWith == nil {
+			if lines != 0 {
+				t.Errorf("%s: New logged %q, want nothing", tc.name, log.String())
+			}
+			continue
+		}
+		if lines != 1 {
+			t.Errorf("%s: New logged %d lines, want one warning: %q", tc.name, lines, log.String())
+		}
+		for _, w := range tc.warnsWith {
+			if !strings.Contains(log.String(), w) {
+				t.Errorf("%s: New logged %q; want it to mention %q", tc.name, log.String(), w)
+			}
+		}
+	}
+	// The test binary itself, through New.
+	p, err := docker.New(docker.Config{Logger: slog.New(slog.DiscardHandler), WorkspaceRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Capabilities().CommandProcessesEnd {
+		t.Errorf("New in the test binary: CommandProcessesEnd = true; want the exec fallback")
+	}
+}
+
+// A provider whose running executable is a static engine, with no agent
+// configured, runs it in its containers and sends commands through it.
+func TestDefaultAgentRuns(t *testing.T) {
+	t.Parallel()
+	static := dockertest.AgentBinary(t)
+	cfg := docker.Config{Image: dockertest.Image, Shell: dockertest.Shell, WorkspaceRoot: filepath.Join(t.TempDir(), "sandboxes")}
+	dockertest.Provider(t, cfg) // imports the image; removes the root's containers at cleanup
+	p, err := docker.NewRunningAs(cfg, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	e := env{p: p, cli: dockertest.Client(t), root: cfg.WorkspaceRoot}
+	id := e.started(t, sandbox.Spec{})
+	c := e.inspect(t, id)
+	if len(c.Config.Cmd) == 0 || c.Config.Cmd[0] != "/.flowbox-agent/flowbox-agent" {
+		t.Errorf("the container's command is %q, want the agent", c.Config.Cmd)
+	}
+	if !slices.ContainsFunc(c.Mounts, func(m container.MountPoint) bool {
+		return m.Destination == "/.flowbox-agent/flowbox-agent" && m.Source == static && !m.RW
+	}) {
+		t.Errorf("mounts %+v; want %s read-only at the agent's path", c.Mounts, static)
+	}
+	if res := e.run(t, id, "echo started; sleep 977 &", 10*time.Second); res.Stdout != "started\n" {
+		t.Fatalf("stdout = %q, want started", res.Stdout)
+	}
+	if left := leftovers(e.processes(t, id)); len(left) > 0 {
+		t.Errorf("%q outlives its command: commands do not go through the agent", left)
+	}
+}
+
+// CommandProcessesEnd says what happens to the processes a command
+// leaves behind: the agent ends them, a Docker exec leaves them running.
+func TestCommandProcessesEnd(t *testing.T) {
+	t.Parallel()
+	forEachPath(t, func(t *testing.T, cfg docker.Config) {
+		e := newEnv(t, cfg)
+		id := e.started(t, sandbox.Spec{})
+		caps := e.p.Capabilities()
+		if caps.CommandProcessesEnd != usesAgent(cfg) {
+			t.Errorf("CommandProcessesEnd = %v on the %s path", caps.CommandProcessesEnd, map[bool]string{true: "agent's", false: "exec fallback's"}[usesAgent(cfg)])
+		}
+		e.run(t, id, "sleep 977 & setsid sleep 978 &", 10*time.Second)
+		left := leftovers(e.processes(t, id))
+		if caps.CommandProcessesEnd && len(left) > 0 {
+			t.Errorf("CommandProcessesEnd, but %q outlive their command", left)
+		}
+		if !caps.CommandProcessesEnd && len(left) != 2 {
+			t.Errorf("not CommandProcessesEnd, but of the command's two background processes %q live on; correct the capability", left)
+		}
+	})
 }
 
 func TestFilesRefuseEscapes(t *testing.T) {

@@ -154,7 +154,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
 		return fmt.Errorf("create the workspace root: %w", err)
 	}
-	for _, d := range p.hostDirs(id, p.cfg.AgentBinary != "") {
+	for _, d := range p.hostDirs(id, p.agent != "") {
 		dir := d.path
 		if _, serr := os.Lstat(dir); serr == nil {
 			continue
@@ -221,10 +221,10 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "workspace"), Target: sandbox.WorkspaceDir},
 		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "state"), Target: sandbox.StateDir},
 	}
-	if p.cfg.AgentBinary != "" {
+	if p.agent != "" {
 		cmd = agentCmd(p.cfg.Shell)
 		mounts = append(mounts,
-			mount.Mount{Type: mount.TypeBind, Source: p.cfg.AgentBinary, Target: agentPath, ReadOnly: true},
+			mount.Mount{Type: mount.TypeBind, Source: p.agent, Target: agentPath, ReadOnly: true},
 			mount.Mount{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "agent"), Target: agentRunDir},
 		)
 	}

@@ -97,7 +97,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if err := checkID(id); err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	if p.cfg.AgentBinary != "" {
+	if p.agent != "" {
 		if res, handled, err := p.execAgent(ctx, id, req); handled {
 			return res, err
 		}

@@ -87,7 +87,9 @@ func Client(t testing.TB) *client.Client {
 // busybox image is imported first if the daemon lacks it. At cleanup,
 // every container whose workspace lies under the provider's root is
 // removed. For commands through the agent, set cfg.AgentBinary to
-// AgentBinary(t).
+// AgentBinary(t); for the Docker exec fallback, to docker.NoAgent. Left
+// empty it means the running executable, the test binary, which cannot be
+// the agent: Docker execs, and a warning in the log.
 func Provider(t testing.TB, cfg docker.Config) *docker.Provider {
 	t.Helper()
 	cli := Client(t)
