@@ -13,7 +13,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# Pure Go (the embedded database uses modernc.org/sqlite): a static binary.
+# Pure Go (the embedded database uses modernc.org/sqlite): with cgo off the
+# binary is static, and it must be: the docker provider also runs it inside
+# every sandbox, whatever the image, as the sandbox's command agent (engine
+# sandbox-agent); a dynamically linked engine falls back to a Docker exec
+# per command.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/flowbox-engine ./cmd/engine
 
 FROM debian:bookworm-slim
