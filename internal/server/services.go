@@ -171,7 +171,7 @@ func chooseProvider(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,
-				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, Logger: log})
+				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log})
 		},
 		"host": func() (sandbox.Provider, error) {
 			return host.New(host.Config{Root: filepath.Join(sc.Root, "host"), AllowUnsafe: sc.AllowUnsafeHost})

@@ -1410,8 +1410,9 @@ func TestRefusesForeignIDs(t *testing.T) {
 }
 
 // TestDefaultImage runs the real sandbox image, with bash, and holds
-// images/sandbox/CONTENTS.md to what the image really contains: the
-// agent's system prompt is written from that file.
+// images/sandbox/CONTENTS.md, the image's documentation for operators, to
+// what the image really contains. (The agent's system prompt does not come
+// from that file: the engine probes a sandbox at start, toolcall.Probe.)
 func TestDefaultImage(t *testing.T) {
 	t.Parallel()
 	forEachPath(t, func(t *testing.T, cfg docker.Config) {
