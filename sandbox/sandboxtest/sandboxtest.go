@@ -56,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"ExecResult", testExecResult},
 		{"ShellStatePersists", testPersistence},
 		{"TimeoutKillsEverything", testTimeout},
+		{"CommandProcessesEnd", testCommandProcessesEnd},
 		{"StdinIsEmpty", testStdin},
 		{"OutputCapped", testOutputCap},
 		{"OutputStreamsLive", testStreaming},
@@ -361,6 +362,22 @@ func testStreaming(t *testing.T, h Harness) {
 	}
 	if out.String() != res.Stdout || errOut.String() != res.Stderr {
 		t.Fatalf("streamed stdout=%q stderr=%q, result stdout=%q stderr=%q: they must agree", out.String(), errOut.String(), res.Stdout, res.Stderr)
+	}
+}
+
+// testCommandProcessesEnd holds a provider that declares
+// CommandProcessesEnd to it: what a command leaves running in the
+// background is gone once the command has returned.
+func testCommandProcessesEnd(t *testing.T, h Harness) {
+	p, id := started(t, h, sandbox.Limits{})
+	needs(t, p, p.Capabilities().CommandProcessesEnd, "end of a command's processes with the command")
+	if res := run(t, p, id, "sleep 300 >/dev/null 2>&1 & echo started", 30*time.Second); res.Stdout != "started\n" {
+		t.Fatalf("start a background sleep: %+v", res)
+	}
+	// The pattern does not match its own grep's command line.
+	res := run(t, p, id, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'sleep 3[0]0' || true", 30*time.Second)
+	if got := strings.TrimSpace(res.Stdout); got != "0" {
+		t.Fatalf("%s background sleep(s) still run after their command returned (stderr %q); the provider declares CommandProcessesEnd", got, res.Stderr)
 	}
 }
 
