@@ -1,95 +1,106 @@
-package web
+package web_test
 
 import (
-	"encoding/json"
-	"io"
+	"context"
 	"net/http"
-	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/hibiken/asynq"
-	"github.com/hibiken/asynqmon"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/auth"
 	"github.com/flowbox/flowbox/workers"
 )
 
-// TestQueueDashboard: the dashboard answers with the admin token and
-// refuses without it, on a real redis-server and on the embedded Redis.
+// basic is a caller sending user and password by HTTP basic auth.
+func basic(env *servertest.Env, user, password string) *servertest.Client {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth(user, password)
+	c := env.Anonymous()
+	c.Header.Set("Authorization", r.Header.Get("Authorization"))
+	return c
+}
+
+// operator is a caller with the admin token as the password of HTTP basic
+// auth, as a browser sends it once prompted: no account, no session.
+func operator(env *servertest.Env) *servertest.Client {
+	return basic(env, "operator", servertest.AdminToken)
+}
+
+// TestQueueDashboard: the product's queue dashboard answers admins and the
+// admin token and refuses everyone else, and lists the task a chat's
+// deletion queued, on a real redis-server and on the embedded Redis.
 func TestQueueDashboard(t *testing.T) {
 	redises := []struct {
-		name  string
-		start func(testing.TB) string
+		name string
+		env  func(testing.TB) map[string]string
 	}{
-		{"redis-server", func(t testing.TB) string { return redistest.Server(t) }},
-		{"embedded", redistest.Embedded},
+		{"redis-server", func(t testing.TB) map[string]string {
+			return map[string]string{"FLOWBOX_REDIS_ADDR": redistest.Server(t)}
+		}},
+		{"embedded", func(testing.TB) map[string]string { return nil }}, // the product's own
 	}
 	for _, rk := range redises {
 		t.Run(rk.name, func(t *testing.T) {
-			opt := asynq.RedisClientOpt{Addr: rk.start(t)}
-			client := asynq.NewClient(opt)
-			defer client.Close()
-			task, err := workers.NewDeleteAppTask("app-1")
-			if err != nil {
-				t.Fatal(err)
+			env := servertest.Start(t, servertest.Options{Env: rk.env(t)})
+			aliceID := env.CreateUser(t, "alice", auth.RoleUser)
+			rootID := env.CreateUser(t, "root", auth.RoleAdmin)
+			alice := env.Login(t, "alice", servertest.Password("alice"))
+			// The workers do not run: the deletion's task waits in its queue.
+			chat, _ := say(t, alice, apps.DemoAppID, "", "hello")
+			if resp := alice.Do(t, "DELETE", "/api/apps/demo/chats", map[string]any{"chatIds": []string{chat}}); resp.Status != http.StatusAccepted {
+				t.Fatalf("delete the chat: %d %s", resp.Status, resp.Body)
 			}
-			if _, err := client.Enqueue(task); err != nil {
-				t.Fatal(err)
-			}
-			dash := asynqmon.New(asynqmon.Options{RootPath: QueuesPath, RedisConnOpt: opt})
-			defer dash.Close()
 
+			forged := env.Anonymous()
+			forged.Header.Set("Cookie", web.SessionCookie+"=fbs_forged")
 			tests := []struct {
 				name   string
-				token  string // configured
-				auth   func(*http.Request)
+				as     *servertest.Client
 				path   string
 				status int
 				body   string
+				// badCredentials: refused as credentials before the gate
+				// answers, with the API's message and no Basic challenge.
+				badCredentials bool
 			}{
-				{"no token configured", "", func(r *http.Request) { r.SetBasicAuth("admin", "") }, "/api/queues", 403, "FLOWBOX_ADMIN_TOKEN"},
-				{"no credentials", "s3cret", func(*http.Request) {}, "/api/queues", 401, "admin token"},
-				{"wrong password", "s3cret", func(r *http.Request) { r.SetBasicAuth("admin", "guess") }, "/api/queues", 401, "admin token"},
-				{"wrong bearer", "s3cret", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cre") }, "/api/queues", 401, "admin token"},
-				{"basic auth, page", "s3cret", func(r *http.Request) { r.SetBasicAuth("anyone", "s3cret") }, "", 200, "<html"},
-				{"basic auth, API", "s3cret", func(r *http.Request) { r.SetBasicAuth("anyone", "s3cret") }, "/api/queues", 200, workers.QueueDeletions},
-				{"bearer, API", "s3cret", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret") }, "/api/queues", 200, workers.QueueDeletions},
+				{"no credentials", env.Anonymous(), "/api/queues", 401, "admin token", false},
+				{"wrong password", basic(env, "admin", "guess"), "/api/queues", 401, "admin token", false},
+				{"an admin's password", basic(env, servertest.AdminName, servertest.AdminPassword), "/api/queues", 401, "admin token", false},
+				{"wrong bearer", env.Bearer(servertest.AdminToken[:len(servertest.AdminToken)-1]), "/api/queues", 401, "the API key is not valid", true},
+				{"a session that ended", forged, "/api/queues", 401, "sign in again", true},
+				{"basic auth, page", operator(env), "", 200, "<html", false},
+				{"basic auth, API", operator(env), "/api/queues", 200, workers.QueueDeletions, false},
+				{"bearer, API", env.Bearer(servertest.AdminToken), "/api/queues", 200, workers.QueueDeletions, false},
+				{"admin session", env.Login(t, servertest.AdminName, servertest.AdminPassword), "/api/queues", 200, workers.QueueDeletions, false},
+				{"another admin's API key", env.Bearer(env.APIKey(t, rootID)), "/api/queues", 200, workers.QueueDeletions, false},
+				{"user session", alice, "/api/queues", 403, "this needs an admin", false},
+				{"user API key", env.Bearer(env.APIKey(t, aliceID)), "/api/queues", 403, "this needs an admin", false},
 			}
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
-					h := New(Config{Queues: dash, AdminToken: tc.token})
-					req := httptest.NewRequest("GET", QueuesPath+tc.path, nil)
-					tc.auth(req)
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, req)
-					body := rec.Body.String()
-					if rec.Code != tc.status || !strings.Contains(body, tc.body) {
-						t.Fatalf("GET %s: status %d, body %.300q; want %d and a body containing %q", req.URL.Path, rec.Code, body, tc.status, tc.body)
+					resp := tc.as.Do(t, "GET", web.QueuesPath+tc.path, nil)
+					if resp.Status != tc.status || !strings.Contains(string(resp.Body), tc.body) {
+						t.Fatalf("GET %s: status %d, body %s; want %d and a body containing %q", web.QueuesPath+tc.path, resp.Status, clipped(resp.Body), tc.status, tc.body)
 					}
-					if rec.Code == http.StatusUnauthorized && !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Basic") {
-						t.Errorf("401 without a Basic challenge: browsers would not prompt")
+					if resp.Status == http.StatusUnauthorized && !tc.badCredentials && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+						t.Errorf("401 without a Basic challenge: browsers would not prompt for the admin token")
 					}
 				})
 			}
 
 			// The API lists the queue with its task.
-			h := New(Config{Queues: dash, AdminToken: "s3cret"})
-			req := httptest.NewRequest("GET", QueuesPath+"/api/queues", nil)
-			req.SetBasicAuth("", "s3cret")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
 			var got struct {
 				Queues []struct {
 					Queue   string `json:"queue"`
 					Pending int    `json:"pending"`
 				} `json:"queues"`
 			}
-			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
-				t.Fatalf("queues API: %v; body %s", err, rec.Body)
-			}
+			operator(env).Do(t, "GET", web.QueuesPath+"/api/queues", nil).JSON(t, &got)
 			if len(got.Queues) != 1 || got.Queues[0].Queue != workers.QueueDeletions || got.Queues[0].Pending != 1 {
 				t.Errorf("queues = %+v, want %s with 1 pending task", got.Queues, workers.QueueDeletions)
 			}
@@ -97,28 +108,155 @@ func TestQueueDashboard(t *testing.T) {
 	}
 }
 
-// TestMetrics: /metrics serves the workers' metrics in Prometheus' text
-// format.
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	workers.NewMetrics(reg)
-	srv := httptest.NewServer(New(Config{Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}))
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+// TestAdminGateWithoutAToken: with FLOWBOX_ADMIN_TOKEN unset only admins
+// get in, and the refusal says how to let operators in; no browser is
+// asked for a token that does not exist.
+func TestAdminGateWithoutAToken(t *testing.T) {
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_ADMIN_TOKEN": ""}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	tests := []struct {
+		name   string
+		as     *servertest.Client
+		path   string
+		status int
+		body   string
+	}{
+		{"basic auth, empty password", basic(env, "admin", ""), web.QueuesPath + "/api/queues", 401, "the admin token is off"},
+		{"the old token", operator(env), web.QueuesPath + "/api/queues", 401, "FLOWBOX_ADMIN_TOKEN"},
+		{"no credentials", env.Anonymous(), "/admin", 401, "the admin token is off"},
+		{"user session", alice, "/admin", 403, "this needs an admin"},
+		{"admin session, page", admin, "/admin", 200, `id="sandboxes"`},
+		{"admin session, queues", admin, web.QueuesPath + "/api/queues", 200, `"queues"`},
 	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 {
-		t.Fatalf("GET /metrics: %d", res.StatusCode)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := tc.as.Do(t, "GET", tc.path, nil)
+			if resp.Status != tc.status || !strings.Contains(string(resp.Body), tc.body) {
+				t.Fatalf("GET %s: status %d, body %s; want %d and a body containing %q", tc.path, resp.Status, clipped(resp.Body), tc.status, tc.body)
+			}
+			if h := resp.Header.Get("WWW-Authenticate"); h != "" {
+				t.Errorf("WWW-Authenticate: %s with no admin token configured", h)
+			}
+		})
+	}
+}
+
+// TestAdminStopsASandbox: a signed-in admin's stop needs the session's
+// CSRF token; any change from another site is refused, whatever the
+// credentials; an operator with only the admin token, signed in by
+// basic auth, gets the admin page and its Stop button works.
+func TestAdminStopsASandbox(t *testing.T) {
+	ctx := context.Background()
+	env := servertest.Start(t, servertest.Options{})
+	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	chat, _ := say(t, alice, apps.DemoAppID, "", "$ echo up")
+	id := sandbox.IDFor(apps.DemoAppID, aliceID, chat)
+	provider := env.Engine.Services.Provider
+	state := func() sandbox.Status {
+		t.Helper()
+		st, err := provider.Status(ctx, id)
+		if err != nil {
+			t.Fatalf("status of sandbox %s: %v", id, err)
+		}
+		return st
+	}
+	wake := func() {
+		t.Helper()
+		say(t, alice, apps.DemoAppID, chat, "$ echo up")
+		if st := state(); st != sandbox.StatusRunning {
+			t.Fatalf("the sandbox is %s after a command, want running", st)
+		}
+	}
+	stop := "/admin/api/sandboxes/" + id + "/stop"
+	if st := state(); st != sandbox.StatusRunning {
+		t.Fatalf("the sandbox is %s after a command, want running", st)
+	}
+
+	// (a) A session's change needs its CSRF token.
+	noCSRF := *admin
+	noCSRF.CSRF = ""
+	if resp := noCSRF.Do(t, "POST", stop, nil); resp.Status != http.StatusForbidden || !strings.Contains(string(resp.Body), web.CSRFHeader) {
+		t.Fatalf("stop without the CSRF token: %d %s, want 403", resp.Status, resp.Body)
+	}
+	if st := state(); st != sandbox.StatusRunning {
+		t.Fatalf("a refused stop stopped the sandbox (%s)", st)
+	}
+	if resp := admin.Do(t, "POST", stop, nil); resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"done":true`) {
+		t.Fatalf("stop with the CSRF token: %d %s, want 200", resp.Status, resp.Body)
+	}
+	if st := state(); st != sandbox.StatusStopped {
+		t.Fatalf("after the admin's stop the sandbox is %s, want %s", st, sandbox.StatusStopped)
+	}
+	wake()
+
+	// (b) Changes from another site are refused: basic auth and cookies
+	// ride along on them.
+	for _, tc := range []struct {
+		name   string
+		c      *servertest.Client
+		header map[string]string
+	}{
+		{"the token by basic auth, cross-site", operator(env), map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		{"the token by basic auth, same-site", operator(env), map[string]string{"Sec-Fetch-Site": "same-site"}},
+		{"the token by basic auth, another origin", operator(env), map[string]string{"Origin": "https://evil.example"}},
+		{"an admin's session, cross-site", admin, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+	} {
+		c := *tc.c
+		c.Header = c.Header.Clone()
+		for k, v := range tc.header {
+			c.Header.Set(k, v)
+		}
+		if resp := c.Do(t, "POST", stop, nil); resp.Status != http.StatusForbidden || !strings.Contains(string(resp.Body), "must come from this site's own pages") {
+			t.Errorf("%s: %d %s, want 403", tc.name, resp.Status, resp.Body)
+		}
+	}
+	if st := state(); st != sandbox.StatusRunning {
+		t.Fatalf("a refused cross-site stop stopped the sandbox (%s)", st)
+	}
+
+	// (c) The operator's admin page lists the sandbox with a Stop button;
+	// the script posts it under /admin, where the browser sends the basic
+	// credentials it was given for the page.
+	op := operator(env)
+	op.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp := op.Do(t, "GET", "/admin", nil)
+	if resp.Status != 200 || !strings.Contains(string(resp.Body), `data-admin-action="stop" data-id="`+id+`"`) {
+		t.Fatalf("the admin page for the token: %d %s", resp.Status, clipped(resp.Body))
+	}
+	script := op.Do(t, "GET", "/static/app.js", nil)
+	m := regexp.MustCompile(`api\("POST", "([^"]*)" \+ b\.dataset\.id \+ "/" \+ b\.dataset\.adminAction\)`).FindSubmatch(script.Body)
+	if m == nil {
+		t.Fatalf("app.js: no POST of the admin buttons found")
+	}
+	if prefix := string(m[1]); !strings.HasPrefix(prefix, "/admin/") {
+		t.Fatalf("the admin buttons post to %s…, outside /admin: the browser would not send the basic credentials", prefix)
+	}
+	if resp := op.Do(t, "POST", string(m[1])+id+"/stop", nil); resp.Status != http.StatusOK {
+		t.Fatalf("the operator's Stop, same-origin: %d %s, want 200", resp.Status, resp.Body)
+	}
+	if st := state(); st != sandbox.StatusStopped {
+		t.Fatalf("after the operator's stop the sandbox is %s, want %s", st, sandbox.StatusStopped)
+	}
+}
+
+// TestMetrics: /metrics of the product serves the workers' metrics in
+// Prometheus' text format.
+func TestMetrics(t *testing.T) {
+	env := servertest.Start(t, servertest.Options{})
+	resp := env.Anonymous().Do(t, "GET", "/metrics", nil)
+	if resp.Status != 200 {
+		t.Fatalf("GET /metrics: %d", resp.Status)
 	}
 	for _, name := range []string{
 		"flowbox_sandbox_scans_total", "flowbox_sandbox_scan_duration_seconds", "flowbox_sandboxes_stopped_total",
 		"flowbox_sandboxes_deleted_total", "flowbox_reconcile_repairs_total",
 	} {
-		if !strings.Contains(string(body), "# TYPE "+name) {
-			t.Errorf("/metrics lacks %s; got:\n%s", name, body)
+		if !strings.Contains(string(resp.Body), "# TYPE "+name) {
+			t.Errorf("/metrics lacks %s; got:\n%s", name, resp.Body)
 		}
 	}
 }

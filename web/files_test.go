@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"archive/zip"
@@ -7,197 +7,232 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gin-gonic/gin"
-
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/web/auth"
 )
 
-// testAccess: the caller is named by X-User; chats belong to their owner;
-// "admin" reaches every chat.
-type testAccess map[string]string // chatID → owner
+// The file API's limits when FilesHandler's are not set, as the product
+// builds it (web/files.go).
+const (
+	defaultMaxRead  = 1 << 20
+	defaultMaxWrite = 1 << 20
+)
 
-func (a testAccess) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string, write bool) (string, error) {
-	owner, ok := a[chatID]
-	who := c.GetHeader("X-User")
-	if !ok || (who != owner && who != "admin") {
-		return "", ErrNoAccess
-	}
-	return owner, nil
-}
-
+// filesEnv is the product with owen's public app, alice's chat in it, a
+// signed-in admin, and mallory, who may use the app but not alice's chat.
+// Owen, as the app's owner, may read alice's chat but not change it.
 type filesEnv struct {
-	srv     *httptest.Server
-	manager *sandbox.Manager
-	store   *mongostore.Store
+	env                         *servertest.Env
+	alice, owen, admin, mallory *servertest.Client
+	aliceID, app, chat          string
 }
 
 func newFilesEnv(t *testing.T) *filesEnv {
 	t.Helper()
-	sb := newSandboxes(t, nil)
-	store, m := sb.store, sb.manager
-	h := &FilesHandler{Sandboxes: m, Access: testAccess{"c1": "alice", "fresh": "alice"}, MaxRead: 1000, MaxWrite: 2000}
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.POST("/api/core/ai/sandbox/file", h.File)
-	r.POST("/api/core/ai/sandbox/download", h.Download)
-	r.POST("/api/core/ai/sandbox/status", h.Status)
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	for _, chat := range []string{"c1", "fresh"} {
-		id := sandbox.IDFor("app", "alice", chat)
-		t.Cleanup(func() { m.Delete(context.Background(), id) })
+	env := servertest.Start(t, servertest.Options{})
+	e := &filesEnv{env: env, aliceID: env.CreateUser(t, "alice", auth.RoleUser)}
+	env.CreateUser(t, "owen", auth.RoleUser)
+	env.CreateUser(t, "mallory", auth.RoleUser)
+	e.alice = env.Login(t, "alice", servertest.Password("alice"))
+	e.owen = env.Login(t, "owen", servertest.Password("owen"))
+	e.admin = env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	e.mallory = env.Login(t, "mallory", servertest.Password("mallory"))
+	resp := e.owen.Do(t, "POST", "/api/apps", map[string]any{"name": "owen's", "public": true, "graph": apps.DemoGraph()})
+	var app struct {
+		ID string `json:"appId"`
 	}
-	return &filesEnv{srv: srv, manager: m, store: store}
+	resp.JSON(t, &app)
+	if resp.Status != http.StatusCreated || app.ID == "" {
+		t.Fatalf("create owen's app: %d %s", resp.Status, resp.Body)
+	}
+	e.app = app.ID
+	e.chat, _ = say(t, e.alice, e.app, "", "hello")
+	return e
 }
 
-func (e *filesEnv) call(t *testing.T, route, user, body string) (int, []byte) {
+// call posts body, a JSON object with "appId" and "chatId" of alice's
+// chat added, to the sandbox route as c.
+func (e *filesEnv) call(t *testing.T, c *servertest.Client, route string, body map[string]any) servertest.Response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/api/core/ai/sandbox/"+route, strings.NewReader(body))
-	req.Header.Set("X-User", user)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	b := map[string]any{"appId": e.app, "chatId": e.chat}
+	for k, v := range body {
+		b[k] = v
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return c.Do(t, "POST", "/api/core/ai/sandbox/"+route, b)
 }
 
+// shell runs command in alice's chat, as a turn of the demo model, and
+// fails unless it succeeds.
 func (e *filesEnv) shell(t *testing.T, command string) {
 	t.Helper()
-	res, err := e.manager.Exec(context.Background(), sandbox.Scope{AppID: "app", UserID: "alice", ChatID: "c1"}, sandbox.ExecRequest{Command: command})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("%s: %+v %v", command, res, err)
+	_, answer := say(t, e.alice, e.app, e.chat, "$ "+command)
+	if !strings.Contains(answer, "` succeeded.") {
+		t.Fatalf("%s: %s", command, answer)
 	}
 }
 
 func TestFileActions(t *testing.T) {
 	e := newFilesEnv(t)
-	e.shell(t, `mkdir -p src/pkg && echo 'package main' > src/main.go && echo inner > src/pkg/lib.go && printf 'bin\000ary' > blob.bin && head -c 1500 /dev/zero | tr '\0' a > big.txt && ln -s / rootlink && mkfifo pipe`)
+	e.shell(t, `mkdir -p src/pkg && echo 'package main' > src/main.go && echo inner > src/pkg/lib.go && printf 'bin\000ary' > blob.bin && head -c `+itoa(defaultMaxRead+1)+` /dev/zero | tr '\0' a > big.txt && ln -s / rootlink && mkfifo pipe`)
+	type body = map[string]any
 	tests := []struct {
-		name, user, body string
-		status           int
-		want             string
+		name   string
+		as     *servertest.Client
+		body   any
+		status int
+		want   string
 	}{
-		{"list", "alice", `{"action":"list","appId":"app","chatId":"c1","path":"/workspace"}`, 200, `"name":"src","path":"/workspace/src","type":"directory"`},
-		{"list relative", "alice", `{"action":"list","appId":"app","chatId":"c1","path":"src"}`, 200, `"path":"/workspace/src/main.go","type":"file","size":13`},
-		{"read", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"/workspace/src/main.go"}`, 200, `{"action":"read","content":"package main\n"}`},
-		{"admin reads", "admin", `{"action":"read","appId":"app","chatId":"c1","path":"src/pkg/lib.go"}`, 200, `"content":"inner\n"`},
-		{"write", "alice", `{"action":"write","appId":"app","chatId":"c1","path":"/workspace/notes/new.md","content":"# hi"}`, 200, `{"action":"write","success":true}`},
-		{"binary", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"blob.bin"}`, 415, "binary file"},
-		{"too big to read", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"big.txt"}`, 413, "download it instead"},
-		{"too big to write", "alice", `{"action":"write","appId":"app","chatId":"c1","path":"w.txt","content":"` + strings.Repeat("x", 2500) + `"}`, 413, "limit is 2000"},
-		{"dot dot", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"../../etc/passwd"}`, 400, `is not allowed; give a path inside /workspace`},
-		{"absolute outside", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"/etc/passwd"}`, 400, "outside /workspace"},
-		{"encoded dot dot", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"%2e%2e/%2e%2e/etc/passwd"}`, 404, "not found"},
-		{"escaped in JSON", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"\u002e\u002e/etc/passwd"}`, 400, `is not allowed; give a path inside /workspace`},
-		{"through a link to /", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"rootlink/etc/passwd"}`, 400, "outside /workspace through a link"},
-		{"write through a link", "alice", `{"action":"write","appId":"app","chatId":"c1","path":"rootlink/tmp/x","content":"x"}`, 400, "through a link"},
-		{"fifo", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"pipe"}`, 400, "not a regular file"},
-		{"missing", "alice", `{"action":"read","appId":"app","chatId":"c1","path":"nope.txt"}`, 404, "not found"},
-		{"bad action", "alice", `{"action":"delete","appId":"app","chatId":"c1","path":"x"}`, 400, "use list, read or write"},
-		{"malformed", "alice", `{"action":`, 400, "not valid JSON"},
-		{"no chat", "alice", `{"action":"list","appId":"app","path":"/"}`, 400, "appId and chatId are required"},
-		{"another user", "mallory", `{"action":"list","appId":"app","chatId":"c1","path":"/workspace"}`, 404, `no chat \"c1\"`},
-		{"unknown chat", "alice", `{"action":"list","appId":"app","chatId":"zzz","path":"/workspace"}`, 404, `no chat \"zzz\"`},
+		{"list", e.alice, body{"action": "list", "path": "/workspace"}, 200, `"name":"src","path":"/workspace/src","type":"directory"`},
+		{"list relative", e.alice, body{"action": "list", "path": "src"}, 200, `"path":"/workspace/src/main.go","type":"file","size":13`},
+		{"read", e.alice, body{"action": "read", "path": "/workspace/src/main.go"}, 200, `{"action":"read","content":"package main\n"}`},
+		{"admin reads", e.admin, body{"action": "read", "path": "src/pkg/lib.go"}, 200, `"content":"inner\n"`},
+		{"the app's owner reads", e.owen, body{"action": "read", "path": "src/main.go"}, 200, `"content":"package main\n"`},
+		{"the app's owner lists", e.owen, body{"action": "list", "path": "src"}, 200, `"path":"/workspace/src/main.go"`},
+		{"the app's owner may not write", e.owen, body{"action": "write", "path": "owen.txt", "content": "x"}, 404, "no chat " + quoted(e.chat)},
+		{"write", e.alice, body{"action": "write", "path": "/workspace/notes/new.md", "content": "# hi"}, 200, `{"action":"write","success":true}`},
+		{"admin writes", e.admin, body{"action": "write", "path": "notes/admin.md", "content": "ok"}, 200, `{"action":"write","success":true}`},
+		{"binary", e.alice, body{"action": "read", "path": "blob.bin"}, 415, "binary file"},
+		{"too big to read", e.alice, body{"action": "read", "path": "big.txt"}, 413, "download it instead"},
+		{"too big to write", e.alice, body{"action": "write", "path": "w.txt", "content": strings.Repeat("x", defaultMaxWrite+1)}, 413, "limit is " + itoa(defaultMaxWrite)},
+		{"body too big", e.alice, body{"action": "write", "path": "w.txt", "content": strings.Repeat("x", defaultMaxWrite+64<<10)}, 413, "the request body is over"},
+		{"dot dot", e.alice, body{"action": "read", "path": "../../etc/passwd"}, 400, `is not allowed; give a path inside /workspace`},
+		{"absolute outside", e.alice, body{"action": "read", "path": "/etc/passwd"}, 400, "outside /workspace"},
+		{"encoded dot dot", e.alice, body{"action": "read", "path": "%2e%2e/%2e%2e/etc/passwd"}, 404, "not found"},
+		{"escaped in JSON", e.alice, []byte(`{"action":"read","appId":"` + e.app + `","chatId":"` + e.chat + `","path":"\u002e\u002e/etc/passwd"}`), 400, `is not allowed; give a path inside /workspace`},
+		{"through a link to /", e.alice, body{"action": "read", "path": "rootlink/etc/passwd"}, 400, "outside /workspace through a link"},
+		{"write through a link", e.alice, body{"action": "write", "path": "rootlink/tmp/x", "content": "x"}, 400, "through a link"},
+		{"fifo", e.alice, body{"action": "read", "path": "pipe"}, 400, "not a regular file"},
+		{"missing", e.alice, body{"action": "read", "path": "nope.txt"}, 404, "not found"},
+		{"bad action", e.alice, body{"action": "delete", "path": "x"}, 400, "use list, read or write"},
+		{"malformed", e.alice, []byte(`{"action":`), 400, "not valid JSON"},
+		{"no chat", e.alice, []byte(`{"action":"list","appId":"` + e.app + `","path":"/"}`), 400, "appId and chatId are required"},
+		{"another user", e.mallory, body{"action": "list", "path": "/workspace"}, 404, "no chat " + quoted(e.chat)},
+		{"another user writes", e.mallory, body{"action": "write", "path": "x.txt", "content": "x"}, 404, "no chat " + quoted(e.chat)},
+		{"unknown app", e.alice, body{"action": "list", "appId": "nope", "chatId": "zzz", "path": "/workspace"}, 404, "no chat " + quoted("zzz")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body := e.call(t, "file", tc.user, tc.body)
-			if status != tc.status || !strings.Contains(string(body), tc.want) {
-				t.Fatalf("got %d %s\nwant %d containing %s", status, body, tc.status, tc.want)
+			var resp servertest.Response
+			if b, ok := tc.body.(body); ok {
+				resp = e.call(t, tc.as, "file", b)
+			} else {
+				resp = tc.as.Do(t, "POST", "/api/core/ai/sandbox/file", tc.body)
+			}
+			if resp.Status != tc.status || !strings.Contains(string(resp.Body), tc.want) {
+				t.Fatalf("got %d %s\nwant %d containing %s", resp.Status, clipped(resp.Body), tc.status, tc.want)
 			}
 		})
 	}
-	e.shell(t, `test "$(cat notes/new.md)" = "# hi"`)
+	e.shell(t, `test "$(cat notes/new.md)" = "# hi" && test "$(cat notes/admin.md)" = ok && test ! -e w.txt && test ! -e x.txt && test ! -e owen.txt`)
 }
 
 func TestDownloadZipOfNestedFolders(t *testing.T) {
 	e := newFilesEnv(t)
 	e.shell(t, `mkdir -p proj/a/b/c && echo top > proj/top.txt && echo deep > proj/a/b/c/deep.txt && printf '\001\002' > proj/a/bin`)
-	status, body := e.call(t, "download", "alice", `{"appId":"app","chatId":"c1","path":"/workspace/proj"}`)
-	if status != 200 {
-		t.Fatalf("status %d: %s", status, body)
+	for _, as := range []struct {
+		name string
+		c    *servertest.Client
+	}{{"the chat's owner", e.alice}, {"the app's owner", e.owen}, {"admin", e.admin}} {
+		t.Run(as.name, func(t *testing.T) {
+			resp := e.call(t, as.c, "download", map[string]any{"path": "/workspace/proj"})
+			if resp.Status != 200 || resp.Header.Get("Content-Type") != "application/zip" {
+				t.Fatalf("status %d, %s: %s", resp.Status, resp.Header.Get("Content-Type"), clipped(resp.Body))
+			}
+			zr, err := zip.NewReader(bytes.NewReader(resp.Body), int64(len(resp.Body)))
+			if err != nil {
+				t.Fatalf("not a ZIP: %v", err)
+			}
+			got := map[string]string{}
+			var names []string
+			for _, f := range zr.File {
+				names = append(names, f.Name)
+				if !f.FileInfo().IsDir() {
+					rc, _ := f.Open()
+					b, _ := io.ReadAll(rc)
+					rc.Close()
+					got[f.Name] = string(b)
+				}
+			}
+			sort.Strings(names)
+			want := []string{"proj/", "proj/a/", "proj/a/b/", "proj/a/b/c/", "proj/a/b/c/deep.txt", "proj/a/bin", "proj/top.txt"}
+			if strings.Join(names, " ") != strings.Join(want, " ") {
+				t.Fatalf("entries %v, want %v", names, want)
+			}
+			if got["proj/a/b/c/deep.txt"] != "deep\n" || got["proj/top.txt"] != "top\n" || got["proj/a/bin"] != "\x01\x02" {
+				t.Fatalf("contents %q", got)
+			}
+		})
 	}
-	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
-	if err != nil {
-		t.Fatalf("not a ZIP: %v", err)
+	resp := e.call(t, e.alice, "download", map[string]any{"path": "proj/top.txt"})
+	if resp.Status != 200 || string(resp.Body) != "top\n" {
+		t.Fatalf("file download: %d %q", resp.Status, resp.Body)
 	}
-	got := map[string]string{}
-	var names []string
-	for _, f := range zr.File {
-		names = append(names, f.Name)
-		if !f.FileInfo().IsDir() {
-			rc, _ := f.Open()
-			b, _ := io.ReadAll(rc)
-			rc.Close()
-			got[f.Name] = string(b)
-		}
-	}
-	sort.Strings(names)
-	want := []string{"proj/", "proj/a/", "proj/a/b/", "proj/a/b/c/", "proj/a/b/c/deep.txt", "proj/a/bin", "proj/top.txt"}
-	if strings.Join(names, " ") != strings.Join(want, " ") {
-		t.Fatalf("entries %v, want %v", names, want)
-	}
-	if got["proj/a/b/c/deep.txt"] != "deep\n" || got["proj/top.txt"] != "top\n" || got["proj/a/bin"] != "\x01\x02" {
-		t.Fatalf("contents %q", got)
-	}
-	status, body = e.call(t, "download", "alice", `{"appId":"app","chatId":"c1","path":"proj/top.txt"}`)
-	if status != 200 || string(body) != "top\n" {
-		t.Fatalf("file download: %d %q", status, body)
-	}
-	if status, _ := e.call(t, "download", "mallory", `{"appId":"app","chatId":"c1","path":"proj"}`); status != 404 {
-		t.Fatalf("another user's download: %d, want 404", status)
+	if resp := e.call(t, e.mallory, "download", map[string]any{"path": "proj"}); resp.Status != 404 || !strings.Contains(string(resp.Body), "no chat") {
+		t.Fatalf("another user's download: %d %s, want 404", resp.Status, clipped(resp.Body))
 	}
 }
 
 // TestFilesOfADeletedChat: once a chat's deletion is recorded, its files
-// answer 410 Gone with a clear message, not "retry later", and the
-// sandbox is not created again.
+// answer 410 Gone with a clear message, not "retry later". The workers do
+// not run here, so the sandbox is still there to be found.
 func TestFilesOfADeletedChat(t *testing.T) {
 	e := newFilesEnv(t)
 	e.shell(t, "echo kept > note.txt")
-	if err := e.store.RequestDeletions(context.Background(), []mongostore.Deletion{mongostore.ChatDeletion("app", "c1", "task-1", time.Now())}); err != nil {
-		t.Fatal(err)
+	if resp := e.alice.Do(t, "DELETE", "/api/apps/"+e.app+"/chats", map[string]any{"chatIds": []string{e.chat}}); resp.Status != http.StatusAccepted {
+		t.Fatalf("delete the chat: %d %s", resp.Status, resp.Body)
 	}
-	for _, body := range []string{
-		`{"action":"list","appId":"app","chatId":"c1","path":"/workspace"}`,
-		`{"action":"read","appId":"app","chatId":"c1","path":"note.txt"}`,
+	for _, body := range []map[string]any{
+		{"action": "list", "path": "/workspace"},
+		{"action": "read", "path": "note.txt"},
+		{"action": "write", "path": "note.txt", "content": "back"},
 	} {
-		status, got := e.call(t, "file", "alice", body)
-		if status != http.StatusGone || !strings.Contains(string(got), "was deleted") {
-			t.Errorf("%s: %d %s, want 410 saying the chat was deleted", body, status, got)
+		resp := e.call(t, e.alice, "file", body)
+		if resp.Status != http.StatusGone || !strings.Contains(string(resp.Body), "was deleted") {
+			t.Errorf("%v: %d %s, want 410 saying the chat was deleted", body, resp.Status, resp.Body)
 		}
 	}
-	if status, got := e.call(t, "download", "alice", `{"appId":"app","chatId":"c1","path":"/workspace"}`); status != http.StatusGone {
-		t.Errorf("download: %d %s, want 410", status, got)
+	if resp := e.call(t, e.alice, "download", map[string]any{"path": "/workspace"}); resp.Status != http.StatusGone {
+		t.Errorf("download: %d %s, want 410", resp.Status, clipped(resp.Body))
+	}
+	if resp := e.call(t, e.admin, "file", map[string]any{"action": "list", "path": "/workspace"}); resp.Status != http.StatusGone {
+		t.Errorf("an admin's list: %d %s, want 410", resp.Status, resp.Body)
 	}
 }
 
 func TestStatusDoesNotCreate(t *testing.T) {
 	e := newFilesEnv(t)
-	status, body := e.call(t, "status", "alice", `{"appId":"app","chatId":"fresh"}`)
-	if status != 200 || string(body) != `{"exists":false}` {
-		t.Fatalf("status of a chat without a sandbox: %d %s", status, body)
+	scope := sandbox.Scope{AppID: e.app, UserID: e.aliceID, ChatID: e.chat}
+	for _, c := range []*servertest.Client{e.alice, e.owen, e.admin} {
+		resp := e.call(t, c, "status", nil)
+		if resp.Status != 200 || string(resp.Body) != `{"exists":false}` {
+			t.Fatalf("status of a chat without a sandbox: %d %s", resp.Status, resp.Body)
+		}
 	}
-	if _, err := e.manager.Lookup(context.Background(), sandbox.Scope{AppID: "app", UserID: "alice", ChatID: "fresh"}); err == nil {
+	if resp := e.call(t, e.mallory, "status", nil); resp.Status != 404 || !strings.Contains(string(resp.Body), "no chat "+quoted(e.chat)) {
+		t.Fatalf("another user's status: %d %s, want 404", resp.Status, resp.Body)
+	}
+	if _, err := e.env.Engine.Services.Manager.Lookup(context.Background(), scope); err == nil {
 		t.Fatal("asking for the status created a sandbox")
 	}
-	e.call(t, "file", "alice", `{"action":"list","appId":"app","chatId":"fresh","path":"/workspace"}`)
-	status, body = e.call(t, "status", "alice", `{"appId":"app","chatId":"fresh"}`)
+	if resp := e.call(t, e.alice, "file", map[string]any{"action": "list", "path": "/workspace"}); resp.Status != 200 {
+		t.Fatalf("open the files: %d %s", resp.Status, resp.Body)
+	}
+	resp := e.call(t, e.admin, "status", nil)
 	var got struct {
 		Exists bool
 		Status string
 	}
-	json.Unmarshal(body, &got)
-	if status != 200 || !got.Exists || got.Status != "running" {
-		t.Fatalf("after opening the files: %d %s, want a running sandbox (S2)", status, body)
+	_ = json.Unmarshal(resp.Body, &got)
+	if resp.Status != 200 || !got.Exists || got.Status != string(sandbox.StatusRunning) {
+		t.Fatalf("after opening the files: %d %s, want a running sandbox (S2)", resp.Status, resp.Body)
+	}
+	if _, err := e.env.Engine.Services.Manager.Lookup(context.Background(), scope); err != nil {
+		t.Fatalf("the sandbox the files opened is not alice's chat's: %v", err)
 	}
 }

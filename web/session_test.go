@@ -1,82 +1,90 @@
-package web
+package web_test
 
 import (
-	"context"
-	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gin-gonic/gin"
-	"golang.org/x/crypto/bcrypt"
-
-	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
-// A browser's round: sign in, use the cookie (with the CSRF token for
-// writes), sign out.
+// A browser's round through the product: sign in, use the cookie (with
+// the CSRF token for changes), sign out; the session's cookie is refused
+// afterwards even when sent again.
 func TestSessionRoundTrip(t *testing.T) {
-	store := auth.New(mongotest.DB(t))
-	store.Cost = bcrypt.MinCost
-	store.CreateUser(context.Background(), "alice", "correct horse", auth.RoleUser)
-	h := &SessionHandler{Accounts: store, TTL: time.Hour}
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.Use(Authenticate(store))
-	r.POST("/api/login", h.Login)
-	r.POST("/api/logout", h.Logout)
-	r.GET("/api/me", RequireUser(), h.Me)
-	r.POST("/api/write", RequireUser(), func(c *gin.Context) { c.String(200, "written") })
-	srv := httptest.NewServer(r)
-	defer srv.Close()
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar}
-	do := func(method, path, body, csrf string) (int, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		if csrf != "" {
-			req.Header.Set(CSRFHeader, csrf)
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	c := env.Anonymous()
+	newApp := map[string]any{"name": "mine", "graph": apps.DemoGraph()}
+
+	if resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "alice", "password": "wrong horse"}); resp.Status != 401 || !strings.Contains(string(resp.Body), "wrong user name or password") {
+		t.Fatalf("bad password: %d %s", resp.Status, resp.Body)
+	}
+	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "alice", "password": servertest.Password("alice")})
+	if resp.Status != 200 || strings.Contains(string(resp.Body), "passwordHash") || strings.Contains(string(resp.Body), servertest.Password("alice")) {
+		t.Fatalf("login: %d %s", resp.Status, resp.Body)
+	}
+	var login struct {
+		CSRF string `json:"csrfToken"`
+	}
+	resp.JSON(t, &login)
+	u, _ := url.Parse(env.URL)
+	var session string
+	for _, ck := range c.HTTP.Jar.Cookies(u) {
+		if ck.Name == web.SessionCookie {
+			session = ck.Value
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
+	}
+	if login.CSRF == "" || session == "" {
+		t.Fatalf("login: no CSRF token or no session cookie (%s)", resp.Body)
+	}
+	if resp := c.Do(t, "GET", "/api/me", nil); resp.Status != 200 || !strings.Contains(string(resp.Body), `"name":"alice"`) || !strings.Contains(string(resp.Body), login.CSRF) {
+		t.Fatalf("me: %d %s", resp.Status, resp.Body)
+	}
+	if resp := c.Do(t, "POST", "/api/apps", newApp); resp.Status != 403 {
+		t.Fatalf("a change without the CSRF token: %d %s, want 403", resp.Status, resp.Body)
+	}
+	c.Header.Set(web.CSRFHeader, "not-"+login.CSRF)
+	if resp := c.Do(t, "POST", "/api/apps", newApp); resp.Status != 403 {
+		t.Fatalf("a change with a wrong CSRF token: %d %s, want 403", resp.Status, resp.Body)
+	}
+	c.Header.Del(web.CSRFHeader)
+	c.CSRF = login.CSRF
+	if resp := c.Do(t, "POST", "/api/apps", newApp); resp.Status != 201 || !strings.Contains(string(resp.Body), `"name":"mine"`) {
+		t.Fatalf("a change with the CSRF token: %d %s", resp.Status, resp.Body)
+	}
+	var list struct{ Apps []struct{ Name string } }
+	c.Do(t, "GET", "/api/apps", nil).JSON(t, &list)
+	if mine := countNamed(list.Apps, "mine"); mine != 1 {
+		t.Fatalf("%d apps named mine, want 1: the refused changes made none", mine)
+	}
+	if resp := c.Do(t, "POST", "/api/logout", nil); resp.Status != 200 {
+		t.Fatalf("logout: %d %s", resp.Status, resp.Body)
+	}
+	if resp := c.Do(t, "GET", "/api/me", nil); resp.Status != 401 {
+		t.Fatalf("after logout: %d %s, want 401", resp.Status, resp.Body)
+	}
+	// The browser dropped the cookie; one kept from before is dead too.
+	old := env.Anonymous()
+	old.Header.Set("Cookie", web.SessionCookie+"="+session)
+	if resp := old.Do(t, "GET", "/api/me", nil); resp.Status != 401 {
+		t.Fatalf("the signed-out session's cookie: %d %s, want 401", resp.Status, resp.Body)
+	}
+	old.CSRF = login.CSRF
+	if resp := old.Do(t, "POST", "/api/apps", newApp); resp.Status != 401 {
+		t.Fatalf("a change with the signed-out session: %d %s, want 401", resp.Status, resp.Body)
+	}
+}
+
+func countNamed(list []struct{ Name string }, name string) int {
+	n := 0
+	for _, a := range list {
+		if a.Name == name {
+			n++
 		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		for {
-			n, err := resp.Body.Read(buf)
-			b.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		return resp.StatusCode, b.String()
 	}
-	if code, body := do("POST", "/api/login", `{"name":"alice","password":"wrong horse"}`, ""); code != 401 || !strings.Contains(body, "wrong user name or password") {
-		t.Fatalf("bad password: %d %s", code, body)
-	}
-	code, body := do("POST", "/api/login", `{"name":"alice","password":"correct horse"}`, "")
-	if code != 200 || strings.Contains(body, "passwordHash") {
-		t.Fatalf("login: %d %s", code, body)
-	}
-	csrf := body[strings.Index(body, `"csrfToken":"`)+len(`"csrfToken":"`):]
-	csrf = csrf[:strings.IndexByte(csrf, '"')]
-	if code, body := do("GET", "/api/me", "", ""); code != 200 || !strings.Contains(body, `"name":"alice"`) || !strings.Contains(body, csrf) {
-		t.Fatalf("me: %d %s", code, body)
-	}
-	if code, _ := do("POST", "/api/write", "", ""); code != 403 {
-		t.Fatalf("a write without the CSRF token: %d, want 403", code)
-	}
-	if code, body := do("POST", "/api/write", "", csrf); code != 200 || body != "written" {
-		t.Fatalf("a write with the CSRF token: %d %s", code, body)
-	}
-	if code, _ := do("POST", "/api/logout", "", csrf); code != 200 {
-		t.Fatalf("logout: %d", code)
-	}
-	if code, _ := do("GET", "/api/me", "", ""); code != 401 {
-		t.Fatalf("after logout: %d, want 401", code)
-	}
+	return n
 }

@@ -1,75 +1,47 @@
-package web
+package web_test
 
 import (
-	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gin-gonic/gin"
-
-	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/web/auth"
 )
 
+// TestPagesRender: the pages signed-in users get from the product, in
+// English and Chinese, and a chat whose question, command, output and
+// answer hold HTML, which the page shows as text.
 func TestPagesRender(t *testing.T) {
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	ts, _ := nodes.LoadTemplates()
-	appStore, chats := apps.New(db, ts), history.New(db)
-	appStore.EnsureDemo(ctx, "u:alice", time.Now())
-	ch, _ := chats.Owned(ctx, "c1", "demo", "u:alice")
-	calls := `[{"id":"x","toolName":"sandbox_shell","params":"{\"command\":\"echo \\u003cscript\\u003e\"}","response":"{\"stdout\":\"\\u003cscript\\u003ealert(1)\\u003c/script\\u003e\\n\",\"exitCode\":0}","durationMs":5,"status":"success"}]`
-	chats.AppendTurn(ctx, ch, history.Item{Role: "user", Text: "<b>hi</b>"}, history.Item{Role: "assistant", Text: "<script>alert(2)</script>", ToolCalls: []byte(calls)}, time.Now())
-	ui := &UI{Apps: appStore, Chats: chats, Access: &Access{Apps: appStore, Chats: chats}, Templates: ts}
-	if err := ui.Load(); err != nil {
-		t.Fatal(err)
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	env.CreateUser(t, "bob", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	bob := env.Login(t, "bob", servertest.Password("bob"))
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	get := func(c *servertest.Client, path, lang string) (int, string) {
+		t.Helper()
+		c.Header.Set("Accept-Language", lang)
+		resp := c.Do(t, "GET", path, nil)
+		return resp.Status, string(resp.Body)
 	}
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.Use(func(c *gin.Context) {
-		if p, ok := people[c.GetHeader("X-As")]; ok {
-			c.Set(principalKey, p)
-		}
-	})
-	r.GET("/login", ui.Login)
-	pages := r.Group("/", RequirePage())
-	pages.GET("/", ui.AppList)
-	pages.GET("/apps/:appId/edit", ui.Builder)
-	pages.GET("/apps/:appId/chat/:chatId", ui.Chat)
-	srv := httptest.NewServer(r)
-	defer srv.Close()
-	get := func(path, who, lang string) (int, string) {
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		req.Header.Set("X-As", who)
-		req.Header.Set("Accept-Language", lang)
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, _ := get("/", "", "en"); code != http.StatusSeeOther {
+
+	if code, _ := get(env.Anonymous(), "/", "en"); code != http.StatusSeeOther {
 		t.Errorf("anonymous visit: %d, want a redirect to sign in", code)
 	}
-	if code, body := get("/login", "", "en"); code != 200 || !strings.Contains(body, `id="login"`) {
+	if code, body := get(env.Anonymous(), "/login", "en"); code != 200 || !strings.Contains(body, `id="login"`) {
 		t.Errorf("login page: %d", code)
 	}
-	if code, body := get("/", "alice", "en"); code != 200 || !strings.Contains(body, `data-app="demo"`) {
+	if code, body := get(alice, "/", "en"); code != 200 || !strings.Contains(body, `data-app="demo"`) {
 		t.Errorf("app list: %d %s", code, body)
 	}
+	// The demo app is the first admin's: its builder is theirs.
 	for lang, want := range map[string][]string{
 		"en": {"Enable sandbox (Computer Use)", "When on, the agent gets its own Linux environment where it can run commands and work with files"},
 		"zh": {"启用沙盒(Computer Use)", "开启后,Agent 将获得一个独立 Linux 环境,可执行命令、操作文件"},
 	} {
-		code, body := get("/apps/demo/edit", "alice", lang)
+		code, body := get(admin, "/apps/demo/edit", lang)
 		for _, w := range want {
 			if code != 200 || !strings.Contains(body, w) {
 				t.Errorf("builder in %s: %d, lacks %q", lang, code, w)
@@ -79,7 +51,17 @@ func TestPagesRender(t *testing.T) {
 			t.Errorf("builder in %s: the switch is not shown on", lang)
 		}
 	}
-	code, body := get("/apps/demo/chat/c1", "alice", "en")
+	if code, _ := get(alice, "/apps/demo/edit", "en"); code != http.StatusForbidden {
+		t.Errorf("the builder of another's app: %d, want 403", code)
+	}
+
+	// A real turn: the question holds HTML, the command prints a script,
+	// and the demo model's answer quotes both.
+	chat, answer := say(t, alice, apps.DemoAppID, "", "<b>hi</b>\n$ echo '<script>alert(1)</script>'")
+	if !strings.Contains(answer, "<script>alert(1)</script>") {
+		t.Fatalf("the answer does not show the command's output: %q", answer)
+	}
+	code, body := get(alice, "/apps/demo/chat/"+chat, "en")
 	if code != 200 {
 		t.Fatalf("chat page: %d", code)
 	}
@@ -88,10 +70,19 @@ func TestPagesRender(t *testing.T) {
 			t.Errorf("the chat page contains %q unescaped", raw)
 		}
 	}
-	if !strings.Contains(body, "&lt;b&gt;hi&lt;/b&gt;") || !strings.Contains(body, `class="tool-card"`) {
-		t.Errorf("the chat page lacks the escaped question or the command card")
+	for _, escaped := range []string{
+		"&lt;b&gt;hi&lt;/b&gt;",                      // the question
+		"&lt;script&gt;alert(1)&lt;/script&gt;",      // the command, the output, the answer
+		`class="tool-card"`, `data-status="success"`, // the command's card
+	} {
+		if !strings.Contains(body, escaped) {
+			t.Errorf("the chat page lacks %s:\n%s", escaped, body)
+		}
 	}
-	if code, _ := get("/apps/demo/chat/c1", "bob", "en"); code != 404 {
+	if code, _ := get(bob, "/apps/demo/chat/"+chat, "en"); code != 404 {
 		t.Errorf("another user's chat page: %d, want 404", code)
+	}
+	if code, body := get(admin, "/apps/demo/chat/"+chat, "en"); code != 200 || !strings.Contains(body, "&lt;b&gt;hi&lt;/b&gt;") {
+		t.Errorf("an admin's view of the chat: %d", code)
 	}
 }
