@@ -3,10 +3,13 @@ package web
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/web/auth"
 )
 
 // adminGate lets through admins and operators with the admin token
@@ -40,8 +43,15 @@ func adminGate(a Authenticator, token string, requireCSRF bool) gin.HandlerFunc 
 			}
 		}
 		if _, _, basic := c.Request.BasicAuth(); !basic && a != nil {
-			// An admin's API key or session.
-			if !identify(c, a, requireCSRF) {
+			// An admin's API key or session. Bad ones fall through to the
+			// challenge below, so that a browser asks for the token.
+			err := identify(c, a, requireCSRF)
+			switch {
+			case errors.Is(err, errNoCSRF):
+				apiError(c, http.StatusForbidden, err.Error())
+				return
+			case err != nil && !errors.Is(err, auth.ErrBadCredentials):
+				credentialError(c, err)
 				return
 			}
 			if p, ok := PrincipalOf(c); ok {

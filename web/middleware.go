@@ -68,53 +68,62 @@ func AuthenticateOrServiceKey(a Authenticator, serviceKey string) gin.HandlerFun
 // credentials goes on anonymous; bad credentials are refused.
 func Authenticate(a Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if identify(c, a, true) {
+		switch err := identify(c, a, true); {
+		case err == nil:
 			c.Next()
+		case errors.Is(err, errNoCSRF):
+			apiError(c, http.StatusForbidden, err.Error())
+		default:
+			credentialError(c, err)
 		}
 	}
 }
 
+// errNoCSRF refuses a change made with a session cookie but without the
+// session's CSRF token.
+var errNoCSRF = errors.New("missing or wrong " + CSRFHeader + " header; reload the page")
+
 // identify sets the caller's principal from an API key or a session
-// cookie and reports whether the request may go on: false when it has
-// been refused (bad credentials; with requireCSRF, a change made with a
-// session cookie but without its CSRF token). No credentials: true, and
-// no principal.
-func identify(c *gin.Context, a Authenticator, requireCSRF bool) bool {
+// cookie. No credentials: nil, and no principal. Bad credentials: an
+// error wrapping auth.ErrBadCredentials that says which; with
+// requireCSRF, a change made with a session cookie but without its CSRF
+// token: errNoCSRF. It writes no answer.
+func identify(c *gin.Context, a Authenticator, requireCSRF bool) error {
 	ctx := c.Request.Context()
 	if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
 		p, err := a.APIKey(ctx, strings.TrimSpace(bearer))
 		if err != nil {
-			credentialError(c, err, "the API key is not valid")
-			return false
+			return fmt.Errorf("the API key is not valid: %w", err)
 		}
 		c.Set(principalKey, p)
-		return true
+		return nil
 	}
 	token, err := c.Cookie(SessionCookie)
 	if err != nil || token == "" {
-		return true
+		return nil
 	}
 	p, csrf, err := a.Session(ctx, token)
 	if err != nil {
-		credentialError(c, err, "your session has ended; sign in again")
-		return false
+		return fmt.Errorf("your session has ended; sign in again: %w", err)
 	}
 	switch c.Request.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
 		got := c.GetHeader(CSRFHeader)
 		if requireCSRF && (got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1) {
-			apiError(c, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header; reload the page")
-			return false
+			return errNoCSRF
 		}
 	}
 	c.Set(principalKey, p)
 	c.Set(csrfKey, csrf)
-	return true
+	return nil
 }
 
-func credentialError(c *gin.Context, err error, msg string) {
+// credentialError answers credentials identify refused: 401 with what
+// was wrong, or 503 when they could not be checked.
+func credentialError(c *gin.Context, err error) {
 	if errors.Is(err, auth.ErrBadCredentials) {
+		msg, _, _ := strings.Cut(err.Error(), ": ")
 		apiError(c, http.StatusUnauthorized, msg)
 		return
 	}
