@@ -7,7 +7,6 @@ package web_test
 // actions go through the same coordination as the workers'.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -41,28 +40,7 @@ func turn(t *testing.T, c *servertest.Client, body map[string]any) []sseEvent {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("chat turn: status %d", resp.StatusCode)
 	}
-	var events []sseEvent
-	var ev sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			ev.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.data = strings.TrimPrefix(line, "data: ")
-		case line == "":
-			if ev.data != "" {
-				events = append(events, ev)
-			}
-			ev = sseEvent{}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return events
+	return chatAPIReadSSE(t, resp.Body, nil)
 }
 
 // fileCalls records the file operations the chain saw.
