@@ -28,10 +28,9 @@ func adminGate(a Authenticator, token string, requireCSRF bool) gin.HandlerFunc 
 			apiError(c, http.StatusForbidden, "a change to the admin pages must come from this site's own pages")
 			return
 		}
-		got, presented := "", false
-		if _, pw, basic := c.Request.BasicAuth(); basic {
-			got, presented = pw, true
-		} else if bearer, found := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); found {
+		_, got, basic := c.Request.BasicAuth()
+		presented := basic
+		if bearer, found := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); found {
 			got, presented = strings.TrimSpace(bearer), true
 		}
 		if presented && token != "" {
@@ -42,7 +41,7 @@ func adminGate(a Authenticator, token string, requireCSRF bool) gin.HandlerFunc 
 				return
 			}
 		}
-		if _, _, basic := c.Request.BasicAuth(); !basic && a != nil {
+		if !basic && a != nil {
 			// An admin's API key or session. Bad ones fall through to the
 			// challenge below, so that a browser asks for the token.
 			err := identify(c, a, requireCSRF)
