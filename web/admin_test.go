@@ -35,6 +35,7 @@ func operator(env *servertest.Env) *servertest.Client {
 // admin token and refuses everyone else, and lists the task a chat's
 // deletion queued, on a real redis-server and on the embedded Redis.
 func TestQueueDashboard(t *testing.T) {
+	t.Parallel()
 	redises := []struct {
 		name string
 		env  func(testing.TB) map[string]string
@@ -109,6 +110,7 @@ func TestQueueDashboard(t *testing.T) {
 // get in, and the refusal says how to let operators in; no browser is
 // asked for a token that does not exist.
 func TestAdminGateWithoutAToken(t *testing.T) {
+	t.Parallel()
 	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_ADMIN_TOKEN": ""}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
@@ -145,6 +147,7 @@ func TestAdminGateWithoutAToken(t *testing.T) {
 // credentials; an operator with only the admin token, signed in by
 // basic auth, gets the admin page and its Stop button works.
 func TestAdminStopsASandbox(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := servertest.Start(t, servertest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
@@ -243,6 +246,7 @@ func TestAdminStopsASandbox(t *testing.T) {
 // TestMetrics: /metrics of the product serves the workers' metrics in
 // Prometheus' text format.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	env := servertest.Start(t, servertest.Options{})
 	resp := env.Anonymous().Do(t, "GET", "/metrics", nil)
 	if resp.Status != 200 {

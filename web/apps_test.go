@@ -19,6 +19,7 @@ import (
 // a2 (bob's chat cb2); the first admin owns the public demo app (bob's
 // chat cb).
 func TestAppAndChatRules(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := servertest.Start(t, servertest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)

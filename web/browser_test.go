@@ -286,6 +286,7 @@ func (tb *tab) ask(t *testing.T, message string) {
 }
 
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	e := newBrowserEnv(t)
 
 	t.Run("sign in", func(t *testing.T) {

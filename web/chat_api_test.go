@@ -141,6 +141,7 @@ func chatAPIAnswer(t *testing.T, events []sseEvent) string {
 }
 
 func TestDemoModelRunsACommandEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := chatAPIStart(t)
 	resp := chatAPIPost(t, context.Background(), e.service, `{"chatId":"demo-chat","customUid":"alice","stream":true,"detail":true,
 		"messages":[{"role":"user","content":"please run\n$ echo hello-$((40+2))"}]}`)
@@ -180,6 +181,7 @@ func TestDemoModelRunsACommandEndToEnd(t *testing.T) {
 // The events of one tool round, event by event, as a FastGPT client reads
 // them.
 func TestSSESequenceOfOneToolRound(t *testing.T) {
+	t.Parallel()
 	e := chatAPIStart(t,
 		llmtest.Reply{Text: "Checking.", ToolCalls: []llm.ToolCall{llmtest.Call("call_1", "sandbox_shell", `{"command":"echo out; echo err >&2"}`)}},
 		llmtest.Reply{Text: "Done."},
@@ -223,6 +225,7 @@ func TestSSESequenceOfOneToolRound(t *testing.T) {
 }
 
 func TestNonStreamingAnswer(t *testing.T) {
+	t.Parallel()
 	e := chatAPIStart(t, llmtest.Reply{Text: "plain answer"})
 	resp := chatAPIPost(t, context.Background(), e.service,
 		fmt.Sprintf(`{"appId":%q,"chatId":"ns","detail":true,"messages":[{"role":"user","content":"hi"}]}`, e.scripted))
@@ -244,6 +247,7 @@ func TestNonStreamingAnswer(t *testing.T) {
 }
 
 func TestChatAPIRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	e := chatAPIStart(t, llmtest.Reply{Text: "first"})
 	first := chatAPIPost(t, context.Background(), e.service,
 		fmt.Sprintf(`{"appId":%q,"chatId":"owned","customUid":"alice","messages":[{"role":"user","content":"hi"}]}`, e.scripted))
@@ -284,6 +288,7 @@ func TestChatAPIRefusesBadRequests(t *testing.T) {
 // A client that goes away in the middle of a command: the command is
 // killed with everything it started; nothing keeps running for it.
 func TestClientDisconnectStopsTheCommand(t *testing.T) {
+	t.Parallel()
 	e := chatAPIStart(t,
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo started; sleep 977","timeout":120}`)}},
 		llmtest.Reply{Text: "never"},
@@ -320,6 +325,7 @@ func TestClientDisconnectStopsTheCommand(t *testing.T) {
 // A signed-in caller, with a session or with their own API key, chats as
 // themselves, whatever customUid says, and only with apps they may use.
 func TestSignedInCallersChatAsThemselves(t *testing.T) {
+	t.Parallel()
 	e := chatAPIStart(t, llmtest.Reply{Text: "hi alice"})
 	aliceID := e.env.CreateUser(t, "alice", auth.RoleUser)
 	e.env.CreateUser(t, "bob", auth.RoleUser)

@@ -78,6 +78,7 @@ func (e *filesEnv) shell(t *testing.T, command string) {
 }
 
 func TestFileActions(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	e.shell(t, `mkdir -p src/pkg && echo 'package main' > src/main.go && echo inner > src/pkg/lib.go && printf 'bin\000ary' > blob.bin && head -c `+itoa(defaultMaxRead+1)+` /dev/zero | tr '\0' a > big.txt && ln -s / rootlink && mkfifo pipe`)
 	type body = map[string]any
@@ -133,6 +134,7 @@ func TestFileActions(t *testing.T) {
 }
 
 func TestDownloadZipOfNestedFolders(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	e.shell(t, `mkdir -p proj/a/b/c && echo top > proj/top.txt && echo deep > proj/a/b/c/deep.txt && printf '\001\002' > proj/a/bin`)
 	for _, as := range []struct {
@@ -182,6 +184,7 @@ func TestDownloadZipOfNestedFolders(t *testing.T) {
 // answer 410 Gone with a clear message, not "retry later". The workers do
 // not run here, so the sandbox is still there to be found.
 func TestFilesOfADeletedChat(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	e.shell(t, "echo kept > note.txt")
 	if resp := e.alice.Do(t, "DELETE", "/api/apps/"+e.app+"/chats", map[string]any{"chatIds": []string{e.chat}}); resp.Status != http.StatusAccepted {
@@ -206,6 +209,7 @@ func TestFilesOfADeletedChat(t *testing.T) {
 }
 
 func TestStatusDoesNotCreate(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	scope := sandbox.Scope{AppID: e.app, UserID: e.aliceID, ChatID: e.chat}
 	for _, c := range []*servertest.Client{e.alice, e.owen, e.admin} {

@@ -272,6 +272,7 @@ func (f *fixture) routes() []route {
 // TestRouteAccess sends every route as every caller and checks the
 // status. A route added to the router without a row here fails the test.
 func TestRouteAccess(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	rows := f.routes()
 	seen := map[string]bool{}

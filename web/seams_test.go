@@ -65,6 +65,7 @@ func (f *fileCalls) middleware() sandbox.Middleware {
 // history keeps, what the model reads back, and what the files API reads;
 // and the file hook sees who asked.
 func TestMiddlewareRewritesEveryWayOutputGoes(t *testing.T) {
+	t.Parallel()
 	model := llmtest.New(t,
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call-1", "sandbox_shell",
 			`{"command":"echo quiet words; echo small trouble >&2; echo lower > note.txt"}`)}},
@@ -152,6 +153,7 @@ func TestMiddlewareRewritesEveryWayOutputGoes(t *testing.T) {
 // delete records the chat's deletion before anything else, so the command
 // is refused and the workers leave nothing behind.
 func TestAdminDeleteRacingACommand(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	gate := sandbox.Middleware{Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
 		return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {

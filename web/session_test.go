@@ -15,6 +15,7 @@ import (
 // the CSRF token for changes), sign out; the session's cookie is refused
 // afterwards even when sent again.
 func TestSessionRoundTrip(t *testing.T) {
+	t.Parallel()
 	env := servertest.Start(t, servertest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	c := env.Anonymous()

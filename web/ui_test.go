@@ -14,6 +14,7 @@ import (
 // English and Chinese, and a chat whose question, command, output and
 // answer hold HTML, which the page shows as text.
 func TestPagesRender(t *testing.T) {
+	t.Parallel()
 	env := servertest.Start(t, servertest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)

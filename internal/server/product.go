@@ -37,6 +37,9 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)
+	if e.passwordCost > 0 {
+		accounts.Cost = e.passwordCost
+	}
 	password := cfg.Product.AdminPassword
 	if password == "" {
 		// First run without a configured password: make one and say it

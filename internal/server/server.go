@@ -36,6 +36,9 @@ type Options struct {
 	// Middleware wraps the sandbox exec chain, outermost first (the shell
 	// policy, redaction and audit plug in here).
 	Middleware []sandbox.Middleware
+	// PasswordCost is bcrypt's work factor for the accounts' passwords;
+	// 0: bcrypt.DefaultCost. Tests lower it.
+	PasswordCost int
 }
 
 // Engine is one engine process, built and not yet serving: the caller
@@ -55,10 +58,11 @@ type Engine struct {
 	Apps     *apps.Store
 	Chats    *history.Store
 
-	cfg       config.Config
-	log       *slog.Logger
-	dashboard *asynqmon.HTTPHandler
-	started   bool
+	cfg          config.Config
+	log          *slog.Logger
+	passwordCost int
+	dashboard    *asynqmon.HTTPHandler
+	started      bool
 }
 
 // New builds the whole product from cfg. Anything started before a
@@ -76,7 +80,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Services: svc, cfg: cfg, log: log}
+	e := &Engine{Services: svc, cfg: cfg, log: log, passwordCost: opts.PasswordCost}
 	defer func() {
 		if err != nil {
 			e.Close()

@@ -99,7 +99,8 @@ func Start(t testing.TB, opts Options) *Env {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	eng, err := server.New(ctx, cfg, server.Options{Logger: log, Middleware: opts.Middleware})
+	// Test passwords need no strength; sign-ins are many.
+	eng, err := server.New(ctx, cfg, server.Options{Logger: log, Middleware: opts.Middleware, PasswordCost: bcrypt.MinCost})
 	if err != nil {
 		t.Fatalf("build the product: %v", err)
 	}
@@ -119,8 +120,6 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 		eng.Close()
 	})
-	// Users made by tests sign in often; their passwords need no strength.
-	eng.Accounts.Cost = bcrypt.MinCost
 	return &Env{URL: srv.URL, Engine: eng, Config: cfg}
 }
 
