@@ -56,10 +56,12 @@ func TestDeleteChat(t *testing.T) {
 				if err != nil || res.Stdout != "kept\n" {
 					t.Errorf("another chat's files after the delete: %+v, %v", res, err)
 				}
-				d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "doomed"))
-				if err != nil || d.State != mongostore.DeletionDone {
-					t.Errorf("deletion intent = %+v, %v; want it done", d, err)
-				}
+				// The intent is marked done once the task's deletions are
+				// counted, a moment after the record went.
+				eventually(t, "the chat's deletion is done", func() bool {
+					d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "doomed"))
+					return err == nil && d.State == mongostore.DeletionDone
+				})
 				if got := metric(t, reg, "flowbox_sandboxes_deleted_total"); got != 1 {
 					t.Errorf("flowbox_sandboxes_deleted_total = %v, want 1", got)
 				}
@@ -113,13 +115,15 @@ func TestDeleteApp(t *testing.T) {
 		if st := e.providerStatus(t, other.SandboxID()); st != sandbox.StatusRunning {
 			t.Errorf("the other app's sandbox: %q, want running", st)
 		}
-		if got := metric(t, reg, "flowbox_sandboxes_deleted_total"); got != n {
-			t.Errorf("flowbox_sandboxes_deleted_total = %v, want %d", got, n)
-		}
 		eventually(t, "the app's deletion is done", func() bool {
 			d, err := e.store.GetDeletion(ctx(t), mongostore.AppDeletionKey(e.app))
 			return err == nil && d.State == mongostore.DeletionDone
 		})
+		// Counted once the task is done: a record goes just before its
+		// deletion is counted.
+		if got := metric(t, reg, "flowbox_sandboxes_deleted_total"); got != n {
+			t.Errorf("flowbox_sandboxes_deleted_total = %v, want %d", got, n)
+		}
 		// A new chat of the deleted app cannot get a sandbox.
 		if _, err := e.manager.Exec(ctx(t), e.scope("new-chat"), sandbox.ExecRequest{Command: "true"}); !errors.Is(err, sandbox.ErrDeleted) {
 			t.Errorf("command in a new chat of the deleted app: %v, want ErrDeleted", err)
