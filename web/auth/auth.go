@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ var (
 	ErrExists = errors.New("user name taken")
 	// ErrInvalid: a name or password that does not meet the rules.
 	ErrInvalid = errors.New("invalid account data")
+	// ErrNotFound: no such user or key (for admins and owners, who may
+	// know; sign-in never says it).
+	ErrNotFound = errors.New("not found")
 )
 
 // User is an account.
@@ -52,6 +56,9 @@ type User struct {
 	Role         Role      `bson:"role" json:"role"`
 	PasswordHash string    `bson:"passwordHash" json:"-"`
 	CreatedAt    time.Time `bson:"createdAt" json:"createdAt"`
+	// Disabled users cannot sign in, and their sessions and keys stop
+	// working at once.
+	Disabled bool `bson:"disabled,omitempty" json:"disabled"`
 }
 
 // Principal is who is calling.
@@ -77,8 +84,29 @@ type apiKey struct {
 	ID        string    `bson:"_id"` // sha256 of the key
 	UserID    string    `bson:"userId"`
 	Name      string    `bson:"name"`
+	Prefix    string    `bson:"prefix"` // the key's first characters, to tell keys apart
 	CreatedAt time.Time `bson:"createdAt"`
+	// LastUsedAt is refreshed at most once a minute.
+	LastUsedAt time.Time `bson:"lastUsedAt,omitempty"`
 }
+
+// KeyInfo describes an API key without its secret.
+type KeyInfo struct {
+	// ID names the key for revocation; it is the key's hash, which
+	// lets no one in.
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	Prefix     string    `json:"prefix"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
+}
+
+// keyPrefixLen is how much of a key KeyInfo shows: "fbk_" and 6
+// characters of its 43 random ones.
+const keyPrefixLen = 10
+
+// keyUseEvery bounds how often a key's last use is written.
+const keyUseEvery = time.Minute
 
 // Store keeps users, sessions and keys.
 type Store struct {
@@ -122,8 +150,8 @@ func (s *Store) CreateUser(ctx context.Context, name, password string, role Role
 	switch {
 	case !nameRe.MatchString(name):
 		return User{}, fmt.Errorf("%w: user name %q: use 1-64 lowercase letters, digits, '.', '_' or '-'", ErrInvalid, name)
-	case len(password) < 8 || len(password) > 72:
-		return User{}, fmt.Errorf("%w: the password must be 8 to 72 bytes long", ErrInvalid)
+	case checkPassword(password) != nil:
+		return User{}, checkPassword(password)
 	case role != RoleAdmin && role != RoleUser:
 		return User{}, fmt.Errorf("%w: role %q: use admin or user", ErrInvalid, role)
 	}
@@ -139,6 +167,13 @@ func (s *Store) CreateUser(ctx context.Context, name, password string, role Role
 		return User{}, fmt.Errorf("create user %s: %w", name, err)
 	}
 	return u, nil
+}
+
+func checkPassword(password string) error {
+	if len(password) < 8 || len(password) > 72 {
+		return fmt.Errorf("%w: the password must be 8 to 72 bytes long", ErrInvalid)
+	}
+	return nil
 }
 
 // User returns an account by id.
@@ -185,7 +220,7 @@ func (s *Store) Login(ctx context.Context, name, password string) (token, csrf s
 		_ = bcrypt.CompareHashAndPassword(decoyHash(), []byte(password))
 		return "", "", User{}, ErrBadCredentials
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.Disabled {
 		return "", "", User{}, ErrBadCredentials
 	}
 	token, csrf = secret("fbs_"), secret("")
@@ -214,6 +249,9 @@ func (s *Store) Session(ctx context.Context, token string) (Principal, string, e
 	if err != nil {
 		return Principal{}, "", err
 	}
+	if u.Disabled {
+		return Principal{}, "", ErrBadCredentials
+	}
 	return Principal{UserID: u.ID, Name: u.Name, Role: u.Role}, sess.CSRF, nil
 }
 
@@ -229,8 +267,12 @@ func (s *Store) CreateAPIKey(ctx context.Context, userID, name string) (string, 
 	if _, err := s.User(ctx, userID); err != nil {
 		return "", fmt.Errorf("create API key: %w", err)
 	}
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 100 {
+		return "", fmt.Errorf("%w: a key needs a name of 1 to 100 characters", ErrInvalid)
+	}
 	key := secret("fbk_")
-	if _, err := s.keys.InsertOne(ctx, apiKey{ID: hash(key), UserID: userID, Name: name, CreatedAt: s.Now().UTC()}); err != nil {
+	if _, err := s.keys.InsertOne(ctx, apiKey{ID: hash(key), UserID: userID, Name: name, Prefix: key[:keyPrefixLen], CreatedAt: s.Now().UTC()}); err != nil {
 		return "", fmt.Errorf("create API key: %w", err)
 	}
 	return key, nil
@@ -250,5 +292,129 @@ func (s *Store) APIKey(ctx context.Context, key string) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
+	if u.Disabled {
+		return Principal{}, ErrBadCredentials
+	}
+	if now := s.Now(); now.Sub(k.LastUsedAt) >= keyUseEvery {
+		// A failed write costs only the "last used" shown to the user.
+		_, _ = s.keys.UpdateOne(ctx, bson.D{{Key: "_id", Value: k.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "lastUsedAt", Value: now.UTC()}}}})
+	}
 	return Principal{UserID: u.ID, Name: u.Name, Role: u.Role, ViaKey: true}, nil
+}
+
+// Keys lists a user's API keys, newest first, without their secrets.
+func (s *Store) Keys(ctx context.Context, userID string) ([]KeyInfo, error) {
+	cur, err := s.keys.Find(ctx, bson.D{{Key: "userId", Value: userID}})
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	var keys []apiKey
+	if err := cur.All(ctx, &keys); err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	out := make([]KeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
+	}
+	slices.SortFunc(out, func(a, b KeyInfo) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out, nil
+}
+
+// RevokeKey deletes one of the user's keys; ErrNotFound when the user has
+// no such key.
+func (s *Store) RevokeKey(ctx context.Context, userID, keyID string) error {
+	res, err := s.keys.DeleteOne(ctx, bson.D{{Key: "_id", Value: keyID}, {Key: "userId", Value: userID}})
+	if err != nil {
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	if res.DeletedCount == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Users lists every account, by name.
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	cur, err := s.users.Find(ctx, bson.D{})
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	var users []User
+	if err := cur.All(ctx, &users); err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	slices.SortFunc(users, func(a, b User) int { return strings.Compare(a.Name, b.Name) })
+	return users, nil
+}
+
+// existing returns the user id names, or ErrNotFound.
+func (s *Store) existing(ctx context.Context, id string) (User, error) {
+	u, err := s.User(ctx, id)
+	if errors.Is(err, ErrBadCredentials) {
+		return User{}, fmt.Errorf("user %s: %w", id, ErrNotFound)
+	}
+	return u, err
+}
+
+// SetDisabled disables or enables an account. A disabled user's
+// sessions end; their keys stay but are refused until it is enabled.
+func (s *Store) SetDisabled(ctx context.Context, id string, disabled bool) error {
+	if _, err := s.existing(ctx, id); err != nil {
+		return err
+	}
+	if _, err := s.users.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "disabled", Value: disabled}}}}); err != nil {
+		return fmt.Errorf("disable user %s: %w", id, err)
+	}
+	if disabled {
+		return s.endSessions(ctx, id, "")
+	}
+	return nil
+}
+
+// SetPassword gives an account a new password (an admin's reset) and
+// ends all its sessions.
+func (s *Store) SetPassword(ctx context.Context, id, password string) error {
+	if _, err := s.existing(ctx, id); err != nil {
+		return err
+	}
+	return s.setPassword(ctx, id, password, "")
+}
+
+// ChangePassword is a user's own change: the old password must match.
+// Every session but keep (the caller's, by token) ends.
+func (s *Store) ChangePassword(ctx context.Context, id, old, password, keep string) error {
+	u, err := s.existing(ctx, id)
+	if err != nil {
+		return err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(old)) != nil {
+		return ErrBadCredentials
+	}
+	return s.setPassword(ctx, id, password, keep)
+}
+
+func (s *Store) setPassword(ctx context.Context, id, password, keepToken string) error {
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), s.Cost)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	if _, err := s.users.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "passwordHash", Value: string(h)}}}}); err != nil {
+		return fmt.Errorf("set the password of %s: %w", id, err)
+	}
+	return s.endSessions(ctx, id, keepToken)
+}
+
+// endSessions ends the user's sessions, but the one of keepToken.
+func (s *Store) endSessions(ctx context.Context, id, keepToken string) error {
+	filter := bson.D{{Key: "userId", Value: id}}
+	if keepToken != "" {
+		filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: hash(keepToken)}}})
+	}
+	if _, err := s.sessions.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("end the sessions of %s: %w", id, err)
+	}
+	return nil
 }

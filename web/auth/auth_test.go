@@ -116,3 +116,105 @@ func mustMarshal(v any) []byte {
 	}
 	return b
 }
+
+// TestAccountManagement: what an admin and a user do to accounts takes
+// effect at once on sessions and keys.
+func TestAccountManagement(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.Now = func() time.Time { return now }
+	u, err := s.CreateUser(ctx, "carol", "first password", RoleUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokA, _, _, err := s.Login(ctx, "carol", "first password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := s.CreateAPIKey(ctx, u.ID, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Disabled: sign-in, sessions and keys refused at once; enabled again,
+	// the key works and the ended sessions stay ended.
+	if err := s.SetDisabled(ctx, u.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.Login(ctx, "carol", "first password"); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("sign-in of a disabled user: %v", err)
+	}
+	if _, err := s.APIKey(ctx, key); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("key of a disabled user: %v", err)
+	}
+	if err := s.SetDisabled(ctx, u.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Session(ctx, tokA); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("a session from before the disable: %v, want ended", err)
+	}
+	if p, err := s.APIKey(ctx, key); err != nil || p.UserID != u.ID {
+		t.Errorf("key after enabling: %+v %v", p, err)
+	}
+
+	// Her own change keeps her session and ends the others.
+	tok1, _, _, _ := s.Login(ctx, "carol", "first password")
+	tok2, _, _, _ := s.Login(ctx, "carol", "first password")
+	if err := s.ChangePassword(ctx, u.ID, "wrong old one", "second password", tok1); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("change with a wrong old password: %v", err)
+	}
+	if err := s.ChangePassword(ctx, u.ID, "first password", "short", tok1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("change to a short password: %v", err)
+	}
+	if err := s.ChangePassword(ctx, u.ID, "first password", "second password", tok1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Session(ctx, tok1); err != nil {
+		t.Errorf("the changing session: %v, want it kept", err)
+	}
+	if _, _, err := s.Session(ctx, tok2); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("another session after the change: %v, want ended", err)
+	}
+	if _, _, _, err := s.Login(ctx, "carol", "second password"); err != nil {
+		t.Errorf("sign-in with the new password: %v", err)
+	}
+
+	// An admin's reset ends every session.
+	if err := s.SetPassword(ctx, u.ID, "third password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Session(ctx, tok1); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("a session after the reset: %v, want ended", err)
+	}
+	if err := s.SetPassword(ctx, "u:nobody", "third password"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("reset of an unknown user: %v", err)
+	}
+
+	// Keys: listed without secrets, with their last use; revoked at once.
+	now = now.Add(2 * time.Minute)
+	if _, err := s.APIKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.Keys(ctx, u.ID)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys: %+v %v", keys, err)
+	}
+	k := keys[0]
+	if k.Name != "laptop" || k.Prefix != key[:10] || !k.LastUsedAt.Equal(now) || strings.Contains(k.ID, key[4:]) {
+		t.Errorf("key info %+v; want name, prefix %q, last use %v, no secret", k, key[:10], now)
+	}
+	if err := s.RevokeKey(ctx, "u:someone-else", k.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("revoking another user's key: %v, want not found", err)
+	}
+	if err := s.RevokeKey(ctx, u.ID, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.APIKey(ctx, key); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("a revoked key: %v", err)
+	}
+	users, err := s.Users(ctx)
+	if err != nil || len(users) != 1 || users[0].Name != "carol" || users[0].Disabled {
+		t.Errorf("users: %+v %v", users, err)
+	}
+}
