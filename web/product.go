@@ -32,6 +32,7 @@ type Product struct {
 	Apps     *AppsHandler
 	Chats    *ChatsHandler
 	Files    *FilesHandler
+	Users    *UsersHandler
 	UI       *UI
 	Admin    SandboxAdmin
 	// LoginLimit limits sign-in attempts per client; ChatLimit chat

@@ -84,6 +84,11 @@ func New(cfg Config) http.Handler {
 	admin.GET("", p.UI.Admin)
 	admin.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
 	admin.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
+	admin.GET("/api/users", p.Users.List)
+	admin.POST("/api/users", p.Users.Create)
+	admin.POST("/api/users/:userId/disable", p.Users.Disable)
+	admin.POST("/api/users/:userId/enable", p.Users.Enable)
+	admin.POST("/api/users/:userId/password", p.Users.ResetPassword)
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
@@ -94,6 +99,10 @@ func New(cfg Config) http.Handler {
 	api := r.Group("/api", Authenticate(auth), RequireUser())
 	api.POST("/logout", p.Sessions.Logout)
 	api.GET("/me", p.Sessions.Me)
+	api.POST("/me/password", p.Users.ChangePassword)
+	api.GET("/keys", p.Users.Keys)
+	api.POST("/keys", p.Users.CreateKey)
+	api.DELETE("/keys/:keyId", p.Users.RevokeKey)
 	api.GET("/apps", p.Apps.List)
 	api.POST("/apps", p.Apps.Create)
 	api.GET("/apps/:appId", p.Apps.Get)

@@ -48,6 +48,7 @@ type fixture struct {
 	sandboxID string            // its sandbox
 	victim    string            // the sandbox of another chat of carol's, for the admin's delete
 	fresh     map[string]string // per caller, a chat of carol's that the caller may try to delete
+	dave      string            // a user the admins' rows disable, enable and reset
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -84,6 +85,7 @@ func newFixture(t *testing.T) *fixture {
 	f.chat = f.chatWithSandbox(t)
 	f.victim = sandbox.IDFor(f.shared, carol, f.chatWithSandbox(t))
 	f.sandboxID = sandbox.IDFor(f.shared, carol, f.chat)
+	f.dave = env.CreateUser(t, "dave", auth.RoleUser)
 	f.fresh = map[string]string{}
 	for _, caller := range callers {
 		f.fresh[caller] = f.chatWithSandbox(t)
@@ -264,6 +266,21 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/admin/api/sandboxes/0000000000000000/stop", want: adminOnly, def: 404},
 		{method: "POST", path: "/admin/api/sandboxes/not-an-id/stop", want: adminOnly, def: 400},
 
+		// Accounts: admins manage users; every user their own password and
+		// keys. The password row sends a wrong old password: it reaches the
+		// check and changes nothing.
+		{method: "GET", path: "/admin/api/users", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/users", body: func(_ *fixture, caller string) any {
+			return map[string]any{"name": "made-by-" + strings.NewReplacer(" ", "-", ",", "", "'", "").Replace(caller), "password": "long enough"}
+		}, want: adminOnly, def: 201},
+		{method: "POST", path: "/admin/api/users/" + f.dave + "/disable", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/users/" + f.dave + "/enable", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/users/" + f.dave + "/password", body: jsonBody(map[string]any{"password": "reset by an admin"}), want: adminOnly, def: 200},
+		{method: "POST", path: "/api/me/password", body: jsonBody(map[string]any{"oldPassword": "not the password", "newPassword": "whatever it is"}), want: userWrite, def: 403},
+		{method: "GET", path: "/api/keys", want: userRead, def: 200},
+		{method: "POST", path: "/api/keys", body: jsonBody(map[string]any{"name": "from the table"}), want: userWrite, def: 201},
+		{method: "DELETE", path: "/api/keys/no-such-key", want: userWrite, def: 404},
+
 		// Last: it ends the sessions.
 		{method: "POST", path: "/api/logout", want: userWrite, def: 200},
 	}
@@ -323,7 +340,8 @@ func TestRouteAccess(t *testing.T) {
 // pattern turns a row's concrete path back into the router's pattern.
 func pattern(f *fixture, path string) string {
 	r := strings.NewReplacer(f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
-		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id")
+		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id",
+		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId")
 	p := r.Replace(path)
 	if strings.HasPrefix(p, "/apps/:appId/chat/") {
 		p = "/apps/:appId/chat/:chatId"

@@ -73,6 +73,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: log},
 		Apps:       &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Now: time.Now},
 		Chats:      &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
+		Users:      &web.UsersHandler{Accounts: accounts},
 		Files:      &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		UI:         ui,
 		Admin:      e.Workers,

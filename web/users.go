@@ -1,0 +1,184 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// Accounts manages users and their API keys (auth.Store).
+type Accounts interface {
+	Users(ctx context.Context) ([]auth.User, error)
+	CreateUser(ctx context.Context, name, password string, role auth.Role) (auth.User, error)
+	SetDisabled(ctx context.Context, id string, disabled bool) error
+	SetPassword(ctx context.Context, id, password string) error
+	ChangePassword(ctx context.Context, id, old, password, keepToken string) error
+	Keys(ctx context.Context, userID string) ([]auth.KeyInfo, error)
+	CreateAPIKey(ctx context.Context, userID, name string) (string, error)
+	RevokeKey(ctx context.Context, userID, keyID string) error
+}
+
+// UsersHandler serves the admins' user management (/admin/api/users) and
+// each user's own password and API keys (/api/me/password, /api/keys).
+type UsersHandler struct {
+	Accounts Accounts
+}
+
+// accountError answers an error of the account store.
+func accountError(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, auth.ErrInvalid):
+		apiError(c, http.StatusBadRequest, err.Error())
+	case errors.Is(err, auth.ErrExists):
+		apiError(c, http.StatusConflict, "that user name is taken; choose another")
+	case errors.Is(err, auth.ErrNotFound):
+		apiError(c, http.StatusNotFound, "no such user or key")
+	default:
+		apiError(c, http.StatusInternalServerError, "could not change the accounts; retry later")
+	}
+}
+
+// List answers every user.
+func (h *UsersHandler) List(c *gin.Context) {
+	users, err := h.Accounts.Users(c.Request.Context())
+	if err != nil {
+		accountError(c, err)
+		return
+	}
+	if users == nil {
+		users = []auth.User{}
+	}
+	c.JSON(http.StatusOK, gin.H{"users": users})
+}
+
+// Create adds a user ({"name", "password", "role"}; role user unless
+// "admin").
+func (h *UsersHandler) Create(c *gin.Context) {
+	var body struct {
+		Name     string    `json:"name"`
+		Password string    `json:"password"`
+		Role     auth.Role `json:"role"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"name": "...", "password": "...", "role": "user" or "admin"}`)
+		return
+	}
+	if body.Role == "" {
+		body.Role = auth.RoleUser
+	}
+	u, err := h.Accounts.CreateUser(c.Request.Context(), body.Name, body.Password, body.Role)
+	if err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, u)
+}
+
+// Disable and Enable switch an account off and on; a disabled user's
+// sessions end and their keys are refused at once.
+func (h *UsersHandler) Disable(c *gin.Context) { h.setDisabled(c, true) }
+func (h *UsersHandler) Enable(c *gin.Context)  { h.setDisabled(c, false) }
+
+func (h *UsersHandler) setDisabled(c *gin.Context, disabled bool) {
+	id := c.Param("userId")
+	if p, ok := PrincipalOf(c); ok && p.UserID == id && disabled {
+		apiError(c, http.StatusConflict, "you cannot disable your own account; ask another admin")
+		return
+	}
+	if err := h.Accounts.SetDisabled(c.Request.Context(), id, disabled); err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": id, "disabled": disabled})
+}
+
+// ResetPassword sets a user's password ({"password"}) and ends all their
+// sessions.
+func (h *UsersHandler) ResetPassword(c *gin.Context) {
+	var body struct {
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"password": "..."}`)
+		return
+	}
+	if err := h.Accounts.SetPassword(c.Request.Context(), c.Param("userId"), body.Password); err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": c.Param("userId"), "passwordReset": true})
+}
+
+// ChangePassword is the caller's own change ({"oldPassword",
+// "newPassword"}); every other session of theirs ends.
+func (h *UsersHandler) ChangePassword(c *gin.Context) {
+	p, _ := PrincipalOf(c)
+	var body struct {
+		Old string `json:"oldPassword"`
+		New string `json:"newPassword"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"oldPassword": "...", "newPassword": "..."}`)
+		return
+	}
+	keep, _ := c.Cookie(SessionCookie)
+	err := h.Accounts.ChangePassword(c.Request.Context(), p.UserID, body.Old, body.New, keep)
+	if errors.Is(err, auth.ErrBadCredentials) {
+		apiError(c, http.StatusForbidden, "the old password is wrong")
+		return
+	} else if err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"passwordChanged": true})
+}
+
+// Keys lists the caller's API keys: name, prefix and last use, never the
+// secret.
+func (h *UsersHandler) Keys(c *gin.Context) {
+	p, _ := PrincipalOf(c)
+	keys, err := h.Accounts.Keys(c.Request.Context(), p.UserID)
+	if err != nil {
+		accountError(c, err)
+		return
+	}
+	if keys == nil {
+		keys = []auth.KeyInfo{}
+	}
+	c.JSON(http.StatusOK, gin.H{"keys": keys})
+}
+
+// CreateKey makes a key for the caller ({"name"}); the answer is the only
+// time the secret is shown.
+func (h *UsersHandler) CreateKey(c *gin.Context) {
+	p, _ := PrincipalOf(c)
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"name": "..."}`)
+		return
+	}
+	key, err := h.Accounts.CreateAPIKey(c.Request.Context(), p.UserID, body.Name)
+	if err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"key": key, "name": strings.TrimSpace(body.Name),
+		"note": "this is the only time the key is shown; keep it somewhere safe"})
+}
+
+// RevokeKey deletes one of the caller's keys.
+func (h *UsersHandler) RevokeKey(c *gin.Context) {
+	p, _ := PrincipalOf(c)
+	if err := h.Accounts.RevokeKey(c.Request.Context(), p.UserID, c.Param("keyId")); err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("keyId")})
+}
