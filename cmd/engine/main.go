@@ -4,6 +4,7 @@
 //	engine worker             run the task workers only (scale out on one MongoDB and Redis)
 //	engine migrate            create the database indexes and exit
 //	engine shell [flags] CMD  run one command in a chat's sandbox, as the agent would
+//	engine user CMD           manage accounts (add, list, disable, enable, reset-password)
 //	engine version            print the version
 //
 // Configuration comes from FLOWBOX_* environment variables (README.md);
@@ -40,6 +41,7 @@ commands:
   worker    run the task workers only, on the MongoDB and Redis the engines share
   migrate   create the database indexes and exit
   shell     run one command in a chat's sandbox: engine shell -app A -user U -chat C 'echo hi'
+  user      manage accounts: engine user add|list|disable|enable|reset-password
   version   print the version
   sandbox-agent  run inside a sandbox: serve its commands on a Unix socket (-socket PATH)
 
@@ -64,6 +66,8 @@ func main() {
 		err = migrate(ctx)
 	case "shell":
 		code, err = shell(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "user":
+		err = user(ctx, os.Args[2:], os.Stdin, os.Stdout)
 	case "sandbox-agent":
 		err = sandboxAgent(ctx, os.Args[2:])
 	case "version":

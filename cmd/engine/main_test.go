@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -166,3 +167,48 @@ func TestCommandsRefuseBadConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// TestUserCommand: an operator manages accounts at a shell, on the
+// embedded database the engine would open.
+func TestUserCommand(t *testing.T) {
+	t.Setenv("FLOWBOX_DATA_DIR", t.TempDir())
+	t.Setenv("FLOWBOX_LOG_LEVEL", "warn")
+	ctx := context.Background()
+	run := func(stdin string, args ...string) (string, error) {
+		var out strings.Builder
+		err := user(ctx, args, strings.NewReader(stdin), &out)
+		return out.String(), err
+	}
+	if out, err := run("first admin pw\n", "add", "-role", "admin", "Root"); err != nil || !strings.Contains(out, "created root (admin)") || strings.Contains(out, "password:") {
+		t.Fatalf("add with a password: %q %v", out, err)
+	}
+	out, err := run("", "add", "dana")
+	_, after, shown := strings.Cut(out, "password: ")
+	made, _, _ := strings.Cut(after, "\n")
+	if err != nil || !strings.Contains(out, "created dana (user)") || !shown || len(made) < 16 {
+		t.Fatalf("add without a password: %q %v; want a made-up password shown", out, err)
+	}
+	if _, err := run("another pw!", "add", "dana"); err == nil || !strings.Contains(err.Error(), "taken") {
+		t.Errorf("adding a taken name: %v", err)
+	}
+	if out, err := run("", "disable", "dana"); err != nil || out != "disabled dana\n" {
+		t.Errorf("disable: %q %v", out, err)
+	}
+	out, err = run("", "list")
+	if err != nil || !regexpMatch(`(?m)^dana\s+user\s+disabled\s`, out) || !regexpMatch(`(?m)^root\s+admin\s+active\s`, out) {
+		t.Errorf("list: %q %v", out, err)
+	}
+	if _, err := run("", "enable", "nobody"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("enable of an unknown user: %v", err)
+	}
+	if out, err := run("dana's new pw\n", "reset-password", "dana"); err != nil || !strings.Contains(out, "sessions ended") {
+		t.Errorf("reset-password: %q %v", out, err)
+	}
+	for _, args := range [][]string{{}, {"remove", "dana"}, {"add"}, {"list", "extra"}} {
+		if _, err := run("", args...); err == nil || !strings.Contains(err.Error(), "usage: engine user") {
+			t.Errorf("engine user %q: %v; want the usage", args, err)
+		}
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }

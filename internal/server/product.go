@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -45,7 +43,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		// First run without a configured password: make one and say it
 		// once. An existing admin keeps the password it has.
 		if _, err := accounts.User(ctx, "u:"+cfg.Product.AdminUser); errors.Is(err, auth.ErrBadCredentials) {
-			password = randomPassword()
+			password = auth.RandomPassword()
 			log.Warn("first run: created the admin account; sign in and keep this password (it is not shown again), or set FLOWBOX_ADMIN_PASSWORD",
 				"user", cfg.Product.AdminUser, "password", password)
 		}
@@ -80,12 +78,6 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: 10},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 	}, nil
-}
-
-func randomPassword() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // providerRecords lists the records of the provider in use, for the admin

@@ -142,6 +142,16 @@ func secret(prefix string) string {
 	return prefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// RandomPassword makes up a password for an account created or reset
+// without one (16 random URL-safe characters).
+func RandomPassword() string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("no randomness: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
 // CreateUser adds an account. Names are 1-64 lowercase letters, digits,
 // '.', '_' or '-'; passwords at least 8 characters (bcrypt reads at most
 // 72 bytes).
