@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestAccountsThroughTheAPI: an admin gives a person an account; the
@@ -90,5 +92,77 @@ func TestAccountsThroughTheAPI(t *testing.T) {
 	status(admin, "POST", "/admin/api/users/u:nobody/disable", nil, 404)
 	if resp := admin.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusOK {
 		t.Errorf("the admin after refusing to disable herself: %d", resp.Status)
+	}
+}
+
+// TestKeyExpiryAndRate: a key given an expiry stops at it, and one given
+// a rate is refused past it with a time to retry; other keys of the same
+// user are not held back.
+func TestKeyExpiryAndRate(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	id := env.CreateUser(t, "gil", auth.RoleUser)
+	gil := env.Login(t, "gil", servertest.Password("gil"))
+	newKey := func(body map[string]any) *servertest.Client {
+		t.Helper()
+		resp := gil.Do(t, "POST", "/api/keys", body)
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("create key %v: %d %s", body, resp.Status, resp.Body)
+		}
+		var k struct{ Key string }
+		resp.JSON(t, &k)
+		return env.Bearer(k.Key)
+	}
+	for _, bad := range []map[string]any{
+		{"name": "past", "expiresAt": time.Now().Add(-time.Hour).Format(time.RFC3339)},
+		{"name": "greedy", "ratePerMinute": auth.MaxKeyRate + 1},
+		{"name": "odd date", "expiresAt": "next tuesday"},
+		{"name": ""},
+	} {
+		if resp := gil.Do(t, "POST", "/api/keys", bad); resp.Status != http.StatusBadRequest {
+			t.Errorf("create key %v: %d %s, want 400", bad, resp.Status, resp.Body)
+		}
+	}
+
+	soon := newKey(map[string]any{"name": "soon", "expiresAt": time.Now().Add(2 * time.Second).Format(time.RFC3339Nano)})
+	if resp := soon.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusOK {
+		t.Fatalf("a key before its expiry: %d %s", resp.Status, resp.Body)
+	}
+	var keys struct {
+		Keys []struct {
+			Name      string
+			ExpiresAt time.Time
+		}
+	}
+	gil.Do(t, "GET", "/api/keys", nil).JSON(t, &keys)
+	if len(keys.Keys) != 1 || keys.Keys[0].ExpiresAt.IsZero() {
+		t.Errorf("keys %+v; want the expiry listed", keys.Keys)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		resp := soon.Do(t, "GET", "/api/me", nil)
+		if resp.Status == http.StatusUnauthorized {
+			if !strings.Contains(string(resp.Body), "expired") {
+				t.Errorf("an expired key: %s; want it to say it expired", resp.Body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key still works a minute after its expiry: %d", resp.Status)
+		}
+	}
+
+	slow := newKey(map[string]any{"name": "slow", "ratePerMinute": 2})
+	free := env.Bearer(env.APIKey(t, id))
+	for i := range 2 {
+		if resp := slow.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusOK {
+			t.Fatalf("request %d within the key's rate: %d %s", i+1, resp.Status, resp.Body)
+		}
+	}
+	resp := slow.Do(t, "GET", "/api/me", nil)
+	if resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "2 requests a minute") {
+		t.Errorf("past the key's rate: %d %q %s; want 429 with Retry-After naming the limit", resp.Status, resp.Header.Get("Retry-After"), resp.Body)
+	}
+	if resp := free.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusOK {
+		t.Errorf("another key of the same user: %d; want it unaffected", resp.Status)
 	}
 }

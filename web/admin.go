@@ -45,7 +45,11 @@ func adminGate(a Authenticator, token string, requireCSRF bool) gin.HandlerFunc 
 			// An admin's API key or session. Bad ones fall through to the
 			// challenge below, so that a browser asks for the token.
 			err := identify(c, a, requireCSRF)
+			var limited *rateLimited
 			switch {
+			case errors.As(err, &limited):
+				tooMany(c, limited)
+				return
 			case errors.Is(err, errNoCSRF):
 				apiError(c, http.StatusForbidden, err.Error())
 				return

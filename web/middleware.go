@@ -68,15 +68,38 @@ func AuthenticateOrServiceKey(a Authenticator, serviceKey string) gin.HandlerFun
 // credentials goes on anonymous; bad credentials are refused.
 func Authenticate(a Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		var limited *rateLimited
 		switch err := identify(c, a, true); {
 		case err == nil:
 			c.Next()
+		case errors.As(err, &limited):
+			tooMany(c, limited)
 		case errors.Is(err, errNoCSRF):
 			apiError(c, http.StatusForbidden, err.Error())
 		default:
 			credentialError(c, err)
 		}
 	}
+}
+
+// keyLimits holds the buckets of API keys that have a rate of their own.
+// Each engine process counts for itself.
+var keyLimits = &RateLimiter{}
+
+// rateLimited refuses a request over a limit; wait is when to retry.
+type rateLimited struct {
+	wait time.Duration
+	what string
+}
+
+func (e *rateLimited) Error() string {
+	return fmt.Sprintf("too many requests (%s); retry in %s", e.what, e.wait.Round(time.Second))
+}
+
+// tooMany answers a rateLimited refusal.
+func tooMany(c *gin.Context, e *rateLimited) {
+	c.Header("Retry-After", fmt.Sprint(int(math.Ceil(e.wait.Seconds()))))
+	apiError(c, http.StatusTooManyRequests, e.Error())
 }
 
 // errNoCSRF refuses a change made with a session cookie but without the
@@ -92,8 +115,17 @@ func identify(c *gin.Context, a Authenticator, requireCSRF bool) error {
 	ctx := c.Request.Context()
 	if bearer, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
 		p, err := a.APIKey(ctx, strings.TrimSpace(bearer))
-		if err != nil {
+		switch {
+		case errors.Is(err, auth.ErrKeyExpired):
+			return fmt.Errorf("the API key has expired; make a new one: %w", err)
+		case err != nil:
 			return fmt.Errorf("the API key is not valid: %w", err)
+		}
+		if p.KeyRatePerMinute > 0 {
+			n := p.KeyRatePerMinute
+			if ok, wait := keyLimits.allowAt(p.KeyID, time.Minute/time.Duration(n), n); !ok {
+				return &rateLimited{wait: wait, what: fmt.Sprintf("this API key's limit of %d requests a minute", n)}
+			}
 		}
 		c.Set(principalKey, p)
 		return nil
@@ -172,6 +204,12 @@ type bucket struct {
 
 // allow takes one request from key's budget, or says how long to wait.
 func (r *RateLimiter) allow(key string) (bool, time.Duration) {
+	return r.allowAt(key, r.Every, r.Burst)
+}
+
+// allowAt is allow with the rate given for this key (a new rate takes
+// effect once the key's bucket is forgotten).
+func (r *RateLimiter) allowAt(key string, every time.Duration, burst int) (bool, time.Duration) {
 	now := time.Now()
 	if r.Now != nil {
 		now = r.Now()
@@ -191,7 +229,7 @@ func (r *RateLimiter) allow(key string) (bool, time.Duration) {
 	}
 	b := r.buckets[key]
 	if b == nil {
-		b = &bucket{lim: rate.NewLimiter(rate.Every(r.Every), r.Burst)}
+		b = &bucket{lim: rate.NewLimiter(rate.Every(every), burst)}
 		r.buckets[key] = b
 	}
 	b.seen = now
@@ -206,10 +244,8 @@ func (r *RateLimiter) allow(key string) (bool, time.Duration) {
 // Middleware limits requests by the key keyOf returns.
 func (r *RateLimiter) Middleware(keyOf func(c *gin.Context) string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		ok, wait := r.allow(keyOf(c))
-		if !ok {
-			c.Header("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
-			apiError(c, http.StatusTooManyRequests, fmt.Sprintf("too many requests; retry in %s", wait.Round(time.Second)))
+		if ok, wait := r.allow(keyOf(c)); !ok {
+			tooMany(c, &rateLimited{wait: wait, what: "the engine's limit for each caller"})
 			return
 		}
 		c.Next()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,7 +20,7 @@ type Accounts interface {
 	SetPassword(ctx context.Context, id, password string) error
 	ChangePassword(ctx context.Context, id, old, password, keepToken string) error
 	Keys(ctx context.Context, userID string) ([]auth.KeyInfo, error)
-	CreateAPIKey(ctx context.Context, userID, name string) (string, error)
+	CreateKey(ctx context.Context, userID string, spec auth.KeySpec) (string, error)
 	RevokeKey(ctx context.Context, userID, keyID string) error
 }
 
@@ -153,18 +154,21 @@ func (h *UsersHandler) Keys(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"keys": keys})
 }
 
-// CreateKey makes a key for the caller ({"name"}); the answer is the only
-// time the secret is shown.
+// CreateKey makes a key for the caller ({"name", "expiresAt" (RFC 3339,
+// optional), "ratePerMinute" (optional)}); the answer is the only time
+// the secret is shown.
 func (h *UsersHandler) CreateKey(c *gin.Context) {
 	p, _ := PrincipalOf(c)
 	var body struct {
-		Name string `json:"name"`
+		Name          string    `json:"name"`
+		ExpiresAt     time.Time `json:"expiresAt"`
+		RatePerMinute int       `json:"ratePerMinute"`
 	}
 	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
-		apiError(c, http.StatusBadRequest, `send {"name": "..."}`)
+		apiError(c, http.StatusBadRequest, `send {"name": "...", "expiresAt": "2027-01-31T00:00:00Z" (optional), "ratePerMinute": 60 (optional)}: `+err.Error())
 		return
 	}
-	key, err := h.Accounts.CreateAPIKey(c.Request.Context(), p.UserID, body.Name)
+	key, err := h.Accounts.CreateKey(c.Request.Context(), p.UserID, auth.KeySpec{Name: body.Name, ExpiresAt: body.ExpiresAt, RatePerMinute: body.RatePerMinute})
 	if err != nil {
 		accountError(c, err)
 		return

@@ -47,6 +47,9 @@ var (
 	// ErrNotFound: no such user or key (for admins and owners, who may
 	// know; sign-in never says it).
 	ErrNotFound = errors.New("not found")
+	// ErrKeyExpired: the API key is past its expiry. It is a bad
+	// credential; only its holder learns why.
+	ErrKeyExpired = fmt.Errorf("API key expired: %w", ErrBadCredentials)
 )
 
 // User is an account.
@@ -68,6 +71,10 @@ type Principal struct {
 	Role   Role
 	// ViaKey is true for API-key calls, which need no CSRF token.
 	ViaKey bool
+	// KeyID and KeyRatePerMinute are the key of an API-key call and its
+	// limit (0: none).
+	KeyID            string
+	KeyRatePerMinute int
 }
 
 // Admin reports whether the caller is an admin.
@@ -88,17 +95,36 @@ type apiKey struct {
 	CreatedAt time.Time `bson:"createdAt"`
 	// LastUsedAt is refreshed at most once a minute.
 	LastUsedAt time.Time `bson:"lastUsedAt,omitempty"`
+	// ExpiresAt, when set, ends the key; RatePerMinute, when set, limits
+	// its requests.
+	ExpiresAt     time.Time `bson:"expiresAt,omitempty"`
+	RatePerMinute int       `bson:"ratePerMinute,omitempty"`
 }
+
+// KeySpec is what a new API key is made with.
+type KeySpec struct {
+	Name string
+	// ExpiresAt, when set, must be in the future; zero: no expiry.
+	ExpiresAt time.Time
+	// RatePerMinute limits the key's requests (bursts up to the same
+	// number); 0: only the limits every caller has.
+	RatePerMinute int
+}
+
+// MaxKeyRate bounds KeySpec.RatePerMinute.
+const MaxKeyRate = 10000
 
 // KeyInfo describes an API key without its secret.
 type KeyInfo struct {
 	// ID names the key for revocation; it is the key's hash, which
 	// lets no one in.
-	ID         string    `json:"id"`
-	Name       string    `json:"name"`
-	Prefix     string    `json:"prefix"`
-	CreatedAt  time.Time `json:"createdAt"`
-	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	Prefix        string    `json:"prefix"`
+	CreatedAt     time.Time `json:"createdAt"`
+	LastUsedAt    time.Time `json:"lastUsedAt,omitzero"`
+	ExpiresAt     time.Time `json:"expiresAt,omitzero"`
+	RatePerMinute int       `json:"ratePerMinute,omitempty"`
 }
 
 // keyPrefixLen is how much of a key KeyInfo shows: "fbk_" and 6
@@ -271,18 +297,33 @@ func (s *Store) Logout(ctx context.Context, token string) error {
 	return err
 }
 
-// CreateAPIKey makes a key for a user; the key is returned once and
-// stored only as a hash.
+// CreateAPIKey makes a key for a user with no expiry or rate of its own.
 func (s *Store) CreateAPIKey(ctx context.Context, userID, name string) (string, error) {
+	return s.CreateKey(ctx, userID, KeySpec{Name: name})
+}
+
+// CreateKey makes a key for a user; the key is returned once and stored
+// only as a hash.
+func (s *Store) CreateKey(ctx context.Context, userID string, spec KeySpec) (string, error) {
 	if _, err := s.User(ctx, userID); err != nil {
 		return "", fmt.Errorf("create API key: %w", err)
 	}
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 100 {
+	name := strings.TrimSpace(spec.Name)
+	switch {
+	case name == "" || len(name) > 100:
 		return "", fmt.Errorf("%w: a key needs a name of 1 to 100 characters", ErrInvalid)
+	case !spec.ExpiresAt.IsZero() && !spec.ExpiresAt.After(s.Now()):
+		return "", fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, spec.ExpiresAt.UTC().Format(time.RFC3339))
+	case spec.RatePerMinute < 0 || spec.RatePerMinute > MaxKeyRate:
+		return "", fmt.Errorf("%w: a key's rate is 0 (none) to %d requests a minute", ErrInvalid, MaxKeyRate)
 	}
 	key := secret("fbk_")
-	if _, err := s.keys.InsertOne(ctx, apiKey{ID: hash(key), UserID: userID, Name: name, Prefix: key[:keyPrefixLen], CreatedAt: s.Now().UTC()}); err != nil {
+	k := apiKey{ID: hash(key), UserID: userID, Name: name, Prefix: key[:keyPrefixLen], CreatedAt: s.Now().UTC(),
+		RatePerMinute: spec.RatePerMinute}
+	if !spec.ExpiresAt.IsZero() {
+		k.ExpiresAt = spec.ExpiresAt.UTC()
+	}
+	if _, err := s.keys.InsertOne(ctx, k); err != nil {
 		return "", fmt.Errorf("create API key: %w", err)
 	}
 	return key, nil
@@ -305,11 +346,15 @@ func (s *Store) APIKey(ctx context.Context, key string) (Principal, error) {
 	if u.Disabled {
 		return Principal{}, ErrBadCredentials
 	}
-	if now := s.Now(); now.Sub(k.LastUsedAt) >= keyUseEvery {
+	now := s.Now()
+	if !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt) {
+		return Principal{}, ErrKeyExpired
+	}
+	if now.Sub(k.LastUsedAt) >= keyUseEvery {
 		// A failed write costs only the "last used" shown to the user.
 		_, _ = s.keys.UpdateOne(ctx, bson.D{{Key: "_id", Value: k.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "lastUsedAt", Value: now.UTC()}}}})
 	}
-	return Principal{UserID: u.ID, Name: u.Name, Role: u.Role, ViaKey: true}, nil
+	return Principal{UserID: u.ID, Name: u.Name, Role: u.Role, ViaKey: true, KeyID: k.ID, KeyRatePerMinute: k.RatePerMinute}, nil
 }
 
 // Keys lists a user's API keys, newest first, without their secrets.
@@ -324,7 +369,8 @@ func (s *Store) Keys(ctx context.Context, userID string) ([]KeyInfo, error) {
 	}
 	out := make([]KeyInfo, len(keys))
 	for i, k := range keys {
-		out[i] = KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
+		out[i] = KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt,
+			ExpiresAt: k.ExpiresAt, RatePerMinute: k.RatePerMinute}
 	}
 	slices.SortFunc(out, func(a, b KeyInfo) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil
