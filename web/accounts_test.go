@@ -1,12 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -164,5 +167,74 @@ func TestKeyExpiryAndRate(t *testing.T) {
 	}
 	if resp := free.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusOK {
 		t.Errorf("another key of the same user: %d; want it unaffected", resp.Status)
+	}
+}
+
+// TestDeleteUser: deleting a user says what happens to what they own:
+// refused until the admin chooses; their apps transferred or deleted,
+// their chats deleted with their sandboxes, their keys and sessions gone.
+func TestDeleteUser(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	for _, mode := range []string{"transfer", "delete"} {
+		t.Run(mode, func(t *testing.T) {
+			name := "hal-" + mode
+			id := env.CreateUser(t, name, auth.RoleUser)
+			hal := env.Login(t, name, servertest.Password(name))
+			key := env.Bearer(env.APIKey(t, id))
+			resp := hal.Do(t, "POST", "/api/apps", map[string]any{"name": "hal's", "graph": apps.DemoGraph()})
+			var app struct {
+				ID string `json:"appId"`
+			}
+			resp.JSON(t, &app)
+			turn := hal.Do(t, "POST", "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "hal-chat-" + mode,
+				"messages": []map[string]string{{"role": "user", "content": "$ echo mine > mine.txt"}}})
+			if turn.Status != http.StatusOK {
+				t.Fatalf("hal's turn: %d %s", turn.Status, turn.Body)
+			}
+
+			if resp := admin.Do(t, "DELETE", "/admin/api/users/"+id, nil); resp.Status != http.StatusConflict || !strings.Contains(string(resp.Body), "owns 1 app") {
+				t.Fatalf("delete without saying what happens to the apps: %d %s", resp.Status, resp.Body)
+			}
+			query := "?apps=delete"
+			if mode == "transfer" {
+				query = "?apps=transfer&to=u:" + servertest.AdminName
+			}
+			if resp := admin.Do(t, "DELETE", "/admin/api/users/"+id+query, nil); resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"chatsDeleted":1`) {
+				t.Fatalf("delete %s: %d %s", query, resp.Status, resp.Body)
+			}
+			got := admin.Do(t, "GET", "/api/apps/"+app.ID, nil)
+			switch mode {
+			case "transfer":
+				if got.Status != http.StatusOK || !strings.Contains(string(got.Body), `"ownerId":"u:admin"`) {
+					t.Errorf("the transferred app: %d %s", got.Status, got.Body)
+				}
+			default:
+				if got.Status != http.StatusNotFound {
+					t.Errorf("the deleted app: %d %s", got.Status, got.Body)
+				}
+			}
+			ctx := context.Background()
+			store := env.Engine.Services.Store
+			if _, err := store.GetDeletion(ctx, mongostore.ChatDeletionKey(app.ID, "hal-chat-"+mode)); err != nil {
+				t.Errorf("the deletion of hal's chat's sandbox: %v", err)
+			}
+			if _, err := env.Engine.Chats.Get(ctx, "hal-chat-"+mode); err == nil {
+				t.Error("hal's chat outlived his account")
+			}
+			if resp := key.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusUnauthorized {
+				t.Errorf("hal's key after the deletion: %d", resp.Status)
+			}
+			if resp := hal.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusUnauthorized {
+				t.Errorf("hal's session after the deletion: %d", resp.Status)
+			}
+		})
+	}
+	if resp := admin.Do(t, "DELETE", "/admin/api/users/u:admin", nil); resp.Status != http.StatusConflict {
+		t.Errorf("an admin deleting herself: %d %s", resp.Status, resp.Body)
+	}
+	if resp := admin.Do(t, "DELETE", "/admin/api/users/u:nobody", nil); resp.Status != http.StatusNotFound {
+		t.Errorf("an unknown user: %d %s", resp.Status, resp.Body)
 	}
 }

@@ -82,6 +82,7 @@ func New(cfg Config) http.Handler {
 		return r
 	}
 	admin.GET("", p.UI.Admin)
+	admin.GET("/users", p.UI.UserList)
 	admin.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
 	admin.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
 	admin.GET("/api/users", p.Users.List)
@@ -89,6 +90,7 @@ func New(cfg Config) http.Handler {
 	admin.POST("/api/users/:userId/disable", p.Users.Disable)
 	admin.POST("/api/users/:userId/enable", p.Users.Enable)
 	admin.POST("/api/users/:userId/password", p.Users.ResetPassword)
+	admin.DELETE("/api/users/:userId", p.Users.Delete)
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
@@ -122,6 +124,7 @@ func New(cfg Config) http.Handler {
 	pages.GET("/apps/:appId/edit", p.UI.Builder)
 	pages.GET("/apps/:appId/chats", p.UI.ChatList)
 	pages.GET("/apps/:appId/chat/:chatId", p.UI.Chat)
+	pages.GET("/account", p.UI.Account)
 	return r
 }
 

@@ -257,9 +257,11 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/apps/" + f.shared + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "GET", path: "/apps/" + f.private + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
 		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
+		{method: "GET", path: "/account", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 
 		// Admins.
 		{method: "GET", path: "/admin", want: adminOnly, def: 200},
+		{method: "GET", path: "/admin/users", want: adminOnly, def: 200},
 		{method: "GET", path: web.QueuesPath + "/api/queues", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/sandboxes/" + f.sandboxID + "/stop", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/sandboxes/" + f.victim + "/delete", want: adminOnly, def: 200},
@@ -275,6 +277,9 @@ func (f *fixture) routes() []route {
 		}, want: adminOnly, def: 201},
 		{method: "POST", path: "/admin/api/users/" + f.dave + "/disable", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/users/" + f.dave + "/enable", want: adminOnly, def: 200},
+		{method: "DELETE", path: "/admin/api/users/:userId", pathFor: func(f *fixture, t *testing.T, caller string) string {
+			return "/admin/api/users/" + f.env.CreateUser(t, "doomed-"+strings.NewReplacer(" ", "-", ",", "", "'", "").Replace(caller), auth.RoleUser)
+		}, want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/users/" + f.dave + "/password", body: jsonBody(map[string]any{"password": "reset by an admin"}), want: adminOnly, def: 200},
 		{method: "POST", path: "/api/me/password", body: jsonBody(map[string]any{"oldPassword": "not the password", "newPassword": "whatever it is"}), want: userWrite, def: 403},
 		{method: "GET", path: "/api/keys", want: userRead, def: 200},

@@ -3,12 +3,15 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -22,12 +25,35 @@ type Accounts interface {
 	Keys(ctx context.Context, userID string) ([]auth.KeyInfo, error)
 	CreateKey(ctx context.Context, userID string, spec auth.KeySpec) (string, error)
 	RevokeKey(ctx context.Context, userID, keyID string) error
+	User(ctx context.Context, id string) (auth.User, error)
+	DeleteUser(ctx context.Context, id string) error
+}
+
+// OwnedApps lists and changes the apps a user owns (apps.Store).
+type OwnedApps interface {
+	List(ctx context.Context, owner string) ([]apps.App, error)
+	Get(ctx context.Context, id string) (apps.App, error)
+	Put(ctx context.Context, a apps.App, now time.Time) error
+	Delete(ctx context.Context, id string) error
+}
+
+// UserChats finds and removes a user's chats (history.Store).
+type UserChats interface {
+	ByUser(ctx context.Context, userID string) ([]history.Chat, error)
+	Delete(ctx context.Context, chatID string) error
 }
 
 // UsersHandler serves the admins' user management (/admin/api/users) and
 // each user's own password and API keys (/api/me/password, /api/keys).
 type UsersHandler struct {
 	Accounts Accounts
+	// Apps, Chats and Deleter serve the deletion of a user: their apps
+	// are transferred or deleted, their chats deleted with their
+	// sandboxes through the workers.
+	Apps    OwnedApps
+	Chats   UserChats
+	Deleter SandboxDeleter
+	Now     func() time.Time
 }
 
 // accountError answers an error of the account store.
@@ -185,4 +211,101 @@ func (h *UsersHandler) RevokeKey(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("keyId")})
+}
+
+// Delete removes a user (DELETE /admin/api/users/:userId). What they own
+// is handled explicitly: the apps they own need ?apps=transfer&to=USER_ID
+// (another user becomes their owner) or ?apps=delete (deleted with their
+// sandboxes); their chats in any app are deleted with their sandboxes.
+// Then the account, its sessions and keys go.
+func (h *UsersHandler) Delete(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("userId")
+	if p, ok := PrincipalOf(c); ok && p.UserID == id {
+		apiError(c, http.StatusConflict, "you cannot delete your own account; ask another admin")
+		return
+	}
+	if _, err := h.Accounts.User(ctx, id); err != nil {
+		if errors.Is(err, auth.ErrBadCredentials) {
+			err = auth.ErrNotFound
+		}
+		accountError(c, err)
+		return
+	}
+	owned, err := h.Apps.List(ctx, id)
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not list the user's apps; nothing was deleted, retry later")
+		return
+	}
+	mode, to := c.Query("apps"), c.Query("to")
+	if len(owned) > 0 {
+		switch mode {
+		case "transfer":
+			if to == id {
+				apiError(c, http.StatusBadRequest, "transfer the apps to another user than the one being deleted")
+				return
+			}
+			if _, err := h.Accounts.User(ctx, to); err != nil {
+				apiError(c, http.StatusBadRequest, fmt.Sprintf("no user %q to transfer the apps to", to))
+				return
+			}
+		case "delete":
+		default:
+			apiError(c, http.StatusConflict, fmt.Sprintf("%s owns %d app(s): add ?apps=transfer&to=USER_ID to give them to another user, or ?apps=delete to delete them with their sandboxes", id, len(owned)))
+			return
+		}
+	}
+	var done []string
+	for _, a := range owned {
+		if mode == "transfer" {
+			app, err := h.Apps.Get(ctx, a.ID)
+			if err == nil {
+				app.OwnerID = to
+				err = h.Apps.Put(ctx, app, h.Now())
+			}
+			if err != nil {
+				apiError(c, http.StatusInternalServerError, fmt.Sprintf("transferred %v, but not app %s; nothing else changed, retry", done, a.ID))
+				return
+			}
+		} else {
+			if err := h.Deleter.DeleteApp(ctx, a.ID); err != nil {
+				apiError(c, http.StatusServiceUnavailable, fmt.Sprintf("deleted %v, but could not record the deletion of app %s's sandboxes; retry later", done, a.ID))
+				return
+			}
+			if err := h.Apps.Delete(ctx, a.ID); err != nil {
+				apiError(c, http.StatusInternalServerError, fmt.Sprintf("app %s's sandboxes are being deleted but the app could not be; retry", a.ID))
+				return
+			}
+		}
+		done = append(done, a.ID)
+	}
+	chats, err := h.Chats.ByUser(ctx, id)
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not list the user's chats; retry later")
+		return
+	}
+	byApp := map[string][]string{}
+	for _, ch := range chats {
+		byApp[ch.AppID] = append(byApp[ch.AppID], ch.ID)
+	}
+	for appID, ids := range byApp {
+		if err := h.Deleter.DeleteChats(ctx, appID, ids); err != nil {
+			apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the user's sandboxes; retry later")
+			return
+		}
+		for _, chatID := range ids {
+			if err := h.Chats.Delete(ctx, chatID); err != nil {
+				apiError(c, http.StatusInternalServerError, "the user's sandboxes are being deleted but a chat could not be; retry")
+				return
+			}
+		}
+	}
+	if err := h.Accounts.DeleteUser(ctx, id); err != nil {
+		accountError(c, err)
+		return
+	}
+	if done == nil {
+		done = []string{}
+	}
+	c.JSON(http.StatusOK, gin.H{"deleted": id, "apps": done, "appsWere": mode, "chatsDeleted": len(chats)})
 }

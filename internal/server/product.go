@@ -71,7 +71,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: log},
 		Apps:       &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Now: time.Now},
 		Chats:      &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
-		Users:      &web.UsersHandler{Accounts: accounts},
+		Users:      &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Now: time.Now},
 		Files:      &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		UI:         ui,
 		Admin:      e.Workers,

@@ -412,6 +412,24 @@ func (s *Store) existing(ctx context.Context, id string) (User, error) {
 	return u, err
 }
 
+// DeleteUser removes an account with its sessions and keys; what the user
+// owns elsewhere (apps, chats) is the caller's to handle first.
+func (s *Store) DeleteUser(ctx context.Context, id string) error {
+	if _, err := s.existing(ctx, id); err != nil {
+		return err
+	}
+	if _, err := s.keys.DeleteMany(ctx, bson.D{{Key: "userId", Value: id}}); err != nil {
+		return fmt.Errorf("delete the keys of %s: %w", id, err)
+	}
+	if err := s.endSessions(ctx, id, ""); err != nil {
+		return err
+	}
+	if _, err := s.users.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
+		return fmt.Errorf("delete user %s: %w", id, err)
+	}
+	return nil
+}
+
 // SetDisabled disables or enables an account. A disabled user's
 // sessions end; their keys stay but are refused until it is enabled.
 func (s *Store) SetDisabled(ctx context.Context, id string, disabled bool) error {
