@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -68,11 +70,110 @@ type chatRequest struct {
 	Stream    bool           `json:"stream"`
 	Detail    bool           `json:"detail"`
 	Variables map[string]any `json:"variables"`
-	Messages  []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+	// ResponseChatItemID names the reply in the chat's history, as in
+	// FastGPT; absent or null: one is made. Raw, to refuse a value that is
+	// not a string in words of its own.
+	ResponseChatItemID json.RawMessage `json:"responseChatItemId"`
+	Messages           []struct {
+		Role    string         `json:"role"`
+		Content messageContent `json:"content"`
 	} `json:"messages"`
 }
+
+// messageContent is a message's content as OpenAI clients send it: a
+// string, or an array of content parts of which only text parts are
+// accepted, joined with newlines. A content of another shape decodes
+// without error and keeps what is wrong in problem, so that the refusal
+// can name the message (the decoder does not know its index).
+type messageContent struct {
+	Text    string
+	problem string // "content...: what is wrong"; empty when the content is usable
+}
+
+func (m *messageContent) UnmarshalJSON(b []byte) error {
+	*m = messageContent{}
+	b = bytes.TrimSpace(b)
+	switch kind := jsonKind(b); kind {
+	case "null":
+		return nil
+	case "string":
+		return json.Unmarshal(b, &m.Text)
+	case "array":
+		var parts []json.RawMessage
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return err
+		}
+		texts := make([]string, 0, len(parts))
+		for i, raw := range parts {
+			text, problem := textPart(raw)
+			if problem != "" {
+				m.problem = fmt.Sprintf("content[%d]: %s", i, problem)
+				return nil
+			}
+			texts = append(texts, text)
+		}
+		m.Text = strings.Join(texts, "\n")
+		return nil
+	default:
+		m.problem = "content: must be a string or an array of text parts like [{\"type\":\"text\",\"text\":\"...\"}], not " + an(kind)
+		return nil
+	}
+}
+
+// textPart returns the text of a content part, or what is wrong with it.
+func textPart(raw json.RawMessage) (text, problem string) {
+	var part map[string]json.RawMessage
+	if kind := jsonKind(bytes.TrimSpace(raw)); kind != "object" || json.Unmarshal(raw, &part) != nil {
+		return "", "a content part must be an object like {\"type\":\"text\",\"text\":\"...\"}, not " + an(kind)
+	}
+	var typ string
+	if t, ok := part["type"]; !ok || jsonKind(bytes.TrimSpace(t)) != "string" || json.Unmarshal(t, &typ) != nil {
+		return "", `the part has no string "type"; send {"type":"text","text":"..."}`
+	}
+	if typ != "text" {
+		return "", fmt.Sprintf("parts of type %q are not supported; send text parts only", typ)
+	}
+	t, ok := part["text"]
+	if !ok || jsonKind(bytes.TrimSpace(t)) != "string" || json.Unmarshal(t, &text) != nil {
+		return "", `a part of type "text" needs a string "text"`
+	}
+	return text, ""
+}
+
+// jsonKind names the kind of JSON value b starts with.
+func jsonKind(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '"':
+		return "string"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// an puts the article before a kind of value.
+func an(kind string) string {
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "null", "nothing":
+		return kind
+	}
+	return "a " + kind
+}
+
+// validItemID matches a client's responseChatItemId: 1 to 64 letters,
+// digits, '_' or '-', safe in URLs and logs.
+var validItemID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 func (h *ChatHandler) authorised(c *gin.Context) bool {
 	if _, ok := PrincipalOf(c); ok {
@@ -102,10 +203,21 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		apiError(c, http.StatusBadRequest, "the request body is not valid JSON: "+err.Error())
 		return
 	}
+	for i, m := range req.Messages {
+		if m.Content.problem != "" {
+			apiError(c, http.StatusBadRequest, fmt.Sprintf("messages[%d].%s", i, m.Content.problem))
+			return
+		}
+	}
+	replyID, problem := responseChatItemID(req.ResponseChatItemID)
+	if problem != "" {
+		apiError(c, http.StatusBadRequest, problem)
+		return
+	}
 	question := ""
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
-			question = req.Messages[i].Content
+			question = req.Messages[i].Content.Text
 			break
 		}
 	}
@@ -158,6 +270,7 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	hist := chat.History(50)
 	run := nodes.Chat{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: question, History: hist, Variables: req.Variables}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
+	out.replyID = replyID
 	if h.trace != nil {
 		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
 	}
@@ -182,7 +295,7 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	defer cancel()
 	_, err = h.History.AppendTurn(saveCtx, chat,
 		history.Item{Role: "user", Text: question},
-		history.Item{Role: "assistant", Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
+		history.Item{Role: "assistant", ResponseChatItemID: replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
 		h.Now())
 	if err != nil {
 		h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
@@ -211,6 +324,24 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// responseChatItemID returns the reply's id: the client's, checked, or a
+// new one when it sent none.
+func responseChatItemID(raw json.RawMessage) (id, problem string) {
+	raw = bytes.TrimSpace(raw)
+	if kind := jsonKind(raw); kind == "nothing" || kind == "null" {
+		return newID(), ""
+	} else if kind != "string" || json.Unmarshal(raw, &id) != nil {
+		return "", "responseChatItemId must be a string of 1 to 64 letters, digits, '_' or '-', not " + an(kind)
+	}
+	if !validItemID.MatchString(id) {
+		if r := []rune(id); len(r) > 80 {
+			id = string(r[:80]) + "…"
+		}
+		return "", fmt.Sprintf("responseChatItemId %q is not valid: use 1 to 64 letters, digits, '_' or '-'", id)
+	}
+	return id, ""
+}
+
 func newID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
@@ -222,6 +353,7 @@ type chatStream struct {
 	c              *gin.Context
 	stream, detail bool
 	id             string
+	replyID        string // the reply's responseChatItemId
 	created        int64
 	trace          func(time.Time)
 }
@@ -309,6 +441,8 @@ func (s *chatStream) finish(res *nodes.Result) {
 		"id": s.id, "object": "chat.completion", "created": s.created,
 		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": res.Answer}, "finish_reason": "stop"}},
 		"usage":   map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+		// FastGPT does not echo it; a client that let it be made learns it here.
+		"responseChatItemId": s.replyID,
 	}
 	if s.detail {
 		body["responseData"] = res.Responses

@@ -78,15 +78,20 @@ type Chat struct {
 // engine produced it; they are stored as JSON text, because their shapes
 // are open and the embedded database refuses some (nested arrays).
 type Item struct {
-	ID         string          `json:"dataId"`
-	ChatID     string          `json:"chatId"`
-	Seq        int             `json:"seq"`
-	Role       string          `json:"role"` // user | assistant
-	Text       string          `json:"text"`
-	ToolCalls  json.RawMessage `json:"toolCalls,omitempty"`
-	Responses  json.RawMessage `json:"responses,omitempty"`
-	DurationMs int64           `json:"durationMs,omitempty"`
-	CreatedAt  time.Time       `json:"createdAt"`
+	ID     string `json:"dataId"`
+	ChatID string `json:"chatId"`
+	Seq    int    `json:"seq"`
+	Role   string `json:"role"` // user | assistant
+	// ResponseChatItemID is an answer's id as the chat API's client chose
+	// it (FastGPT's responseChatItemId) or the API made it; empty for
+	// questions and for answers recorded before it was kept. dataId stays
+	// the stored key: the client's id is not known to be unique.
+	ResponseChatItemID string          `json:"responseChatItemId,omitempty"`
+	Text               string          `json:"text"`
+	ToolCalls          json.RawMessage `json:"toolCalls,omitempty"`
+	Responses          json.RawMessage `json:"responses,omitempty"`
+	DurationMs         int64           `json:"durationMs,omitempty"`
+	CreatedAt          time.Time       `json:"createdAt"`
 }
 
 // itemDoc is a document of chat_items: a whole turn (Answer set: the
@@ -107,17 +112,18 @@ type itemDoc struct {
 
 // turnDoc is the answer half of a turn document.
 type turnDoc struct {
-	Role       string `bson:"role"`
-	Text       string `bson:"text"`
-	ToolCalls  string `bson:"toolCalls,omitempty"`
-	Responses  string `bson:"responses,omitempty"`
-	DurationMs int64  `bson:"durationMs,omitempty"`
+	Role               string `bson:"role"`
+	ResponseChatItemID string `bson:"responseChatItemId,omitempty"`
+	Text               string `bson:"text"`
+	ToolCalls          string `bson:"toolCalls,omitempty"`
+	Responses          string `bson:"responses,omitempty"`
+	DurationMs         int64  `bson:"durationMs,omitempty"`
 }
 
 func turn(chatID string, seq int, question, answer Item, now time.Time) itemDoc {
 	return itemDoc{ID: itemID(chatID, seq), ChatID: chatID, Seq: seq, Role: question.Role, Text: question.Text,
 		ToolCalls: string(question.ToolCalls), Responses: string(question.Responses), DurationMs: question.DurationMs, CreatedAt: now,
-		Answer: &turnDoc{Role: answer.Role, Text: answer.Text, ToolCalls: string(answer.ToolCalls),
+		Answer: &turnDoc{Role: answer.Role, ResponseChatItemID: answer.ResponseChatItemID, Text: answer.Text, ToolCalls: string(answer.ToolCalls),
 			Responses: string(answer.Responses), DurationMs: answer.DurationMs}}
 }
 
@@ -129,7 +135,7 @@ func (d itemDoc) items() []Item {
 		return []Item{q}
 	}
 	a := d.Answer
-	return []Item{q, {ID: itemID(d.ChatID, d.Seq+1), ChatID: d.ChatID, Seq: d.Seq + 1, Role: a.Role, Text: a.Text,
+	return []Item{q, {ID: itemID(d.ChatID, d.Seq+1), ChatID: d.ChatID, Seq: d.Seq + 1, Role: a.Role, ResponseChatItemID: a.ResponseChatItemID, Text: a.Text,
 		ToolCalls: raw(a.ToolCalls), Responses: raw(a.Responses), DurationMs: a.DurationMs, CreatedAt: d.CreatedAt}}
 }
 

@@ -29,7 +29,7 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	}
 	calls := json.RawMessage(`[{"id":"c1","toolName":"sandbox_shell","params":"{\"command\":\"ls\"}","response":"{\"exitCode\":0}","durationMs":12}]`)
 	chat, err = s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "list the files\nplease"},
-		history.Item{Role: "assistant", Text: "there are none", ToolCalls: calls, DurationMs: 40}, t0)
+		history.Item{Role: "assistant", ResponseChatItemID: "reply-1", Text: "there are none", ToolCalls: calls, DurationMs: 40}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +54,9 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	}
 	if items[1].Text != "there are none" || items[1].Seq != 1 || items[1].DurationMs != 40 || string(items[1].ToolCalls) != string(calls) {
 		t.Fatalf("answer item = %+v, want its tool calls and duration", items[1])
+	}
+	if ids := [4]string{items[0].ResponseChatItemID, items[1].ResponseChatItemID, items[2].ResponseChatItemID, items[3].ResponseChatItemID}; ids != [4]string{"", "reply-1", "", ""} {
+		t.Fatalf("responseChatItemIds = %q, want only the first answer's (reply-1)", ids)
 	}
 	if page, _ := s.Items(ctx, got, 2, 1); len(page) != 1 || page[0].Text != "thanks" {
 		t.Fatalf("page from 2 = %+v", page)
