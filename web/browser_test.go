@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -48,7 +49,9 @@ const ScreenshotDirEnv = "FLOWBOX_SCREENSHOT_DIR"
 // browserWait bounds every wait of one scenario; nothing sleeps.
 const browserWait = 60 * time.Second
 
-var browserUsers = map[string]string{"admin": servertest.AdminPassword, "alice": servertest.Password("alice")}
+// browserUsers are the first passwords of the scenarios' users; bea's is
+// the one the admin gives her on the users page.
+var browserUsers = map[string]string{"admin": servertest.AdminPassword, "alice": servertest.Password("alice"), "bea": "bea-password-1"}
 
 type browserEnv struct {
 	url      string
@@ -117,12 +120,14 @@ func startChromium(t *testing.T, bin string) context.Context {
 	return ctx
 }
 
-// tab is one browser tab with its own cookies. Dialogs are accepted and
-// recorded; errors on the page's console fail the test.
+// tab is one browser tab with its own cookies. Dialogs are accepted
+// (prompts answered with promptText) and recorded; errors on the page's
+// console fail the test.
 type tab struct {
-	ctx     context.Context
-	mu      sync.Mutex
-	dialogs []string
+	ctx        context.Context
+	mu         sync.Mutex
+	dialogs    []string
+	promptText string
 	// expected are console errors the scenario causes on purpose.
 	expected []string
 }
@@ -143,8 +148,9 @@ func (e *browserEnv) newTab(t *testing.T) *tab {
 			}
 			tb.mu.Lock()
 			tb.dialogs = append(tb.dialogs, ev.Message)
+			answer := tb.promptText
 			tb.mu.Unlock()
-			_, _ = chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: true})
+			_, _ = chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: true, PromptText: answer})
 		}
 	}()
 	console := chromedp.Console(ctx)
@@ -212,14 +218,20 @@ func (tb *tab) js(t *testing.T, expr string) string {
 	return run(t, tb, chromedp.Evaluate[string](expr))
 }
 
-// signIn uses the sign-in form and waits for the app list.
+// signIn uses the sign-in form with the user's first password and waits
+// for the app list.
 func (e *browserEnv) signIn(t *testing.T, user string) *tab {
+	t.Helper()
+	return e.signInWith(t, user, browserUsers[user])
+}
+
+func (e *browserEnv) signInWith(t *testing.T, user, password string) *tab {
 	t.Helper()
 	tb := e.newTab(t)
 	tb.do(t,
 		chromedp.Navigate(e.url+"/login"),
 		chromedp.SendKeys(chromedp.ID("name"), user),
-		chromedp.SendKeys(chromedp.ID("password"), browserUsers[user]),
+		chromedp.SendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.CSS(`#login button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("app-list")),
 	)
@@ -608,6 +620,240 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the admin page showed dialogs: %q", tb.dialogs)
 		}
 	})
+
+	t.Run("accounts", func(t *testing.T) {
+		ctx := context.Background()
+		admin := e.signIn(t, "admin")
+		admin.expected = []string{"status of 409"} // the taken name, on purpose
+		admin.do(t,
+			chromedp.Click(chromedp.CSS(`header nav a[href="/admin"]`)),
+			chromedp.WaitVisible(chromedp.ID("sandboxes")),
+			chromedp.Click(chromedp.CSS(`main a[href="/admin/users"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#users tr[data-user="admin"]`)),
+		)
+		self := `#users tr[data-user="admin"]`
+		if got := admin.text(t, self+` [data-role=role]`); got != "Admin" {
+			t.Errorf("the admin's role is shown as %q", got)
+		}
+		if n := run(t, admin, chromedp.Evaluate[int](`document.querySelectorAll('#users tr[data-user="admin"] [data-user-action=disable]').length`)); n != 0 {
+			t.Error("the admin is offered to disable their own account")
+		}
+
+		// The admin creates bea; the list shows her as the store has her.
+		row := `#users tr[data-user="bea"]`
+		admin.do(t,
+			chromedp.SendKeys(chromedp.ID("new-user-name"), "bea"),
+			chromedp.SendKeys(chromedp.ID("new-user-password"), browserUsers["bea"]),
+			chromedp.Click(chromedp.CSS(`#new-user button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(row)),
+		)
+		if got := admin.text(t, `#new-user [data-role=status]`); got != "bea was created." {
+			t.Errorf("after creating bea the form says %q", got)
+		}
+		var bea auth.User
+		users, err := e.engine.Accounts.Users(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			if u.Name == "bea" {
+				bea = u
+			}
+		}
+		if bea.ID == "" || bea.Role != auth.RoleUser || bea.Disabled {
+			t.Fatalf("bea in the store: %+v, want an enabled user", bea)
+		}
+		cells := []struct{ role, want string }{{"name", "bea"}, {"role", "User"}, {"state", "active"}}
+		for _, c := range cells {
+			if got := admin.text(t, row+` [data-role=`+c.role+`]`); got != c.want {
+				t.Errorf("bea's row: %s = %q, want %q", c.role, got, c.want)
+			}
+		}
+		created := run(t, admin, chromedp.AttributeValue(chromedp.CSS(row+` [data-role=created] time`), "datetime")).Value
+		if at, err := time.Parse(time.RFC3339Nano, created); err != nil || !at.Equal(bea.CreatedAt) {
+			t.Errorf("bea's row says she was created at %q, the store %v", created, bea.CreatedAt)
+		}
+
+		// Bea makes a key on her account page; its secret is shown once.
+		tb := e.signIn(t, "bea")
+		tb.expected = []string{"status of 401", "status of 403"} // the wrong old password, the ended session
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(`header nav a[href="/account"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#keys [data-role=empty]`)),
+		)
+		if got := tb.text(t, "main h2"); got != "Account · bea" {
+			t.Errorf("the account page is titled %q", got)
+		}
+		key := `#key-list tr[data-name="cli"]`
+		tb.do(t,
+			chromedp.SendKeys(chromedp.ID("new-key-name"), "cli"),
+			chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.ID("new-key-secret")),
+			chromedp.WaitVisible(chromedp.CSS(key)),
+		)
+		secret := run(t, tb, chromedp.Value(chromedp.CSS(`#new-key-secret input`)))
+		if !strings.HasPrefix(secret, "fbk_") {
+			t.Fatalf("the page shows %q as the new key", secret)
+		}
+		if got := tb.text(t, `#new-key-secret p`); !strings.Contains(got, "cli") || !strings.Contains(got, "only time the key is shown") {
+			t.Errorf("the new key's note says %q", got)
+		}
+		shownPrefix := func() string {
+			prefix, ok := strings.CutSuffix(tb.text(t, key+` [data-role=prefix]`), "…")
+			if !ok || prefix == "" || len(prefix) >= len(secret) || !strings.HasPrefix(secret, prefix) {
+				t.Errorf("the list shows the key as %q, want the start of %q and an ellipsis", prefix, secret)
+			}
+			return prefix
+		}
+		shownPrefix()
+		if got := tb.text(t, key+` [data-role=last-used]`); got != "never" {
+			t.Errorf("a new key's last use is shown as %q", got)
+		}
+		e.screenshot(t, tb, "account.png")
+		if code, name := whoAmI(t, e.url, secret); code != 200 || name != "bea" {
+			t.Fatalf("GET /api/me with the new key: %d %q, want bea", code, name)
+		}
+
+		// After a reload the key is listed by its prefix, with its use;
+		// the secret is nowhere on the page.
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(key)))
+		shownPrefix()
+		quoted, _ := json.Marshal(secret)
+		if run(t, tb, chromedp.Evaluate[bool](`document.documentElement.outerHTML.includes(`+string(quoted)+`)`)) {
+			t.Error("after a reload the page still holds the key's secret")
+		}
+		if run(t, tb, chromedp.Evaluate[bool](`!document.getElementById("new-key-secret").hidden`)) {
+			t.Error("after a reload the secret's box is shown")
+		}
+		if got := tb.text(t, key+` [data-role=last-used]`); got == "never" {
+			t.Error("the key was used, yet the list says never")
+		}
+
+		// Bea revokes it; it no longer lets anyone in.
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(key+` [data-key-action=revoke]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#keys [data-role=empty]`)),
+		)
+		if got := tb.text(t, `#keys [data-role=status]`); got != `The key "cli" was revoked.` {
+			t.Errorf("after revoking the page says %q", got)
+		}
+		tb.mu.Lock()
+		asked := slices.Clone(tb.dialogs)
+		tb.mu.Unlock()
+		if len(asked) != 1 || !strings.Contains(asked[0], `Revoke the key "cli"?`) {
+			t.Errorf("dialogs %q, want one confirmation of the revocation", asked)
+		}
+		if code, _ := whoAmI(t, e.url, secret); code != 401 {
+			t.Errorf("GET /api/me with the revoked key: %d, want 401", code)
+		}
+
+		// Bea changes her password: a wrong old one is refused on the
+		// page, the right one works, and this session stays signed in.
+		const newPassword = "bea-password-2"
+		status := `#change-password [data-role=status]`
+		tb.do(t,
+			chromedp.SendKeys(chromedp.ID("old-password"), "not-her-password"),
+			chromedp.SendKeys(chromedp.ID("new-password"), newPassword),
+			chromedp.SendKeys(chromedp.ID("repeat-password"), newPassword),
+			chromedp.Click(chromedp.CSS(`#change-password button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(status+`.error`)),
+		)
+		if got := tb.text(t, status); got != "the old password is wrong" {
+			t.Errorf("a wrong old password shows %q", got)
+		}
+		tb.do(t,
+			chromedp.SetValue(chromedp.ID("old-password"), browserUsers["bea"]),
+			chromedp.Click(chromedp.CSS(`#change-password button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(status+`.ok`)),
+		)
+		if got := tb.text(t, status); got != "Password changed; your other sessions have ended." {
+			t.Errorf("after the change the page says %q", got)
+		}
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#keys [data-role=empty]`)))
+		e.signInWith(t, "bea", newPassword)
+
+		// The admin disables bea: her open tab's next action is refused
+		// and says why.
+		admin.do(t,
+			chromedp.Click(chromedp.CSS(row+` [data-user-action=disable]`)),
+			chromedp.WaitVisible(chromedp.CSS(row+`[data-state=disabled]`)),
+		)
+		if got := admin.text(t, row+` [data-role=state]`); got != "disabled" {
+			t.Errorf("bea's state after disabling: %q", got)
+		}
+		if got := admin.text(t, `#users-status`); !strings.HasPrefix(got, "bea is disabled") {
+			t.Errorf("after disabling the page says %q", got)
+		}
+		e.screenshot(t, admin, "users.png")
+		tb.do(t,
+			chromedp.SendKeys(chromedp.ID("new-key-name"), "after"),
+			chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#keys [data-role=status].error`)),
+		)
+		if got := tb.text(t, `#keys [data-role=status]`); !strings.Contains(got, "your session has ended") {
+			t.Errorf("bea's action after she was disabled shows %q, want the ended session", got)
+		}
+		tb.do(t, chromedp.WaitVisible(chromedp.CSS(`#keys [data-role=status] a[href="/login"]`)))
+		if keys, err := e.engine.Accounts.Keys(ctx, bea.ID); err != nil || len(keys) != 0 {
+			t.Errorf("bea's keys after she was disabled: %+v %v, want none", keys, err)
+		}
+
+		// Enabled again with a password the admin sets, bea signs in.
+		const resetPassword = "set-by-the-admin"
+		admin.mu.Lock()
+		admin.promptText = resetPassword
+		admin.mu.Unlock()
+		admin.do(t,
+			chromedp.Click(chromedp.CSS(row+` [data-user-action=enable]`)),
+			chromedp.WaitVisible(chromedp.CSS(row+`[data-state=active]`)),
+			chromedp.Click(chromedp.CSS(row+` [data-user-action=password]`)),
+		)
+		run(t, admin, chromedp.PollFunction[bool](`() => document.getElementById("users-status").textContent !== "bea is enabled again."`,
+			chromedp.WithPollingTimeout(browserWait)))
+		if got := admin.text(t, `#users-status`); !strings.HasPrefix(got, "The password of bea was reset") {
+			t.Errorf("after the reset the page says %q", got)
+		}
+		admin.mu.Lock()
+		prompts := slices.Clone(admin.dialogs)
+		admin.mu.Unlock()
+		if len(prompts) != 1 || !strings.Contains(prompts[0], "New password for bea") {
+			t.Errorf("dialogs %q, want one prompt for bea's password", prompts)
+		}
+		e.signInWith(t, "bea", resetPassword)
+
+		// A taken name: the API's refusal is shown on the form.
+		admin.do(t,
+			chromedp.SendKeys(chromedp.ID("new-user-name"), "bea"),
+			chromedp.SendKeys(chromedp.ID("new-user-password"), "another-password"),
+			chromedp.Click(chromedp.CSS(`#new-user button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#new-user [data-role=status].error`)),
+		)
+		if got := admin.text(t, `#new-user [data-role=status]`); !strings.Contains(got, "that user name is taken") {
+			t.Errorf("creating bea twice shows %q, want the API's refusal", got)
+		}
+		if n := run(t, admin, chromedp.Evaluate[int](`document.querySelectorAll('#users tr[data-user="bea"]').length`)); n != 1 {
+			t.Errorf("%d rows for bea, want 1", n)
+		}
+	})
+}
+
+// whoAmI asks GET /api/me with an API key and returns the status and the
+// user's name.
+func whoAmI(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/api/me", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /api/me: %v", err)
+	}
+	defer resp.Body.Close()
+	var me struct{ Name string }
+	_ = json.NewDecoder(resp.Body).Decode(&me)
+	return resp.StatusCode, me.Name
 }
 
 // chatItems waits until the chat's last turn is stored (the answer may

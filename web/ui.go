@@ -44,6 +44,18 @@ var labels = map[string]map[string]string{
 		"lastActive": "Last active", "stop": "Stop", "delete": "Delete", "newApp": "New app", "create": "Create",
 		"deleteChat": "Delete chat", "deleteChatConfirm": "Delete this chat? Its sandbox and the sandbox's files are deleted too.",
 		"stoped": "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "error": "error",
+		"account": "Account", "users": "Users", "role": "Role", "roleUser": "User", "roleAdmin": "Admin", "state": "State", "created": "Created",
+		"active": "active", "disabled": "disabled", "disable": "Disable", "enable": "Enable", "resetPassword": "Reset password", "newUser": "New user",
+		"userCreated": "{name} was created.", "userDisabled": "{name} is disabled: their sessions have ended and their keys are refused.",
+		"userEnabled": "{name} is enabled again.", "resetPasswordPrompt": "New password for {name} (8 to 72 bytes); their sessions end:",
+		"passwordReset": "The password of {name} was reset; their sessions have ended.", "changePassword": "Change password",
+		"oldPassword": "Current password", "newPassword": "New password", "repeatPassword": "New password again",
+		"passwordsDiffer": "The two new passwords differ.", "passwordChanged": "Password changed; your other sessions have ended.",
+		"passwordHint": "Your other sessions end; this one stays signed in.", "apiKeys": "API keys",
+		"apiKeysHint": "Programs send a key as \"Authorization: Bearer <key>\" and act as you.", "newKey": "New key", "prefix": "Key",
+		"lastUsed": "Last used", "never": "never", "revoke": "Revoke", "noKeys": "You have no API keys.",
+		"keyShownOnce": "This is the only time the key is shown; copy it somewhere safe now.", "copy": "Copy", "hide": "Hide",
+		"revokeKeyConfirm": "Revoke the key \"{name}\"? Programs using it stop working at once.", "keyRevoked": "The key \"{name}\" was revoked.",
 	},
 	"zh": {
 		"apps": "应用", "admin": "管理", "queues": "任务队列", "signIn": "登录", "signOut": "退出",
@@ -55,6 +67,18 @@ var labels = map[string]map[string]string{
 		"lastActive": "最后活跃", "stop": "停止", "delete": "删除", "newApp": "新建应用", "create": "创建",
 		"deleteChat": "删除对话", "deleteChatConfirm": "删除此对话?它的沙盒和沙盒中的文件也会被删除。",
 		"stoped": "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "error": "错误",
+		"account": "账户", "users": "用户", "role": "角色", "roleUser": "用户", "roleAdmin": "管理员", "state": "状态", "created": "创建时间",
+		"active": "已启用", "disabled": "已停用", "disable": "停用", "enable": "启用", "resetPassword": "重置密码", "newUser": "新建用户",
+		"userCreated": "已创建 {name}。", "userDisabled": "{name} 已停用:其会话已结束,其密钥将被拒绝。",
+		"userEnabled": "{name} 已重新启用。", "resetPasswordPrompt": "{name} 的新密码(8 到 72 字节);其会话将结束:",
+		"passwordReset": "{name} 的密码已重置;其会话已结束。", "changePassword": "修改密码",
+		"oldPassword": "当前密码", "newPassword": "新密码", "repeatPassword": "再次输入新密码",
+		"passwordsDiffer": "两次输入的新密码不一致。", "passwordChanged": "密码已修改;您的其他会话已结束。",
+		"passwordHint": "您的其他会话将结束,当前会话保持登录。", "apiKeys": "API 密钥",
+		"apiKeysHint": "程序以 \"Authorization: Bearer <密钥>\" 发送密钥,以您的身份操作。", "newKey": "新建密钥", "prefix": "密钥",
+		"lastUsed": "最后使用", "never": "从未", "revoke": "吊销", "noKeys": "您还没有 API 密钥。",
+		"keyShownOnce": "密钥只显示这一次;请立即复制并妥善保存。", "copy": "复制", "hide": "隐藏",
+		"revokeKeyConfirm": "吊销密钥 \"{name}\"?使用它的程序将立即无法访问。", "keyRevoked": "密钥 \"{name}\" 已吊销。",
 	},
 }
 
@@ -90,7 +114,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin"} {
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": translate}).ParseFS(templateFS, "ui/templates/layout.html", "ui/templates/"+name+".html")
 		if err != nil {
 			return err
@@ -298,4 +322,18 @@ func (u *UI) Admin(c *gin.Context) {
 		}
 	}
 	u.render(c, "admin", translate(lang(c), "sandboxes"), gin.H{"Sandboxes": list})
+}
+
+// UserList is the admins' user management. The script draws the list
+// from /admin/api/users and redraws it after each change, so the page and
+// the API show the same accounts.
+func (u *UI) UserList(c *gin.Context) {
+	u.render(c, "users", translate(lang(c), "users"), nil)
+}
+
+// Account is the caller's own page: their password and their API keys,
+// listed by the script from /api/keys. A new key's secret is shown by the
+// script from the answer that made it, never by this page.
+func (u *UI) Account(c *gin.Context) {
+	u.render(c, "account", translate(lang(c), "account"), nil)
 }

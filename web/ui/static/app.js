@@ -1,6 +1,7 @@
 // Flowbox UI: the chat (streamed answers, command cards, live output), the
-// files panel and the app builder. No framework; every text that comes
-// from a model, a command or a file is inserted as text, never as HTML.
+// files panel, the app builder, the admin pages and the account page. No
+// framework; every text that comes from a model, a command, a file or the
+// API is inserted as text, never as HTML.
 "use strict";
 
 const csrf = () => document.querySelector('meta[name="csrf-token"]').content;
@@ -13,7 +14,7 @@ async function api(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const data = await resp.json().catch(() => ({}));
-  if (!resp.ok) throw new Error(data.message || resp.statusText);
+  if (!resp.ok) throw Object.assign(new Error(data.message || resp.statusText), { status: resp.status });
   return data;
 }
 
@@ -232,6 +233,151 @@ async function deleteChat(button) {
   } catch (err) { alert(err.message); }
 }
 
+// A status line: what an action did, or why it failed. A refused
+// session (401) also gets a link to sign in again.
+function say(line, text, ok, status) {
+  line.className = "status " + (ok ? "ok" : "error");
+  line.textContent = text;
+  if (status === 401) line.append(" ", el("a", { href: "/login" }, T("signIn")));
+}
+const fail = (line, err) => say(line, err.message, false, err.status);
+const named = (key, name) => T(key).replace("{name}", name);
+
+// A time from the API in the reader's time zone, to the minute; the
+// element keeps the exact instant.
+function when(iso) {
+  if (!iso) return T("never");
+  const d = new Date(iso);
+  const p = (n) => String(n).padStart(2, "0");
+  return el("time", { datetime: iso, title: iso },
+    d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" + p(d.getMinutes()));
+}
+
+// The admins' user list, drawn from the API after every change.
+async function loadUsers() {
+  const table = document.getElementById("users");
+  const line = document.getElementById("users-status");
+  let users;
+  try { ({ users } = await api("GET", "/admin/api/users")); } catch (err) { fail(line, err); return; }
+  const body = table.tBodies[0];
+  body.textContent = "";
+  for (const u of users) {
+    const state = u.disabled ? "disabled" : "active";
+    const actions = el("td", {});
+    if (u.id !== table.dataset.self) {
+      const action = u.disabled ? "enable" : "disable";
+      actions.append(el("button", { class: "secondary", "data-user-action": action, onclick: () => setUserDisabled(u, !u.disabled) }, T(action)), " ");
+    }
+    actions.append(el("button", { class: "secondary", "data-user-action": "password", onclick: () => resetPassword(u) }, T("resetPassword")));
+    body.append(el("tr", { "data-user": u.name, "data-id": u.id, "data-state": state },
+      el("td", { "data-role": "name" }, u.name),
+      el("td", { "data-role": "role" }, T(u.role === "admin" ? "roleAdmin" : "roleUser")),
+      el("td", { "data-role": "state" }, el("span", { class: "state " + state }, T(state))),
+      el("td", { "data-role": "created" }, when(u.createdAt)),
+      actions));
+  }
+}
+
+async function createUser(form) {
+  const line = form.querySelector('[data-role="status"]');
+  const f = form.elements;
+  try {
+    const u = await api("POST", "/admin/api/users", { name: f.name.value.trim(), password: f.password.value, role: f.role.value });
+    form.reset();
+    say(line, named("userCreated", u.name), true);
+  } catch (err) { fail(line, err); return; }
+  await loadUsers();
+}
+
+async function setUserDisabled(u, disabled) {
+  const line = document.getElementById("users-status");
+  try {
+    await api("POST", "/admin/api/users/" + encodeURIComponent(u.id) + (disabled ? "/disable" : "/enable"));
+    say(line, named(disabled ? "userDisabled" : "userEnabled", u.name), true);
+  } catch (err) { fail(line, err); }
+  await loadUsers();
+}
+
+async function resetPassword(u) {
+  const line = document.getElementById("users-status");
+  const password = prompt(named("resetPasswordPrompt", u.name));
+  if (!password) return;
+  try {
+    await api("POST", "/admin/api/users/" + encodeURIComponent(u.id) + "/password", { password });
+    say(line, named("passwordReset", u.name), true);
+  } catch (err) { fail(line, err); }
+}
+
+// The caller's own password and API keys.
+async function changePassword(form) {
+  const line = form.querySelector('[data-role="status"]');
+  const f = form.elements;
+  if (f.newPassword.value !== f.repeatPassword.value) { say(line, T("passwordsDiffer"), false); return; }
+  try {
+    await api("POST", "/api/me/password", { oldPassword: f.oldPassword.value, newPassword: f.newPassword.value });
+    form.reset();
+    say(line, T("passwordChanged"), true);
+  } catch (err) { fail(line, err); }
+}
+
+async function loadKeys() {
+  const section = document.getElementById("keys");
+  const line = section.querySelector('[data-role="status"]');
+  let keys;
+  try { ({ keys } = await api("GET", "/api/keys")); } catch (err) { fail(line, err); return; }
+  const body = document.getElementById("key-list").tBodies[0];
+  body.textContent = "";
+  for (const k of keys) {
+    body.append(el("tr", { "data-key": k.id, "data-name": k.name },
+      el("td", { "data-role": "name" }, k.name),
+      el("td", { "data-role": "prefix" }, el("code", {}, k.prefix + "…")),
+      el("td", { "data-role": "created" }, when(k.createdAt)),
+      el("td", { "data-role": "last-used" }, when(k.lastUsedAt)),
+      el("td", {}, el("button", { class: "secondary", "data-key-action": "revoke", onclick: () => revokeKey(k) }, T("revoke")))));
+  }
+  section.querySelector('[data-role="empty"]').hidden = keys.length > 0;
+}
+
+// A new key's secret is shown once, from the answer that made it; the
+// list shows keys by their prefix only.
+async function createKey(form) {
+  const line = document.querySelector('#keys [data-role="status"]');
+  const box = document.getElementById("new-key-secret");
+  try {
+    const k = await api("POST", "/api/keys", { name: form.elements.name.value.trim() });
+    box.querySelector('[data-role="key-name"]').textContent = k.name;
+    box.querySelector("input").value = k.key;
+    box.hidden = false;
+    form.reset();
+    line.textContent = "";
+  } catch (err) { fail(line, err); return; }
+  await loadKeys();
+}
+
+function hideSecret() {
+  const box = document.getElementById("new-key-secret");
+  box.querySelector("input").value = "";
+  box.hidden = true;
+}
+
+async function copySecret() {
+  const input = document.querySelector("#new-key-secret input");
+  input.select();
+  // The clipboard API needs a secure context; elsewhere the key stays
+  // selected for the user to copy.
+  if (navigator.clipboard) await navigator.clipboard.writeText(input.value).catch(() => {});
+}
+
+async function revokeKey(k) {
+  const line = document.querySelector('#keys [data-role="status"]');
+  if (!confirm(named("revokeKeyConfirm", k.name))) return;
+  try {
+    await api("DELETE", "/api/keys/" + encodeURIComponent(k.id));
+    say(line, named("keyRevoked", k.name), true);
+  } catch (err) { fail(line, err); }
+  await loadKeys();
+}
+
 async function signIn(form) {
   const status = form.querySelector('[data-role="status"]');
   try {
@@ -250,6 +396,13 @@ document.addEventListener("DOMContentLoaded", () => {
   on("#new-app", "submit", createApp);
   on("#delete-chat", "click", deleteChat);
   on("#save-file", "click", saveFile);
+  on("#new-user", "submit", createUser);
+  on("#change-password", "submit", changePassword);
+  on("#new-key", "submit", createKey);
+  on('#new-key-secret [data-role="copy"]', "click", copySecret);
+  on('#new-key-secret [data-role="hide"]', "click", hideSecret);
+  if (document.getElementById("users")) loadUsers();
+  if (document.getElementById("keys")) loadKeys();
   on("#logout", "click", async () => { await api("POST", "/api/logout"); location.href = "/login"; });
   document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
   document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
