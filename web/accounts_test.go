@@ -238,3 +238,20 @@ func TestDeleteUser(t *testing.T) {
 		t.Errorf("an unknown user: %d %s", resp.Status, resp.Body)
 	}
 }
+
+// TestLoginLimit: one address gets FLOWBOX_LOGIN_BURST sign-in attempts
+// at once; the next, even with the right password, is told when to retry.
+func TestLoginLimit(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "3"}})
+	c := env.Anonymous()
+	for i := range 3 {
+		if resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "admin", "password": "a guess"}); resp.Status != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: %d %s, want 401", i+1, resp.Status, resp.Body)
+		}
+	}
+	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": servertest.AdminName, "password": servertest.AdminPassword})
+	if resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the limit: %d %q %s; want 429 with Retry-After", resp.Status, resp.Header.Get("Retry-After"), resp.Body)
+	}
+}

@@ -52,6 +52,10 @@ type Product struct {
 	// every model but the offline demo model. FLOWBOX_LLM_BASE_URL,
 	// FLOWBOX_LLM_API_KEY.
 	LLMBaseURL, LLMAPIKey string
+	// LoginBurst is how many sign-in attempts one client address may make
+	// at once; after them, one every 6 seconds. FLOWBOX_LOGIN_BURST
+	// (default 10).
+	LoginBurst int
 	// SecureCookies marks session cookies HTTPS-only.
 	// FLOWBOX_SECURE_COOKIES (default: true in production mode).
 	SecureCookies bool
@@ -166,6 +170,10 @@ func Parse(getenv func(string) string) (Config, error) {
 		LLMBaseURL:    str("FLOWBOX_LLM_BASE_URL", ""),
 		LLMAPIKey:     str("FLOWBOX_LLM_API_KEY", ""),
 		SecureCookies: boolean("FLOWBOX_SECURE_COOKIES", c.Mode == "production"),
+		LoginBurst:    int(integer("FLOWBOX_LOGIN_BURST", 10)),
+	}
+	if c.Product.LoginBurst == 0 {
+		errs = append(errs, "FLOWBOX_LOGIN_BURST=0 would refuse every sign-in; allow at least 1")
 	}
 	s := &c.Sandbox
 	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")

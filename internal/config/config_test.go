@@ -42,6 +42,7 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT": "30"}, "positive duration"},
 		{map[string]string{"FLOWBOX_WORKERS_POLL_INTERVAL": "-1s"}, "FLOWBOX_WORKERS_POLL_INTERVAL"},
 		{map[string]string{"FLOWBOX_LOG_LEVEL": "garbage"}, "use debug, info, warn or error"},
+		{map[string]string{"FLOWBOX_LOGIN_BURST": "0"}, "refuse every sign-in"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(env(tc.env))

@@ -75,7 +75,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Files:      &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		UI:         ui,
 		Admin:      e.Workers,
-		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: 10},
+		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 	}, nil
 }

@@ -87,6 +87,9 @@ func Start(t testing.TB, opts Options) *Env {
 		"FLOWBOX_WORKERS_POLL_INTERVAL":    "50ms",
 		"FLOWBOX_WORKERS_SHUTDOWN_TIMEOUT": "5s",
 		"FLOWBOX_LOG_LEVEL":                "warn",
+		// Tests sign in many times from one address; the limit itself is
+		// checked with the default in TestLoginLimit.
+		"FLOWBOX_LOGIN_BURST": "1000",
 	}
 	for k, v := range opts.Env {
 		env[k] = v
