@@ -26,7 +26,11 @@
 //     refuses while the stop scan or reconciliation holds a claim on the
 //     sandbox (ErrBusy: Ensure waits up to Config.BusyWait, then starts
 //     the sandbox the stop left) and once the chat or its app is deleted
-//     (ErrDeleted: nothing is created).
+//     (ErrDeleted: nothing is created). With Config.Caps, a sandbox whose
+//     record is not running is counted against the caps before step 1,
+//     one start at a time per process, and refused (ErrLimit, nothing
+//     written) when one is reached; see Caps for what holds across
+//     processes.
 //   - Exec: Ensure as above, then the provider runs the command. The
 //     record's lastActiveAt is refreshed on every command (S5), and every
 //     Config.Heartbeat while a command runs, so that the stop scan, which

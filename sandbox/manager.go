@@ -71,6 +71,10 @@ type Config struct {
 	Limits Limits
 	// Network lets sandboxes reach the network. Off by default.
 	Network bool
+	// Caps bound the sandboxes running at once (see Caps); the zero
+	// value caps nothing. With any cap set, Store must implement
+	// RunningCounter.
+	Caps Caps
 	// Middleware is the chain every command and file operation goes
 	// through, outermost first (see Middleware).
 	Middleware []Middleware
@@ -102,6 +106,10 @@ type Manager struct {
 	exec    ExecFunc
 	file    FileFunc
 	ensures singleflight.Group
+	// admission serialises the starts that Caps count (a one-slot
+	// semaphore, so that a wait for it ends with its context).
+	admission chan struct{}
+	counter   RunningCounter
 	// warm maps the sandboxes this process ensured and has not seen stop
 	// to when it last refreshed their record. Within WarmWindow of that,
 	// a command skips the ensure step and refreshes the record alongside
@@ -150,7 +158,14 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("provider", cfg.Provider.Name())}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("provider", cfg.Provider.Name()), admission: make(chan struct{}, 1)}
+	if cfg.Caps.On() {
+		c, ok := cfg.Store.(RunningCounter)
+		if !ok {
+			return nil, fmt.Errorf("sandbox manager: caps need a Store that counts running records (sandbox.RunningCounter); %T does not", cfg.Store)
+		}
+		m.counter = c
+	}
 	m.exec, m.file = sealOutput(m.execCore), m.fileCore
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
 		if h := cfg.Middleware[i].Exec; h != nil {
@@ -174,8 +189,10 @@ func (m *Manager) Provider() Provider { return m.cfg.Provider }
 // across processes the record's unique index and the provider's idempotent
 // Ensure make them converge on one sandbox. A sandbox being stopped is
 // waited for (up to Config.BusyWait) and then started again. An error
-// wraps ErrUnavailable when the provider failed or the wait ran out, and
-// ErrDeleted when the chat or its app has been deleted.
+// wraps ErrUnavailable when the provider failed or the wait ran out,
+// ErrDeleted when the chat or its app has been deleted, and ErrLimit (a
+// *LimitError) when a sandbox that is not running would pass one of
+// Config.Caps.
 func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	if err := scope.validate(); err != nil {
 		return "", err
@@ -211,7 +228,8 @@ func (m *Manager) instance(scope Scope, id string) Instance {
 
 func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	// Record first: a provider resource never exists without a record.
-	if err := m.touch(ctx, m.instance(scope, id)); err != nil {
+	started, err := m.touch(ctx, m.instance(scope, id))
+	if err != nil {
 		return err
 	}
 	spec := Spec{
@@ -220,6 +238,13 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	}
 	if err := m.cfg.Provider.Ensure(ctx, spec); err != nil {
 		m.log.Error("sandbox ensure failed", "sandboxId", id, "err", err)
+		if started {
+			// The record this call started would hold a place under the
+			// caps for a sandbox that does not run.
+			if serr := m.cfg.Store.SetStatus(context.WithoutCancel(ctx), m.cfg.Provider.Name(), id, StatusStopped); serr != nil && !errors.Is(serr, ErrNotFound) {
+				m.log.Warn("sandbox record left running after a failed start; reconciliation will correct it", "sandboxId", id, "err", serr)
+			}
+		}
 		if !errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
@@ -230,31 +255,72 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 
 // touch refreshes the record, waiting while the stop scan or
 // reconciliation holds the sandbox: the command then restarts a sandbox
-// whose stop has just ended, instead of racing it.
-func (m *Manager) touch(ctx context.Context, inst Instance) error {
+// whose stop has just ended, instead of racing it. started says that the
+// record was admitted under Config.Caps, not running before.
+func (m *Manager) touch(ctx context.Context, inst Instance) (started bool, err error) {
 	deadline := m.cfg.Clock.Now().Add(m.cfg.BusyWait)
 	wait := 20 * time.Millisecond
 	for {
-		err := m.cfg.Store.Touch(ctx, inst, m.cfg.Now())
+		started, err := m.touchAdmitted(ctx, inst)
 		switch {
 		case err == nil:
-			return nil
+			return started, nil
+		case errors.Is(err, ErrLimit):
+			return false, fmt.Errorf("start sandbox %s: %w", inst.SandboxID, err)
 		case errors.Is(err, ErrDeleted):
-			return fmt.Errorf("sandbox %s: %w", inst.SandboxID, err)
+			return false, fmt.Errorf("sandbox %s: %w", inst.SandboxID, err)
+		case errors.Is(err, ErrUnavailable):
+			return false, fmt.Errorf("record sandbox %s: %w", inst.SandboxID, err)
 		case !errors.Is(err, ErrBusy):
-			return fmt.Errorf("record sandbox %s: %w: %w", inst.SandboxID, ErrUnavailable, err)
+			return false, fmt.Errorf("record sandbox %s: %w: %w", inst.SandboxID, ErrUnavailable, err)
 		}
 		left := deadline.Sub(m.cfg.Clock.Now())
 		if left <= 0 {
-			return fmt.Errorf("sandbox %s is still being stopped or repaired after %s: %w: %w", inst.SandboxID, m.cfg.BusyWait, ErrUnavailable, ErrBusy)
+			return false, fmt.Errorf("sandbox %s is still being stopped or repaired after %s: %w: %w", inst.SandboxID, m.cfg.BusyWait, ErrUnavailable, ErrBusy)
 		}
 		select {
 		case <-m.cfg.Clock.After(min(wait, left)):
 		case <-ctx.Done():
-			return fmt.Errorf("wait for sandbox %s to be stopped: %w", inst.SandboxID, ctx.Err())
+			return false, fmt.Errorf("wait for sandbox %s to be stopped: %w", inst.SandboxID, ctx.Err())
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// touchAdmitted is one Touch, which starts the sandbox's record running,
+// past Config.Caps: a sandbox whose record is not running yet is counted
+// against them first, one admission at a time in this process (see Caps),
+// and refused with a *LimitError when a cap is reached. started says
+// that it was so admitted.
+func (m *Manager) touchAdmitted(ctx context.Context, inst Instance) (started bool, err error) {
+	if !m.cfg.Caps.On() {
+		return false, m.cfg.Store.Touch(ctx, inst, m.cfg.Now())
+	}
+	// A running sandbox is never refused, and needs no turn.
+	if cur, err := m.cfg.Store.Get(ctx, inst.Provider, inst.SandboxID); err == nil && cur.Status == StatusRunning {
+		return false, m.cfg.Store.Touch(ctx, inst, m.cfg.Now())
+	}
+	select {
+	case m.admission <- struct{}{}:
+		defer func() { <-m.admission }()
+	case <-ctx.Done():
+		return false, fmt.Errorf("wait for the sandbox caps to be checked: %w", ctx.Err())
+	}
+	// Read again under the turn: another engine process may have started
+	// the sandbox meanwhile.
+	cur, err := m.cfg.Store.Get(ctx, inst.Provider, inst.SandboxID)
+	switch {
+	case err == nil && (cur.Status == StatusRunning || cur.Status == StatusDeleting):
+		// Running: admitted already. Deleting: Touch refuses it.
+	case err == nil || errors.Is(err, ErrNotFound):
+		if err := m.admit(ctx, inst); err != nil {
+			return false, err
+		}
+		started = true
+	default:
+		return false, fmt.Errorf("read the record: %w: %w", ErrUnavailable, err)
+	}
+	return started, m.cfg.Store.Touch(ctx, inst, m.cfg.Now())
 }
 
 // Exec runs a command in the scope's sandbox, creating or waking it first,
@@ -263,7 +329,9 @@ func (m *Manager) touch(ctx context.Context, inst Instance) error {
 // the agent sees (exitCode -1 and a message to retry later, N5) and the
 // error wraps ErrUnavailable. A command that fails or times out is a
 // result with a nil error. A command for a deleted chat fails with an
-// error wrapping ErrDeleted and creates nothing.
+// error wrapping ErrDeleted and creates nothing; one whose sandbox is not
+// running and may not start under Config.Caps, with a *LimitError
+// (ErrLimit) whose text says which cap, and the result carries that text.
 func (m *Manager) Exec(ctx context.Context, scope Scope, req ExecRequest) (ExecResult, error) {
 	req.Timeout = ClampTimeout(req.Timeout)
 	call := &Call{Scope: scope, SandboxID: IDFor(scope.AppID, scope.UserID, scope.ChatID), Request: req}
@@ -388,10 +456,14 @@ func (m *Manager) execResult(ctx context.Context, call *Call, start time.Time, r
 }
 
 // failed is the result the agent sees when its command could not run:
-// the sandbox service is unavailable (N5), or the chat was deleted.
+// the sandbox service is unavailable (N5), the chat was deleted, or a cap
+// refused to start its sandbox.
 func failed(err error, d time.Duration) ExecResult {
 	msg := ErrUnavailable.Error()
+	var limit *LimitError
 	switch {
+	case errors.As(err, &limit):
+		msg = limit.Error()
 	case errors.Is(err, ErrDeleted):
 		msg = ErrDeleted.Error() + "; its sandbox no longer exists"
 	case errors.Is(err, ErrBusy):

@@ -16,7 +16,8 @@ type ChatGetter interface {
 }
 
 // Access applies F3 to chats: a chat's owner and admins may read and
-// change it; the app's owner may read it; nobody else learns it exists.
+// change it; the app's owner may read it; the app's keys may read and
+// change every chat of their app; nobody else learns it exists.
 // A chat with no turns yet belongs to whoever starts it, if they may use
 // the app (theirs, a public one, or any for an admin).
 type Access struct {
@@ -27,21 +28,35 @@ type Access struct {
 var _ ChatAccess = (*Access)(nil)
 
 // CanUseApp reports whether the caller may see and chat with an app.
+// Callers bound to an app (app keys, share-link visitors) may use that
+// one only.
 func (a *Access) CanUseApp(c *gin.Context, app apps.App) bool {
 	p, ok := PrincipalOf(c)
+	if ok && p.Bound() {
+		return app.ID == p.AppID
+	}
 	return ok && (p.Admin() || app.OwnerID == p.UserID || app.Public)
 }
 
-// CanEditApp reports whether the caller may change or delete an app.
+// CanEditApp reports whether the caller may change, delete or publish an
+// app. Callers bound to an app never may.
 func (a *Access) CanEditApp(c *gin.Context, app apps.App) bool {
 	p, ok := PrincipalOf(c)
-	return ok && (p.Admin() || app.OwnerID == p.UserID)
+	return ok && !p.Bound() && (p.Admin() || app.OwnerID == p.UserID)
+}
+
+// ManagesChats reports whether the caller sees every chat of an app: its
+// owner, admins, and the app's keys (its programs manage their end
+// users' chats).
+func (a *Access) ManagesChats(c *gin.Context, app apps.App) bool {
+	p, ok := PrincipalOf(c)
+	return a.CanEditApp(c, app) || (ok && p.Bound() && p.LinkID == "" && p.AppID == app.ID)
 }
 
 // ChatOwner implements ChatAccess.
 func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string, write bool) (string, error) {
 	p, ok := PrincipalOf(c)
-	if !ok {
+	if !ok || (p.Bound() && p.AppID != appID) {
 		return "", ErrNoAccess
 	}
 	app, err := a.Apps.Get(ctx, appID)
@@ -53,7 +68,9 @@ func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID st
 	chat, err := a.Chats.Get(ctx, chatID)
 	switch {
 	case errors.Is(err, history.ErrNotFound):
-		if a.CanUseApp(c, app) {
+		// An app key names its end users in the chat API; a chat it has
+		// not made yet has no owner to give.
+		if a.CanUseApp(c, app) && !(p.Bound() && p.LinkID == "") {
 			return p.UserID, nil
 		}
 		return "", ErrNoAccess
@@ -61,7 +78,7 @@ func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID st
 		return "", err
 	case chat.AppID != appID:
 		return "", ErrNoAccess
-	case chat.UserID == p.UserID || p.Admin():
+	case chat.UserID == p.UserID || p.Admin() || a.ManagesChats(c, app) && p.Bound():
 		return chat.UserID, nil
 	case !write && app.OwnerID == p.UserID:
 		return chat.UserID, nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
@@ -253,5 +255,172 @@ func TestLoginLimit(t *testing.T) {
 	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": servertest.AdminName, "password": servertest.AdminPassword})
 	if resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("past the limit: %d %q %s; want 429 with Retry-After", resp.Status, resp.Header.Get("Retry-After"), resp.Body)
+	}
+}
+
+// TestPasswordLinks: an admin invites a person with a one-time
+// set-password link instead of a password; the person opens it, sets a
+// password (the rule is enforced) and signs in with it; the link works
+// once. A reset by link keeps the old password and sessions until the
+// link is used, then ends every session.
+func TestPasswordLinks(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	anon := env.Anonymous()
+	check := func(t *testing.T, c *servertest.Client, method, path string, body any, want int, says string) servertest.Response {
+		t.Helper()
+		resp := c.Do(t, method, path, body)
+		if resp.Status != want || !strings.Contains(string(resp.Body), says) {
+			t.Fatalf("%s %s: %d %s, want %d saying %q", method, path, resp.Status, clip(resp.Body), want, says)
+		}
+		return resp
+	}
+	status := func(c *servertest.Client, method, path string, body any, want int, says string) servertest.Response {
+		t.Helper()
+		return check(t, c, method, path, body, want, says)
+	}
+	type link struct {
+		User struct{ ID, Name string }
+		ID   string
+		URL  string    `json:"setPasswordUrl"`
+		Exp  time.Time `json:"expiresAt"`
+	}
+	token := func(l link) string {
+		t.Helper()
+		tok, ok := strings.CutPrefix(l.URL, "/set-password/")
+		if !ok || tok == "" {
+			t.Fatalf("the link %q is not a relative /set-password/ path", l.URL)
+		}
+		return tok
+	}
+	use := func(tok, password string) servertest.Response {
+		return anon.Do(t, "POST", "/api/set-password", map[string]string{"token": tok, "password": password})
+	}
+
+	status(admin, "POST", "/admin/api/users", map[string]any{"name": "ida", "password": "long enough", "invite": true}, 400, "not both")
+	var invited link
+	resp := status(admin, "POST", "/admin/api/users", map[string]any{"name": "Ida", "invite": true}, 201, `"setPasswordUrl"`)
+	resp.JSON(t, &invited)
+	if invited.User.ID != "u:ida" || strings.Contains(string(resp.Body), "passwordHash") {
+		t.Fatalf("invited %s; want u:ida without a password hash", resp.Body)
+	}
+	if left := time.Until(invited.Exp); left < 71*time.Hour || left > 73*time.Hour {
+		t.Errorf("the link expires at %v, in %v; want about 72 hours", invited.Exp, left)
+	}
+	first := token(invited)
+
+	// The page names the account; opening it does not use the link.
+	for range 2 {
+		status(anon, "GET", invited.URL, nil, 200, "Choose your password")
+	}
+	if page := anon.Do(t, "GET", invited.URL, nil); !strings.Contains(string(page.Body), `data-role="name">ida<`) {
+		t.Errorf("the page does not name ida: %s", page.Body)
+	}
+	zh := env.Anonymous()
+	zh.Header.Set("Accept-Language", "zh")
+	if page := zh.Do(t, "GET", invited.URL, nil); page.Status != 200 || !strings.Contains(string(page.Body), "设置您的密码") {
+		t.Errorf("the page in Chinese: %d, lacks its title", page.Status)
+	}
+	if page := zh.Do(t, "GET", "/set-password/fbp_made-up", nil); page.Status != 404 || !strings.Contains(string(page.Body), "请向管理员索取新的链接") {
+		t.Errorf("a made-up link's page in Chinese: %d, lacks what to do", page.Status)
+	}
+	if r := use(first, "short"); r.Status != 400 || !strings.Contains(string(r.Body), "8 to 72 bytes") {
+		t.Errorf("a short password: %d %s; want 400 with the rule", r.Status, r.Body)
+	}
+	if r := use(first, "ida's own password"); r.Status != 200 || !strings.Contains(string(r.Body), `"name":"ida"`) {
+		t.Fatalf("set the password: %d %s", r.Status, r.Body)
+	}
+	ida := env.Login(t, "ida", "ida's own password")
+	status(ida, "GET", "/api/me", nil, 200, `"name":"ida"`)
+	// Once only.
+	status(anon, "POST", "/api/set-password", map[string]string{"token": first, "password": "someone else's"}, 404, "ask an admin for a new one")
+	status(anon, "GET", invited.URL, nil, 404, "Ask an admin for a new link")
+	env.Login(t, "ida", "ida's own password")
+
+	// A reset by link: until it is used, the old password and sessions
+	// work; using it ends every session.
+	var reset link
+	status(admin, "POST", "/admin/api/users/u:ida/password", map[string]any{"invite": true}, 200, `"setPasswordUrl"`).JSON(t, &reset)
+	status(ida, "GET", "/api/me", nil, 200, "ida")
+	other := env.Login(t, "ida", "ida's own password")
+	if r := use(token(reset), "ida's second password"); r.Status != 200 {
+		t.Fatalf("use the reset link: %d %s", r.Status, r.Body)
+	}
+	status(ida, "GET", "/api/me", nil, 401, "")
+	status(other, "GET", "/api/me", nil, 401, "")
+	status(anon, "POST", "/api/login", map[string]string{"name": "ida", "password": "ida's own password"}, 401, "")
+	env.Login(t, "ida", "ida's second password")
+	status(admin, "POST", "/admin/api/users/u:nobody/password", map[string]any{"invite": true}, 404, "no such user")
+
+	issue := func(t *testing.T) string {
+		t.Helper()
+		var l link
+		check(t, admin, "POST", "/admin/api/users/u:ida/password", map[string]any{"invite": true}, 200, `"setPasswordUrl"`).JSON(t, &l)
+		return token(l)
+	}
+	// Links that do not work, and the page and answer each gets.
+	tests := []struct {
+		name string
+		// prepare returns the token to try, after making it unusable.
+		prepare    func(t *testing.T) string
+		want       int
+		page, says string
+		// after, when set, restores what prepare changed and checks the
+		// link is whole again.
+		after func(t *testing.T, tok string)
+	}{
+		{name: "expired", want: 410, page: "This link has expired", says: "expired", prepare: func(t *testing.T) string {
+			tok := issue(t)
+			// As if 72 hours had passed: the clock the server reads is the
+			// real one, so the link's expiry moves instead.
+			_, err := env.Engine.Services.DB.Collection(auth.PasswordLinks).UpdateOne(context.Background(),
+				bson.D{{Key: "_id", Value: "u:ida"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: time.Now().Add(-time.Minute)}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}, after: func(t *testing.T, tok string) {
+			// Read once, an expired link is gone.
+			check(t, anon, "POST", "/api/set-password", map[string]string{"token": tok, "password": "whatever it is"}, 404, "")
+		}},
+		{name: "disabled user", want: 403, page: "This account is disabled", says: "disabled", prepare: func(t *testing.T) string {
+			tok := issue(t)
+			check(t, admin, "POST", "/admin/api/users/u:ida/disable", nil, 200, "")
+			return tok
+		}, after: func(t *testing.T, tok string) {
+			check(t, admin, "POST", "/admin/api/users/u:ida/enable", nil, 200, "")
+			if r := use(tok, "ida's third password"); r.Status != 200 {
+				t.Errorf("the link once ida is enabled again: %d %s", r.Status, r.Body)
+			}
+		}},
+		{name: "replaced by a newer link", want: 404, page: "Ask an admin for a new link", says: "replaced by a newer one", prepare: func(t *testing.T) string {
+			tok := issue(t)
+			issue(t)
+			return tok
+		}},
+		{name: "password reset by an admin since", want: 404, page: "Ask an admin for a new link", says: "used already", prepare: func(t *testing.T) string {
+			tok := issue(t)
+			check(t, admin, "POST", "/admin/api/users/u:ida/password", map[string]any{"password": "set by the admin"}, 200, "")
+			return tok
+		}},
+		{name: "account deleted and made again", want: 404, page: "Ask an admin for a new link", says: "mistyped", prepare: func(t *testing.T) string {
+			tok := issue(t)
+			check(t, admin, "DELETE", "/admin/api/users/u:ida", nil, 200, "")
+			check(t, admin, "POST", "/admin/api/users", map[string]any{"name": "ida", "password": "the new ida's"}, 201, "")
+			return tok
+		}},
+		{name: "made up", want: 404, page: "Ask an admin for a new link", says: "mistyped", prepare: func(*testing.T) string { return "fbp_made-up" }},
+		{name: "not a link token", want: 404, page: "Ask an admin for a new link", says: "mistyped", prepare: func(*testing.T) string { return "fbk_a-key" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := tc.prepare(t)
+			check(t, anon, "GET", "/set-password/"+tok, nil, tc.want, tc.page)
+			check(t, anon, "POST", "/api/set-password", map[string]string{"token": tok, "password": "a good password"}, tc.want, tc.says)
+			if tc.after != nil {
+				tc.after(t, tok)
+			}
+		})
 	}
 }

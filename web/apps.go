@@ -34,7 +34,10 @@ type AppsHandler struct {
 	Apps    AppStore
 	Access  *Access
 	Deleter SandboxDeleter
-	Now     func() time.Time
+	// Publishing, when set, loses the app's keys and share links with
+	// the app.
+	Publishing *PublishHandler
+	Now        func() time.Time
 }
 
 type appBody struct {
@@ -139,6 +142,12 @@ func (h *AppsHandler) Delete(c *gin.Context) {
 	ctx := c.Request.Context()
 	if err := h.Deleter.DeleteApp(ctx, app.ID); err != nil {
 		apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the app's sandboxes; nothing was deleted, retry later")
+		return
+	}
+	// Keys and links first: they must not outlive the app, and a retry
+	// finds the app still there to delete.
+	if err := h.Publishing.forgetApp(ctx, app.ID); err != nil {
+		apiError(c, http.StatusInternalServerError, "the app's sandboxes are being deleted but its keys and share links could not be; retry")
 		return
 	}
 	if err := h.Apps.Delete(ctx, app.ID); err != nil {

@@ -728,6 +728,29 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text(t, key+` [data-role=last-used]`); got == "never" {
 			t.Error("the key was used, yet the list says never")
 		}
+		if got := tb.text(t, key+` [data-role=expires]`) + " · " + tb.text(t, key+` [data-role=rate]`); got != "never · no limit" {
+			t.Errorf("a key made without expiry or rate is listed with %q", got)
+		}
+
+		// A key with an expiry and a rate of its own is listed with both.
+		ci := `#key-list tr[data-name="ci"]`
+		tb.do(t,
+			chromedp.SendKeys(chromedp.ID("new-key-name"), "ci"),
+			chromedp.SetValue(chromedp.ID("new-key-expiry"), "2099-12-31"),
+			chromedp.SendKeys(chromedp.ID("new-key-rate"), "30"),
+			chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(ci)),
+		)
+		if got := tb.text(t, ci+` [data-role=expires]`) + " · " + tb.text(t, ci+` [data-role=rate]`); got != "2099-12-31 23:59 · 30/min" {
+			t.Errorf("the ci key is listed with %q, want its expiry at the end of the chosen day and its rate", got)
+		}
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(ci+` [data-key-action=revoke]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(ci)),
+		)
+		tb.mu.Lock()
+		tb.dialogs = nil // the confirmation of ci's revocation
+		tb.mu.Unlock()
 
 		// Bea revokes it; it no longer lets anyone in.
 		tb.do(t,
@@ -834,7 +857,151 @@ func TestBrowser(t *testing.T) {
 		if n := run(t, admin, chromedp.Evaluate[int](`document.querySelectorAll('#users tr[data-user="bea"]').length`)); n != 1 {
 			t.Errorf("%d rows for bea, want 1", n)
 		}
+
+		accountLinks(t, e, admin)
 	})
+}
+
+// accountLinks: the admin invites cleo with a set-password link, shown
+// once; cleo opens it in her own browser, sets her password and signs in;
+// the link then no longer works. The admin resets bea by a link, and
+// deletes cleo, giving her app to the admin; a deletion the API refuses
+// shows its reason.
+func accountLinks(t *testing.T, e *browserEnv, admin *tab) {
+	ctx := context.Background()
+	admin.expected = append(admin.expected, "status of 404") // the user deleted behind the page's back
+	admin.do(t,
+		chromedp.SetValue(chromedp.ID("new-user-name"), "cleo"),
+		chromedp.Click(chromedp.ID("new-user-invite")),
+	)
+	if !run(t, admin, chromedp.Evaluate[bool](`document.getElementById("new-user-password").disabled`)) {
+		t.Error("with an invite link chosen, the password field is still on")
+	}
+	admin.do(t,
+		chromedp.Click(chromedp.CSS(`#new-user button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("user-link")),
+		chromedp.WaitVisible(chromedp.CSS(`#users tr[data-user="cleo"]`)),
+	)
+	link := run(t, admin, chromedp.Value(chromedp.CSS(`#user-link input`)))
+	if !strings.HasPrefix(link, e.url+"/set-password/fbp_") {
+		t.Fatalf("the page shows %q as cleo's link, want an absolute /set-password/ address", link)
+	}
+	if got := admin.text(t, `#user-link [data-role=note]`); !strings.Contains(got, "Send cleo this link") || !strings.Contains(got, "shown only now") {
+		t.Errorf("the link's note says %q", got)
+	}
+
+	// Cleo, in a browser of her own: a short password is refused with the
+	// rule; hers is set, and she signs in with it.
+	const cleoPassword = "cleo-password-1"
+	cleo := e.newTab(t)
+	cleo.expected = []string{"status of 400", "status of 404", "status of 401"}
+	cleo.do(t, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("set-password")))
+	if got := cleo.text(t, `#set-password [data-role=name]`); got != "cleo" {
+		t.Errorf("the set-password page names %q, want cleo", got)
+	}
+	status := `#set-password [data-role=status]`
+	cleo.do(t,
+		chromedp.SendKeys(chromedp.ID("set-password-new"), "short"),
+		chromedp.SendKeys(chromedp.ID("set-password-repeat"), "short"),
+		chromedp.Click(chromedp.CSS(`#set-password button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(status+`.error`)),
+	)
+	if got := cleo.text(t, status); !strings.Contains(got, "8 to 72 bytes") {
+		t.Errorf("a short password shows %q, want the rule", got)
+	}
+	cleo.do(t,
+		chromedp.SetValue(chromedp.ID("set-password-new"), cleoPassword),
+		chromedp.SetValue(chromedp.ID("set-password-repeat"), cleoPassword),
+		chromedp.Click(chromedp.CSS(`#set-password button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(status+`.ok`)),
+	)
+	e.screenshot(t, cleo, "set-password.png")
+	cleo.do(t,
+		chromedp.Click(chromedp.CSS(status+` a[data-role=sign-in]`)),
+		chromedp.WaitVisible(chromedp.ID("login")),
+		chromedp.SendKeys(chromedp.ID("name"), "cleo"),
+		chromedp.SendKeys(chromedp.ID("password"), cleoPassword),
+		chromedp.Click(chromedp.CSS(`#login button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("app-list")),
+	)
+	// Used once, the link says so and what to do.
+	cleo.do(t, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("set-password-problem")))
+	if got := cleo.text(t, `#set-password-problem [data-role=problem]`); !strings.Contains(got, "Ask an admin for a new link") {
+		t.Errorf("the used link's page says %q", got)
+	}
+
+	// Cleo makes an app, which the admin later gives to themself.
+	cleo.do(t,
+		chromedp.Navigate(e.url+"/"),
+		chromedp.SendKeys(chromedp.ID("new-app-name"), "cleo's app"),
+		chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("builder")),
+	)
+	appID := strings.TrimSuffix(strings.TrimPrefix(cleo.location(), e.url+"/apps/"), "/edit")
+
+	// A reset by link shows a new link for bea, once.
+	admin.do(t,
+		chromedp.Click(chromedp.CSS(`#user-link [data-role=hide]`)),
+		chromedp.WaitNotVisible(chromedp.ID("user-link")),
+		chromedp.Click(chromedp.CSS(`#users tr[data-user="bea"] [data-user-action=link]`)),
+		chromedp.WaitVisible(chromedp.ID("user-link")),
+	)
+	if got := admin.text(t, `#user-link [data-role=note]`); !strings.Contains(got, "New link for bea") {
+		t.Errorf("the reset link's note says %q", got)
+	}
+	if got := run(t, admin, chromedp.Value(chromedp.CSS(`#user-link input`))); got == link || !strings.HasPrefix(got, e.url+"/set-password/fbp_") {
+		t.Errorf("bea's link is %q", got)
+	}
+
+	// Deleting cleo asks what becomes of her apps; the admin keeps them.
+	row := `#users tr[data-user="cleo"]`
+	admin.do(t,
+		chromedp.Click(chromedp.CSS(row+` [data-user-action=delete]`)),
+		chromedp.WaitVisible(chromedp.ID("delete-user")),
+	)
+	if got := admin.text(t, `#delete-user [data-role=title]`); got != "Delete cleo?" {
+		t.Errorf("the deletion asks %q", got)
+	}
+	if got := run(t, admin, chromedp.Value(chromedp.CSS(`#delete-user select`))); got != "u:admin" {
+		t.Errorf("the apps would go to %q, want the admin by default", got)
+	}
+	e.screenshot(t, admin, "users-delete.png")
+	admin.do(t,
+		chromedp.Click(chromedp.CSS(`#delete-user button[type=submit]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(row)),
+		chromedp.WaitNotVisible(chromedp.ID("delete-user")),
+	)
+	if got := admin.text(t, `#users-status`); got != "cleo was deleted; their apps (1) now belong to admin." {
+		t.Errorf("after deleting cleo the page says %q", got)
+	}
+	if a, err := e.apps.Get(ctx, appID); err != nil || a.OwnerID != "u:admin" {
+		t.Errorf("cleo's app %s after her deletion: owner %q (%v), want u:admin", appID, a.OwnerID, err)
+	}
+	cleo.do(t, chromedp.Navigate(e.url+"/api/me"), chromedp.WaitVisible(chromedp.CSS("body")))
+	if got := cleo.text(t, "body"); !strings.Contains(got, `"code":401`) {
+		t.Errorf("cleo's session after her deletion: %s, want 401", got)
+	}
+
+	// A user deleted by someone else meanwhile: the API's reason is shown
+	// in the dialog, which stays open.
+	dora, err := e.engine.Accounts.CreateUser(ctx, "dora", "dora-password-1", auth.RoleUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#users tr[data-user="dora"]`)))
+	if err := e.engine.Accounts.DeleteUser(ctx, dora.ID); err != nil {
+		t.Fatal(err)
+	}
+	admin.do(t,
+		chromedp.Click(chromedp.CSS(`#users tr[data-user="dora"] [data-user-action=delete]`)),
+		chromedp.WaitVisible(chromedp.ID("delete-user")),
+		chromedp.Click(chromedp.CSS(`#delete-user input[value=delete]`)),
+		chromedp.Click(chromedp.CSS(`#delete-user button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#delete-user [data-role=status].error`)),
+	)
+	if got := admin.text(t, `#delete-user [data-role=status]`); got != "no such user or key" {
+		t.Errorf("deleting a user already gone shows %q, want the API's reason", got)
+	}
 }
 
 // whoAmI asks GET /api/me with an API key and returns the status and the

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/web/share"
 )
 
 // AppReader reads apps (apps.Store).
@@ -50,6 +53,12 @@ type ChatHandler struct {
 	APIKey string
 	// Access, when set, decides which apps signed-in callers may use.
 	Access *Access
+	// Runs counts share-link visitors' runs against their link's cap.
+	Runs interface {
+		TakeRun(ctx context.Context, l share.Link) error
+	}
+	// RunLimits caps the runs in progress at once; nil caps none.
+	RunLimits *RunLimits
 	// DefaultApp answers requests that name no app.
 	DefaultApp string
 	Now        func() time.Time
@@ -236,7 +245,21 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		req.CustomUID = "api"
 	}
 	principal, signedIn := PrincipalOf(c)
-	if signedIn {
+	link, visitor := linkOf(c)
+	switch {
+	case visitor:
+		req.AppID, req.CustomUID = principal.AppID, principal.UserID
+		// A link that hides the tool cards sends answers only.
+		req.Detail = req.Detail && link.ShowTools
+	case signedIn && principal.Bound():
+		// An app key: its app, whatever the request names; its end users
+		// are its own, apart from accounts and other apps' users.
+		if len(req.CustomUID) > 128 || strings.ContainsFunc(req.CustomUID, unicode.IsControl) {
+			apiError(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
+			return
+		}
+		req.AppID, req.CustomUID = principal.AppID, principal.UserID+":"+req.CustomUID
+	case signedIn:
 		req.CustomUID = principal.UserID
 	}
 	ctx := c.Request.Context()
@@ -265,6 +288,24 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		h.Log.Error("read chat", "chatId", req.ChatID, "err", err)
 		apiError(c, http.StatusInternalServerError, "could not read the chat; retry later")
 		return
+	}
+
+	// Counted before the link's runs: a run refused here uses none of them.
+	release, err := h.RunLimits.Acquire(ctx, req.CustomUID)
+	if err != nil {
+		runRefused(c, err)
+		return
+	}
+	defer release()
+
+	if visitor && h.Runs != nil {
+		if err := h.Runs.TakeRun(ctx, link); errors.Is(err, share.ErrRunsUsed) {
+			apiError(c, http.StatusTooManyRequests, "this share link has used all its "+strconv.Itoa(link.MaxRuns)+" runs; ask whoever shared it for a new one")
+			return
+		} else if err != nil {
+			apiError(c, http.StatusServiceUnavailable, "could not count the run against the share link's cap; retry in a moment")
+			return
+		}
 	}
 
 	hist := chat.History(50)

@@ -28,8 +28,8 @@ type ChatsHandler struct {
 	Deleter SandboxDeleter
 }
 
-// List answers the app's chats: all of them for its owner and admins, the
-// caller's own for everyone else.
+// List answers the app's chats: all of them for its owner, admins and the
+// app's keys, the caller's own for everyone else.
 func (h *ChatsHandler) List(c *gin.Context) {
 	ctx := c.Request.Context()
 	app, err := h.Apps.Get(ctx, c.Param("appId"))
@@ -39,7 +39,7 @@ func (h *ChatsHandler) List(c *gin.Context) {
 	}
 	p, _ := PrincipalOf(c)
 	user := p.UserID
-	if h.Access.CanEditApp(c, app) {
+	if h.Access.ManagesChats(c, app) {
 		user = ""
 	}
 	chats, err := h.Chats.List(ctx, app.ID, user, 200)

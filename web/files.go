@@ -81,6 +81,9 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fi
 		apiError(c, http.StatusBadRequest, "appId and chatId are required")
 		return req, scope, false
 	}
+	if !visitorFiles(c, req.Action) {
+		return req, scope, false
+	}
 	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, req.ChatID, write || req.Action == "write")
 	if err != nil {
 		if errors.Is(err, ErrNoAccess) {
@@ -95,6 +98,7 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fi
 
 // sandboxError answers an error of the sandbox layer.
 func sandboxError(c *gin.Context, err error) {
+	var limit *sandbox.LimitError
 	switch {
 	case errors.Is(err, sandbox.ErrInvalidPath):
 		apiError(c, http.StatusBadRequest, err.Error())
@@ -108,6 +112,9 @@ func sandboxError(c *gin.Context, err error) {
 		apiError(c, http.StatusGone, "this chat was deleted, and its sandbox and files with it")
 	case errors.Is(err, sandbox.ErrBusy):
 		apiError(c, http.StatusServiceUnavailable, "the sandbox is being stopped or repaired; retry in a few seconds")
+	case errors.As(err, &limit):
+		c.Header("Retry-After", "60")
+		apiError(c, http.StatusTooManyRequests, limit.Error())
 	default:
 		apiError(c, http.StatusInternalServerError, "the sandbox could not do it; retry later")
 	}

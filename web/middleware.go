@@ -173,6 +173,18 @@ func RequireUser() gin.HandlerFunc {
 	}
 }
 
+// RequireAccount refuses callers bound to one app (app keys): they reach
+// only that app's chat API, chats and files.
+func RequireAccount() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if p, ok := PrincipalOf(c); ok && p.Bound() {
+			apiError(c, http.StatusForbidden, "an app key reaches only its app's chat API, chats and sandbox files; use a personal key or sign in for this")
+			return
+		}
+		c.Next()
+	}
+}
+
 // RequirePage sends anonymous visitors to the sign-in page.
 func RequirePage() gin.HandlerFunc {
 	return func(c *gin.Context) {

@@ -35,6 +35,10 @@ type Product struct {
 	Users    *UsersHandler
 	UI       *UI
 	Admin    SandboxAdmin
+	// Publish serves an app's keys and share links; Share the links'
+	// visitors.
+	Publish *PublishHandler
+	Share   *ShareHandler
 	// LoginLimit limits sign-in attempts per client; ChatLimit chat
 	// requests per user.
 	LoginLimit, ChatLimit *RateLimiter

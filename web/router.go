@@ -63,6 +63,9 @@ func New(cfg Config) http.Handler {
 		r.StaticFS("/static", StaticFiles())
 		r.GET("/login", Authenticate(auth), p.UI.Login)
 		r.POST("/api/login", p.LoginLimit.Middleware(ByClient), p.Sessions.Login)
+		// One-time set-password links: the token is the credential.
+		r.GET("/set-password/:token", p.Users.SetPasswordPage(p.UI))
+		r.POST("/api/set-password", p.LoginLimit.Middleware(ByClient), p.Users.SetPassword)
 	}
 
 	// Admins: signed-in admins (a session, with its CSRF token on changes,
@@ -97,19 +100,28 @@ func New(cfg Config) http.Handler {
 	r.POST("/api/v1/chat/completions", AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
 
 	// Signed-in users (a session with its CSRF token on changes, or an
-	// API key).
+	// API key). App keys reach only the routes of their app's chats and
+	// files; the rest is for accounts.
 	api := r.Group("/api", Authenticate(auth), RequireUser())
-	api.POST("/logout", p.Sessions.Logout)
-	api.GET("/me", p.Sessions.Me)
-	api.POST("/me/password", p.Users.ChangePassword)
-	api.GET("/keys", p.Users.Keys)
-	api.POST("/keys", p.Users.CreateKey)
-	api.DELETE("/keys/:keyId", p.Users.RevokeKey)
-	api.GET("/apps", p.Apps.List)
-	api.POST("/apps", p.Apps.Create)
-	api.GET("/apps/:appId", p.Apps.Get)
-	api.PUT("/apps/:appId", p.Apps.Update)
-	api.DELETE("/apps/:appId", p.Apps.Delete)
+	account := api.Group("", RequireAccount())
+	account.POST("/logout", p.Sessions.Logout)
+	account.GET("/me", p.Sessions.Me)
+	account.POST("/me/password", p.Users.ChangePassword)
+	account.GET("/keys", p.Users.Keys)
+	account.POST("/keys", p.Users.CreateKey)
+	account.DELETE("/keys/:keyId", p.Users.RevokeKey)
+	account.GET("/apps", p.Apps.List)
+	account.POST("/apps", p.Apps.Create)
+	account.GET("/apps/:appId", p.Apps.Get)
+	account.PUT("/apps/:appId", p.Apps.Update)
+	account.DELETE("/apps/:appId", p.Apps.Delete)
+	// Publishing an app: its keys and share links (owner and admins).
+	account.GET("/apps/:appId/keys", p.Publish.Keys)
+	account.POST("/apps/:appId/keys", p.Publish.CreateKey)
+	account.DELETE("/apps/:appId/keys/:keyId", p.Publish.RevokeKey)
+	account.GET("/apps/:appId/links", p.Publish.Links)
+	account.POST("/apps/:appId/links", p.Publish.CreateLink)
+	account.DELETE("/apps/:appId/links/:linkId", p.Publish.RevokeLink)
 	api.GET("/apps/:appId/chats", p.Chats.List)
 	api.DELETE("/apps/:appId/chats", p.Chats.Delete)
 	api.GET("/apps/:appId/chats/:chatId", p.Chats.Get)
@@ -118,8 +130,20 @@ func New(cfg Config) http.Handler {
 	api.POST("/core/ai/sandbox/download", p.Files.Download)
 	api.POST("/core/ai/sandbox/status", p.Files.Status)
 
+	// Share links: login-free visitors of one app, known by a cookie of
+	// the link's (or the link's identity hook). The API is the users' own
+	// handlers, with the visitor as the caller.
+	shared := r.Group("/share/:linkId")
+	shared.GET("", p.Share.Gate(false), p.Share.Home)
+	shared.GET("/chat/:chatId", p.Share.Gate(false), p.Share.Chat)
+	visitors := shared.Group("/api", p.Share.Gate(true))
+	visitors.POST("/v1/chat/completions", p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
+	visitors.POST("/core/ai/sandbox/file", p.Files.File)
+	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
+	visitors.POST("/core/ai/sandbox/status", p.Files.Status)
+
 	// Pages for signed-in users; anonymous visitors go to /login.
-	pages := r.Group("/", Authenticate(auth), RequirePage())
+	pages := r.Group("/", Authenticate(auth), RequirePage(), RequireAccount())
 	pages.GET("/", p.UI.AppList)
 	pages.GET("/apps/:appId/edit", p.UI.Builder)
 	pages.GET("/apps/:appId/chats", p.UI.ChatList)

@@ -6,10 +6,12 @@ package web_test
 // bwrap. Each row is one route; each column one kind of caller.
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
@@ -33,9 +35,40 @@ const (
 	adminBasic   = "admin token, basic"           // the same as basic auth's password
 	forged       = "forged session"               // a session cookie no sign-in made
 	wrongCSRF    = "another session's CSRF token" // carol's cookie, bob's token
+	// Credentials that worked once: refused like ones that never did.
+	disabledSession = "disabled user's session" // dora's, before an admin disabled her
+	disabledKey     = "disabled user's key"     // dora's key
+	revokedKey      = "revoked key"             // a key carol revoked
+	expiredKey      = "expired key"             // a key of carol's past its expiry
+	// Callers bound to one app.
+	appKey       = "app key"                // a key of the shared app
+	appKeyOther  = "app key of another app" // a key of alice's private app
+	visitor      = "share-link visitor"     // a visitor of a link to the shared app, with a chat there
+	visitorOther = "another share visitor"  // another visitor of the same link
 )
 
-var callers = []string{anonymous, wrongKey, userNoCSRF, wrongCSRF, userSession, userKey, serviceKey, appOwner, otherUser, adminSession, adminToken, adminBasic, forged}
+var callers = []string{anonymous, wrongKey, userNoCSRF, wrongCSRF, userSession, userKey, serviceKey, appOwner, otherUser, adminSession, adminToken, adminBasic, forged,
+	disabledSession, disabledKey, revokedKey, expiredKey, appKey, appKeyOther, visitor, visitorOther}
+
+// like names the caller whose column a caller's status is read from,
+// where it is not a column of its own: dead credentials are refused as
+// wrong ones, and a visitor's cookie is the link's only, so elsewhere a
+// visitor is anonymous.
+func like(caller, path string) string {
+	switch caller {
+	case disabledKey, revokedKey, expiredKey:
+		return wrongKey
+	case disabledSession:
+		return forged
+	case wrongCSRF:
+		return userNoCSRF
+	case visitor, visitorOther:
+		if !strings.HasPrefix(path, "/share/") {
+			return anonymous
+		}
+	}
+	return caller
+}
 
 // fixture is what the rows name: alice's public app "shared", in which
 // carol has a chat with a running sandbox, and alice's private app.
@@ -49,6 +82,9 @@ type fixture struct {
 	victim    string            // the sandbox of another chat of carol's, for the admin's delete
 	fresh     map[string]string // per caller, a chat of carol's that the caller may try to delete
 	dave      string            // a user the admins' rows disable, enable and reset
+	link      string            // a share link to the shared app (files read-write)
+	expired   string            // a link to it that has expired
+	visited   string            // the visitor's chat through link
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -82,6 +118,8 @@ func newFixture(t *testing.T) *fixture {
 
 	f.shared = f.createApp(t, "shared", true)
 	f.private = f.createApp(t, "private", false)
+	f.deadCredentials(t, carol)
+	f.publish(t)
 	f.chat = f.chatWithSandbox(t)
 	f.victim = sandbox.IDFor(f.shared, carol, f.chatWithSandbox(t))
 	f.sandboxID = sandbox.IDFor(f.shared, carol, f.chat)
@@ -90,7 +128,55 @@ func newFixture(t *testing.T) *fixture {
 	for _, caller := range callers {
 		f.fresh[caller] = f.chatWithSandbox(t)
 	}
+	waitUntil(t, "the brief key and link expire", func() bool {
+		return f.clients[expiredKey].Do(t, "GET", "/api/me", nil).Status == 401 &&
+			env.Anonymous().Do(t, "GET", "/share/"+f.expired, nil).Status == 410
+	})
 	return f
+}
+
+// deadCredentials makes the credentials that no longer work: dora's
+// session and key (then dora is disabled), a key carol revoked and one
+// that has expired.
+func (f *fixture) deadCredentials(t *testing.T, carol string) {
+	env, admin, owner := f.env, f.clients[adminSession], f.clients[userSession]
+	dora := env.CreateUser(t, "dora", auth.RoleUser)
+	f.clients[disabledSession] = env.Login(t, "dora", servertest.Password("dora"))
+	f.clients[disabledKey] = env.Bearer(env.APIKey(t, dora))
+	expect(t, admin, "POST", "/admin/api/users/"+dora+"/disable", nil, 200)
+	var revoked struct{ Key string }
+	expect(t, owner, "POST", "/api/keys", map[string]any{"name": "revoked"}, 201).JSON(t, &revoked)
+	var keys struct{ Keys []struct{ ID, Name string } }
+	expect(t, owner, "GET", "/api/keys", nil, 200).JSON(t, &keys)
+	for _, k := range keys.Keys {
+		if k.Name == "revoked" {
+			expect(t, owner, "DELETE", "/api/keys/"+k.ID, nil, 200)
+		}
+	}
+	f.clients[revokedKey] = env.Bearer(revoked.Key)
+	var brief struct{ Key string }
+	expect(t, owner, "POST", "/api/keys", map[string]any{"name": "brief", "expiresAt": time.Now().Add(time.Second).Format(time.RFC3339Nano)}, 201).JSON(t, &brief)
+	f.clients[expiredKey] = env.Bearer(brief.Key)
+	for _, c := range []string{disabledSession, disabledKey, revokedKey} {
+		expect(t, f.clients[c], "GET", "/api/me", nil, 401)
+	}
+}
+
+// publish gives the shared app a key and share links, the private app a
+// key, and makes the visitors: one with a chat through the link.
+func (f *fixture) publish(t *testing.T) {
+	env, alice := f.env, f.clients[appOwner]
+	for caller, app := range map[string]string{appKey: f.shared, appKeyOther: f.private} {
+		var k struct{ Key string }
+		expect(t, alice, "POST", "/api/apps/"+app+"/keys", map[string]any{"name": caller}, 201).JSON(t, &k)
+		f.clients[caller] = env.Bearer(k.Key)
+	}
+	f.link = newLink(t, alice, f.shared, map[string]any{"name": "table", "showTools": true, "files": "write"}).ID
+	f.expired = newLink(t, alice, f.shared, map[string]any{"name": "brief", "expiresAt": time.Now().Add(time.Second).Format(time.RFC3339Nano)}).ID
+	f.clients[visitor] = visit(t, env, "/share/"+f.link)
+	f.clients[visitorOther] = visit(t, env, "/share/"+f.link)
+	f.visited, _ = sendTurn(t, f.clients[visitor], "/share/"+f.link+"/api/v1/chat/completions",
+		map[string]any{"messages": message("$ echo visited > visitor.txt")}, 200)
 }
 
 // createApp makes an app of alice's with the demo app's graph.
@@ -152,12 +238,13 @@ var (
 	public = map[string]int{}
 	// Signed-in users' reads: sessions and user keys; other bearers are
 	// not user keys.
-	userRead = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401, adminToken: 401, adminBasic: 401}
+	// App keys reach only their app's chats and files.
+	userRead = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401, adminToken: 401, adminBasic: 401, appKey: 403, appKeyOther: 403}
 	// The same for changes: a session must send its CSRF token.
 	userWrite = with(userRead, map[string]int{userNoCSRF: 403})
 	// Admin routes: admins and the admin token only.
 	adminOnly = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401,
-		userSession: 403, userNoCSRF: 403, userKey: 403, appOwner: 403, otherUser: 403}
+		userSession: 403, userNoCSRF: 403, userKey: 403, appOwner: 403, otherUser: 403, appKey: 403, appKeyOther: 403}
 )
 
 func with(base map[string]int, more map[string]int) map[string]int {
@@ -167,6 +254,15 @@ func with(base map[string]int, more map[string]int) map[string]int {
 	}
 	for k, v := range more {
 		out[k] = v
+	}
+	return out
+}
+
+// without drops callers from a status map, so that they get a row's def.
+func without(base map[string]int, callers ...string) map[string]int {
+	out := with(base, nil)
+	for _, c := range callers {
+		delete(out, c)
 	}
 	return out
 }
@@ -187,9 +283,26 @@ func (f *fixture) routes() []route {
 		}
 	}
 	// Who may reach carol's chat (F3): carol and admins read and write,
-	// alice as the app's owner reads, bob learns nothing.
-	chatRead := with(userRead, map[string]int{otherUser: 404})
-	chatWrite := with(userWrite, map[string]int{otherUser: 404, appOwner: 404})
+	// alice as the app's owner reads, bob learns nothing; the app's key
+	// reads and writes, another app's key learns nothing.
+	chatRead := with(without(userRead, appKey), map[string]int{otherUser: 404, appKeyOther: 404})
+	chatWrite := with(without(userWrite, appKey), map[string]int{otherUser: 404, appOwner: 404, appKeyOther: 404})
+	// Publishing the shared (public) app: alice and admins; carol and bob
+	// may use it but not publish it.
+	publishRead := with(userRead, map[string]int{userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403})
+	publishWrite := with(userWrite, map[string]int{userSession: 403, userKey: 403, otherUser: 403})
+	// A share link's API: its visitors, each in their own chats.
+	shareAPI := "/share/" + f.link + "/api"
+	visitorFile := func(action string, extra map[string]any) func(*fixture, string) any {
+		return func(f *fixture, _ string) any {
+			b := map[string]any{"action": action, "appId": f.shared, "chatId": f.visited, "path": "/workspace"}
+			for k, v := range extra {
+				b[k] = v
+			}
+			return b
+		}
+	}
+	visitorOnly := map[string]int{visitor: 200, visitorOther: 404}
 	appBody := func(name string, public bool) func(*fixture, string) any {
 		return func(*fixture, string) any {
 			return map[string]any{"name": name, "public": public, "graph": apps.DemoGraph()}
@@ -231,8 +344,8 @@ func (f *fixture) routes() []route {
 			want: with(userWrite, map[string]int{userSession: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "PUT", path: "/api/apps/" + f.private, body: appBody("private", false),
 			want: with(userWrite, map[string]int{userSession: 404, userKey: 404, otherUser: 404}), def: 200},
-		{method: "GET", path: "/api/apps/" + f.shared + "/chats", want: userRead, def: 200},
-		{method: "GET", path: "/api/apps/" + f.private + "/chats", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "GET", path: "/api/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{appKey: 200, appKeyOther: 404}), def: 200},
+		{method: "GET", path: "/api/apps/" + f.private + "/chats", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404, appKey: 404, appKeyOther: 200}), def: 200},
 		{method: "GET", path: chatPath, want: chatRead, def: 200},
 		{method: "PATCH", path: chatPath, body: jsonBody(map[string]any{"title": "renamed"}), want: chatWrite, def: 200},
 		{method: "DELETE", path: "/api/apps/:appId/chats", pathFor: func(f *fixture, t *testing.T, caller string) string {
@@ -256,7 +369,7 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 		{method: "GET", path: "/apps/" + f.shared + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "GET", path: "/apps/" + f.private + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
-		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
+		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303, appKey: 403, appKeyOther: 403}), def: 200},
 		{method: "GET", path: "/account", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 
 		// Admins.
@@ -281,10 +394,59 @@ func (f *fixture) routes() []route {
 			return "/admin/api/users/" + f.env.CreateUser(t, "doomed-"+strings.NewReplacer(" ", "-", ",", "", "'", "").Replace(caller), auth.RoleUser)
 		}, want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/users/" + f.dave + "/password", body: jsonBody(map[string]any{"password": "reset by an admin"}), want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/users", body: func(_ *fixture, caller string) any {
+			return map[string]any{"name": "invited-by-" + strings.NewReplacer(" ", "-", ",", "", "'", "").Replace(caller), "invite": true}
+		}, want: adminOnly, def: 201},
+		{method: "POST", path: "/admin/api/users/" + f.dave + "/password", body: jsonBody(map[string]any{"invite": true}), want: adminOnly, def: 200},
+		// Set-password links: the link's token is the only credential.
+		{method: "GET", path: "/set-password/:token", pathFor: func(f *fixture, t *testing.T, _ string) string {
+			link, err := f.env.Engine.Accounts.IssuePasswordLink(t.Context(), f.dave)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return web.SetPasswordPath(link.Token)
+		}, open: true, want: public, def: 200},
+		{method: "GET", path: "/set-password/:token", pathFor: func(*fixture, *testing.T, string) string { return "/set-password/fbp_not-a-link" },
+			open: true, want: public, def: 404},
+		{method: "POST", path: "/api/set-password", body: func(f *fixture, _ string) any {
+			link, _ := f.env.Engine.Accounts.IssuePasswordLink(context.Background(), f.dave)
+			return map[string]any{"token": link.Token, "password": "chosen by dave"}
+		}, open: true, want: public, def: 200},
+		{method: "POST", path: "/api/set-password", body: jsonBody(map[string]any{"token": "fbp_not-a-link", "password": "chosen by dave"}),
+			open: true, want: public, def: 404},
 		{method: "POST", path: "/api/me/password", body: jsonBody(map[string]any{"oldPassword": "not the password", "newPassword": "whatever it is"}), want: userWrite, def: 403},
 		{method: "GET", path: "/api/keys", want: userRead, def: 200},
 		{method: "POST", path: "/api/keys", body: jsonBody(map[string]any{"name": "from the table"}), want: userWrite, def: 201},
 		{method: "DELETE", path: "/api/keys/no-such-key", want: userWrite, def: 404},
+
+		// Publishing: the app's keys and share links.
+		{method: "GET", path: "/api/apps/" + f.shared + "/keys", want: publishRead, def: 200},
+		{method: "POST", path: "/api/apps/" + f.shared + "/keys", body: jsonBody(map[string]any{"name": "from the table"}), want: publishWrite, def: 201},
+		{method: "DELETE", path: "/api/apps/" + f.shared + "/keys/no-such-key", want: publishWrite, def: 404},
+		{method: "GET", path: "/api/apps/" + f.shared + "/links", want: publishRead, def: 200},
+		{method: "POST", path: "/api/apps/" + f.shared + "/links", body: jsonBody(map[string]any{"name": "from the table"}), want: publishWrite, def: 201},
+		{method: "DELETE", path: "/api/apps/" + f.shared + "/links/no-such-link", want: publishWrite, def: 404},
+
+		// Share links: the visitor's chat is theirs alone; without a
+		// visitor session (every other caller) the API refuses, and an
+		// expired link refuses everyone.
+		{method: "POST", path: shareAPI + "/v1/chat/completions", open: true, body: func(f *fixture, caller string) any {
+			return map[string]any{"chatId": f.visited, "messages": []map[string]string{{"role": "user", "content": "hello from " + caller}}}
+		}, want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("read", map[string]any{"path": "visitor.txt"}), want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
+		{method: "GET", path: "/share/" + f.expired, open: true, want: public, def: 410},
+		{method: "POST", path: "/share/" + f.expired + "/api/v1/chat/completions", open: true, body: jsonBody(map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}), want: public, def: 410},
+		// The pages give a caller without a visitor session one (a cookie
+		// and a redirect), so they come after the API rows, and the
+		// callers that share carol's cookies are left out of the first.
+		{method: "GET", path: "/share/" + f.link + "/chat/" + f.visited, open: true, want: visitorOnly, def: 303,
+			only: slices.DeleteFunc(slices.Clone(callers), func(c string) bool { return c == userNoCSRF || c == wrongCSRF })},
+		{method: "GET", path: "/share/:linkId", pathFor: func(f *fixture, t *testing.T, _ string) string {
+			return "/share/" + newLink(t, f.clients[appOwner], f.shared, map[string]any{"name": "unvisited"}).ID
+		}, open: true, want: public, def: 303},
 
 		// Last: it ends the sessions.
 		{method: "POST", path: "/api/logout", want: userWrite, def: 200},
@@ -308,12 +470,9 @@ func TestRouteAccess(t *testing.T) {
 			if r.pathFor != nil {
 				path = r.pathFor(f, t, caller)
 			}
-			want, ok := r.want[caller]
-			switch {
-			case caller == wrongCSRF:
-				// Refused wherever a missing token is.
-				want, ok = r.want[userNoCSRF]
-			case caller == forged && !r.open:
+			as := like(caller, path)
+			want, ok := r.want[as]
+			if as == forged && !r.open {
 				want, ok = http.StatusUnauthorized, true
 			}
 			if !ok {
@@ -346,7 +505,9 @@ func TestRouteAccess(t *testing.T) {
 func pattern(f *fixture, path string) string {
 	r := strings.NewReplacer(f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
 		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id",
-		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId")
+		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId", "no-such-link", ":linkId",
+		"/share/"+f.link, "/share/:linkId", "/share/"+f.expired, "/share/:linkId",
+		"/chat/"+f.visited, "/chat/:chatId")
 	p := r.Replace(path)
 	if strings.HasPrefix(p, "/apps/:appId/chat/") {
 		p = "/apps/:appId/chat/:chatId"

@@ -101,7 +101,10 @@ type UI struct {
 	Access    *Access
 	Templates nodes.Templates
 	Sandboxes SandboxLister
-	pages     map[string]*template.Template
+	// Limits, when set, are the caps the admin page shows with their use.
+	Limits *Limits
+
+	pages map[string]*template.Template
 }
 
 type page struct {
@@ -114,7 +117,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account"} {
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": translate}).ParseFS(templateFS, "ui/templates/layout.html", "ui/templates/"+name+".html")
 		if err != nil {
 			return err
@@ -139,6 +142,12 @@ func lang(c *gin.Context) string {
 }
 
 func (u *UI) render(c *gin.Context, name, title string, data any) {
+	u.renderStatus(c, http.StatusOK, name, title, data)
+}
+
+// renderStatus renders a page answered with status (a page saying why
+// something is not there is still a page).
+func (u *UI) renderStatus(c *gin.Context, status int, name, title string, data any) {
 	p, _ := PrincipalOf(c)
 	csrf, _ := c.Get(csrfKey)
 	l := lang(c)
@@ -146,7 +155,7 @@ func (u *UI) render(c *gin.Context, name, title string, data any) {
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
-	c.Status(http.StatusOK)
+	c.Status(status)
 	if err := u.pages[name].ExecuteTemplate(c.Writer, name+".html", page{Lang: l, Title: title, CSRF: tokenStr, User: p, I18N: labels[l], Data: data}); err != nil {
 		_ = c.Error(err)
 	}
@@ -250,11 +259,11 @@ func (u *UI) ChatList(c *gin.Context) {
 	}
 	p, _ := PrincipalOf(c)
 	user := p.UserID
-	if u.Access.CanEditApp(c, a) {
+	if u.Access.ManagesChats(c, a) {
 		user = ""
 	}
 	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
-	u.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats})
+	u.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": "/apps/" + a.ID})
 }
 
 type pageCall struct {
@@ -267,6 +276,16 @@ type pageItem struct {
 	Calls []pageCall
 }
 
+// chatView is how a chat page is shown: to signed-in users (Base empty:
+// the API at /api, pages under /apps), or to a share link's visitors
+// (Base the link's path, with the link's choices).
+type chatView struct {
+	Base      string // prefix of the chat and file API the page calls
+	Visitor   bool
+	ShowTools bool
+	Files     string // hidden | read | write
+}
+
 // Chat is a chat page: its history, the input, the files panel. "new"
 // starts a chat.
 func (u *UI) Chat(c *gin.Context) {
@@ -274,11 +293,16 @@ func (u *UI) Chat(c *gin.Context) {
 	if !ok {
 		return
 	}
-	chatID := c.Param("chatId")
-	if chatID == "new" {
+	if c.Param("chatId") == "new" {
 		c.Redirect(http.StatusSeeOther, "/apps/"+a.ID+"/chat/"+newID())
 		return
 	}
+	u.chatPage(c, a, chatView{ShowTools: true, Files: "write"})
+}
+
+// chatPage draws the chat at :chatId of app a, if the caller may read it.
+func (u *UI) chatPage(c *gin.Context, a apps.App, view chatView) {
+	chatID := c.Param("chatId")
 	ctx := c.Request.Context()
 	if _, err := u.Access.ChatOwner(ctx, c, a.ID, chatID, false); err != nil {
 		c.String(http.StatusNotFound, "no such chat")
@@ -293,7 +317,9 @@ func (u *UI) Chat(c *gin.Context) {
 		for _, it := range raw {
 			pi := pageItem{Item: it}
 			var calls []toolcall.Call
-			_ = json.Unmarshal(it.ToolCalls, &calls)
+			if view.ShowTools {
+				_ = json.Unmarshal(it.ToolCalls, &calls)
+			}
 			for _, call := range calls {
 				var args struct{ Command string }
 				cmd := call.Arguments
@@ -308,7 +334,7 @@ func (u *UI) Chat(c *gin.Context) {
 		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
 		return
 	}
-	u.render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "Title": title, "Items": items})
+	u.render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "Title": title, "Items": items, "View": view})
 }
 
 // Admin lists every sandbox with its state.
@@ -321,7 +347,7 @@ func (u *UI) Admin(c *gin.Context) {
 			return
 		}
 	}
-	u.render(c, "admin", translate(lang(c), "sandboxes"), gin.H{"Sandboxes": list})
+	u.render(c, "admin", translate(lang(c), "sandboxes"), gin.H{"Sandboxes": list, "Limits": u.Limits.view(c.Request.Context(), list)})
 }
 
 // UserList is the admins' user management. The script draws the list

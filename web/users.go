@@ -27,6 +27,10 @@ type Accounts interface {
 	RevokeKey(ctx context.Context, userID, keyID string) error
 	User(ctx context.Context, id string) (auth.User, error)
 	DeleteUser(ctx context.Context, id string) error
+	CreateInvitedUser(ctx context.Context, name string, role auth.Role) (auth.User, auth.PasswordLink, error)
+	IssuePasswordLink(ctx context.Context, id string) (auth.PasswordLink, error)
+	PasswordLinkUser(ctx context.Context, token string) (auth.User, time.Time, error)
+	UsePasswordLink(ctx context.Context, token, password string) (auth.User, error)
 }
 
 // OwnedApps lists and changes the apps a user owns (apps.Store).
@@ -84,19 +88,35 @@ func (h *UsersHandler) List(c *gin.Context) {
 }
 
 // Create adds a user ({"name", "password", "role"}; role user unless
-// "admin").
+// "admin") and answers the user. With {"invite": true} instead of a
+// password, the user gets a one-time set-password link, answered once:
+// {"user", "setPasswordUrl", "expiresAt"}.
 func (h *UsersHandler) Create(c *gin.Context) {
 	var body struct {
 		Name     string    `json:"name"`
 		Password string    `json:"password"`
 		Role     auth.Role `json:"role"`
+		Invite   bool      `json:"invite"`
 	}
 	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
-		apiError(c, http.StatusBadRequest, `send {"name": "...", "password": "...", "role": "user" or "admin"}`)
+		apiError(c, http.StatusBadRequest, `send {"name": "...", "password": "...", "role": "user" or "admin"}, or "invite": true instead of a password`)
 		return
 	}
 	if body.Role == "" {
 		body.Role = auth.RoleUser
+	}
+	if body.Invite {
+		if body.Password != "" {
+			apiError(c, http.StatusBadRequest, `send either a password or "invite": true, not both`)
+			return
+		}
+		u, link, err := h.Accounts.CreateInvitedUser(c.Request.Context(), body.Name, body.Role)
+		if err != nil {
+			accountError(c, err)
+			return
+		}
+		c.JSON(http.StatusCreated, gin.H{"user": u, "setPasswordUrl": SetPasswordPath(link.Token), "expiresAt": link.ExpiresAt})
+		return
 	}
 	u, err := h.Accounts.CreateUser(c.Request.Context(), body.Name, body.Password, body.Role)
 	if err != nil {
@@ -125,13 +145,30 @@ func (h *UsersHandler) setDisabled(c *gin.Context, disabled bool) {
 }
 
 // ResetPassword sets a user's password ({"password"}) and ends all their
-// sessions.
+// sessions. With {"invite": true} it issues a one-time set-password link
+// instead ({"id", "setPasswordUrl", "expiresAt"}, answered once), which
+// replaces any earlier link; the password and sessions stay until the
+// link is used.
 func (h *UsersHandler) ResetPassword(c *gin.Context) {
 	var body struct {
 		Password string `json:"password"`
+		Invite   bool   `json:"invite"`
 	}
 	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
-		apiError(c, http.StatusBadRequest, `send {"password": "..."}`)
+		apiError(c, http.StatusBadRequest, `send {"password": "..."} or {"invite": true}`)
+		return
+	}
+	if body.Invite {
+		if body.Password != "" {
+			apiError(c, http.StatusBadRequest, `send either a password or "invite": true, not both`)
+			return
+		}
+		link, err := h.Accounts.IssuePasswordLink(c.Request.Context(), c.Param("userId"))
+		if err != nil {
+			accountError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"id": link.UserID, "setPasswordUrl": SetPasswordPath(link.Token), "expiresAt": link.ExpiresAt})
 		return
 	}
 	if err := h.Accounts.SetPassword(c.Request.Context(), c.Param("userId"), body.Password); err != nil {

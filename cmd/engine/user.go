@@ -12,16 +12,24 @@ import (
 	"text/tabwriter"
 
 	"github.com/flowbox/flowbox/internal/server"
+	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
 const userUsage = `usage: engine user <command> [flags]
 
-  add [-role user|admin] NAME      create an account; the password is read from standard input
-                                   (one line), or made up and printed when the input is empty
+  add [-role user|admin] [-invite] NAME
+                                   create an account; the password is read from standard input
+                                   (one line), or made up and printed when the input is empty;
+                                   -invite prints a one-time set-password link instead
   list                             list the accounts
   disable NAME | enable NAME       switch an account off (its sessions end, its keys are refused) or on
-  reset-password NAME              set a new password (read or made up as for add); all sessions end
+  reset-password [-invite] NAME    set a new password (read or made up as for add); all sessions end.
+                                   -invite prints a one-time set-password link instead; the password
+                                   and sessions stay until the link is used
+
+A link is a path (/set-password/...): put the server's address in front, and give it to the
+person over a safe channel; it works once, for 72 hours.
 
 On the embedded database, stop engine serve first (or use the admin page): the database files
 belong to the process that opened them.`
@@ -36,8 +44,20 @@ func user(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 	fs := flag.NewFlagSet("user "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	role := fs.String("role", string(auth.RoleUser), "user or admin")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w\n\n%s", err, userUsage)
+	invite := fs.Bool("invite", false, "print a one-time set-password link instead of setting a password")
+	// Flags may come before or after the name.
+	var names []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w\n\n%s", err, userUsage)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names, args = append(names, fs.Arg(0)), fs.Args()[1:]
+	}
+	if *invite && cmd != "add" && cmd != "reset-password" {
+		return fmt.Errorf("-invite is for add and reset-password\n\n%s", userUsage)
 	}
 	wantArgs := 1
 	if cmd == "list" {
@@ -48,8 +68,8 @@ func user(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 	default:
 		return fmt.Errorf("unknown command %q\n\n%s", cmd, userUsage)
 	}
-	if fs.NArg() != wantArgs {
-		return fmt.Errorf("engine user %s takes %d argument(s), got %d\n\n%s", cmd, wantArgs, fs.NArg(), userUsage)
+	if len(names) != wantArgs {
+		return fmt.Errorf("engine user %s takes %d argument(s), got %d\n\n%s", cmd, wantArgs, len(names), userUsage)
 	}
 	cfg, log, err := setup()
 	if err != nil {
@@ -61,7 +81,10 @@ func user(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 	}
 	defer closeDB()
 	accounts := auth.New(db)
-	name := strings.ToLower(strings.TrimSpace(fs.Arg(0)))
+	var name string
+	if len(names) > 0 {
+		name = strings.ToLower(strings.TrimSpace(names[0]))
+	}
 	id := "u:" + name
 
 	switch cmd {
@@ -85,6 +108,20 @@ func user(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 			return fmt.Errorf("%s %s: %w", cmd, name, err)
 		}
 		fmt.Fprintf(stdout, "%sd %s\n", cmd, name)
+		return nil
+	}
+	if *invite {
+		var link auth.PasswordLink
+		if cmd == "add" {
+			if _, link, err = accounts.CreateInvitedUser(ctx, name, auth.Role(*role)); err != nil {
+				return fmt.Errorf("add %s: %w", name, err)
+			}
+			fmt.Fprintf(stdout, "created %s (%s)\n", name, *role)
+		} else if link, err = accounts.IssuePasswordLink(ctx, id); err != nil {
+			return fmt.Errorf("issue a set-password link for %s: %w", name, err)
+		}
+		fmt.Fprintf(stdout, "set-password link: %s\n(works once, until %s; put the server's address in front and give it to them over a safe channel)\n",
+			web.SetPasswordPath(link.Token), link.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
 		return nil
 	}
 	password, made, err := readPassword(stdin)

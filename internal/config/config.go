@@ -36,6 +36,24 @@ type Config struct {
 	Sandbox Sandbox
 	Workers Workers
 	Product Product
+	Caps    Caps
+}
+
+// Caps keep one user, or one share link's visitors, from taking the
+// machine: how many sandboxes may run at once and how many chat runs may
+// be in progress at once, in all, per user and per share link. 0 means no
+// cap; a negative value is refused.
+type Caps struct {
+	// Sandboxes, UserSandboxes, LinkSandboxes bound the running
+	// sandboxes. FLOWBOX_CAP_SANDBOXES (default 200),
+	// FLOWBOX_CAP_USER_SANDBOXES (default 5), FLOWBOX_CAP_LINK_SANDBOXES
+	// (default 20).
+	Sandboxes, UserSandboxes, LinkSandboxes int
+	// Runs, UserRuns, LinkRuns bound the chat runs in progress (chat
+	// completion requests running their app's workflow). FLOWBOX_CAP_RUNS
+	// (default 100), FLOWBOX_CAP_USER_RUNS (default 3),
+	// FLOWBOX_CAP_LINK_RUNS (default 10).
+	Runs, UserRuns, LinkRuns int
 }
 
 // Product configures accounts, the chat API and the models.
@@ -174,6 +192,14 @@ func Parse(getenv func(string) string) (Config, error) {
 	}
 	if c.Product.LoginBurst == 0 {
 		errs = append(errs, "FLOWBOX_LOGIN_BURST=0 would refuse every sign-in; allow at least 1")
+	}
+	c.Caps = Caps{
+		Sandboxes:     int(integer("FLOWBOX_CAP_SANDBOXES", 200)),
+		UserSandboxes: int(integer("FLOWBOX_CAP_USER_SANDBOXES", 5)),
+		LinkSandboxes: int(integer("FLOWBOX_CAP_LINK_SANDBOXES", 20)),
+		Runs:          int(integer("FLOWBOX_CAP_RUNS", 100)),
+		UserRuns:      int(integer("FLOWBOX_CAP_USER_RUNS", 3)),
+		LinkRuns:      int(integer("FLOWBOX_CAP_LINK_RUNS", 10)),
 	}
 	s := &c.Sandbox
 	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")

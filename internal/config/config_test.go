@@ -43,12 +43,43 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_WORKERS_POLL_INTERVAL": "-1s"}, "FLOWBOX_WORKERS_POLL_INTERVAL"},
 		{map[string]string{"FLOWBOX_LOG_LEVEL": "garbage"}, "use debug, info, warn or error"},
 		{map[string]string{"FLOWBOX_LOGIN_BURST": "0"}, "refuse every sign-in"},
+		{map[string]string{"FLOWBOX_CAP_SANDBOXES": "-1"}, `FLOWBOX_CAP_SANDBOXES="-1" is not a whole number >= 0`},
+		{map[string]string{"FLOWBOX_CAP_USER_SANDBOXES": "-5"}, "FLOWBOX_CAP_USER_SANDBOXES"},
+		{map[string]string{"FLOWBOX_CAP_LINK_SANDBOXES": "many"}, "FLOWBOX_CAP_LINK_SANDBOXES"},
+		{map[string]string{"FLOWBOX_CAP_RUNS": "-1"}, "FLOWBOX_CAP_RUNS"},
+		{map[string]string{"FLOWBOX_CAP_USER_RUNS": "1.5"}, "FLOWBOX_CAP_USER_RUNS"},
+		{map[string]string{"FLOWBOX_CAP_LINK_RUNS": "-2"}, "FLOWBOX_CAP_LINK_RUNS"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want it to mention %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+func TestCaps(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Caps
+	}{
+		{"defaults", nil, Caps{Sandboxes: 200, UserSandboxes: 5, LinkSandboxes: 20, Runs: 100, UserRuns: 3, LinkRuns: 10}},
+		{"set, 0 meaning no cap", map[string]string{
+			"FLOWBOX_CAP_SANDBOXES": "0", "FLOWBOX_CAP_USER_SANDBOXES": "3", "FLOWBOX_CAP_LINK_SANDBOXES": "7",
+			"FLOWBOX_CAP_RUNS": "50", "FLOWBOX_CAP_USER_RUNS": "0", "FLOWBOX_CAP_LINK_RUNS": "4",
+		}, Caps{Sandboxes: 0, UserSandboxes: 3, LinkSandboxes: 7, Runs: 50, UserRuns: 0, LinkRuns: 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Caps != tc.want {
+				t.Fatalf("caps = %+v, want %+v", c.Caps, tc.want)
+			}
+		})
 	}
 }
 

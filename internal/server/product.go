@@ -14,6 +14,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/web/share"
 )
 
 // product builds the user-facing part: the workflow engine with its
@@ -58,8 +59,12 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		return nil, fmt.Errorf("create the demo app: %w", err)
 	}
 	chats := history.New(svc.DB)
+	links := share.New(svc.DB)
 	access := &web.Access{Apps: appStore, Chats: chats}
-	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}}
+	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
+	runs := runLimits(svc, cfg.Caps, log)
+	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc},
+		Limits: &web.Limits{Sandboxes: sandboxCaps(cfg.Caps), Runs: runs}}
 	if err := ui.Load(); err != nil {
 		return nil, err
 	}
@@ -68,13 +73,16 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Auth:     accounts,
 		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
-			DefaultApp: apps.DemoAppID, Access: access, Now: time.Now, Log: log},
-		Apps:       &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Now: time.Now},
-		Chats:      &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
-		Users:      &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Now: time.Now},
-		Files:      &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
-		UI:         ui,
-		Admin:      e.Workers,
+			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Now: time.Now, Log: log},
+		Apps:    &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Now: time.Now},
+		Chats:   &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
+		Users:   &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Now: time.Now},
+		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
+		UI:      ui,
+		Admin:   e.Workers,
+		Publish: publish,
+		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
+			Limits: &web.RateLimiter{}, Now: time.Now},
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 	}, nil

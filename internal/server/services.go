@@ -99,6 +99,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		Store:      store,
 		Limits:     sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
 		Network:    cfg.Sandbox.Network,
+		Caps:       sandboxCaps(cfg.Caps),
 		Middleware: middleware,
 		Logger:     log,
 	})

@@ -248,9 +248,14 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 		},
 	})
 	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated}
+	var limit *sandbox.LimitError
 	switch {
 	case errors.Is(err, sandbox.ErrUnavailable):
 		return out, "failed", err
+	case errors.As(err, &limit):
+		// A cap refused to start the sandbox: the model reads which, and
+		// what the user may do.
+		return ShellResult{ExitCode: -1, Stderr: limit.Error()}, "failed", nil
 	case err != nil:
 		// Cancelled, or the scope was refused: the model sees why.
 		return ShellResult{ExitCode: -1, Stderr: err.Error()}, "failed", nil

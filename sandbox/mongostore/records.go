@@ -2,10 +2,14 @@ package mongostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flowbox/flowbox/sandbox"
 )
@@ -68,4 +72,74 @@ func (s *Store) find(ctx context.Context, filter bson.D, opts *options.FindOptio
 // next scan one more look at the record.
 func (s *Store) ForgetActivity(ctx context.Context, provider string, sandboxIDs ...string) {
 	s.forget(ctx, provider, sandboxIDs...)
+}
+
+var _ sandbox.RunningCounter = (*Store)(nil)
+
+// runningReads bounds the record reads RunningUsers makes at once.
+const runningReads = 8
+
+// RunningUsers returns the userId of every running record of provider,
+// for the manager's caps.
+//
+// Without an activity index the records are queried, hinted to the
+// {status, lastActiveAt} index: MongoDB reads only the running ones. With
+// one (FerretDB, which would decode every record for that query), the
+// candidates are the index's sandboxes, each record then read by _id, the
+// lookup FerretDB answers from SQLite's index: the cost follows the
+// running sandboxes, not the records. The index may hold stale entries
+// (the record read drops them) or, after a failed Redis write, miss a
+// running sandbox until reconciliation refreshes it; when Redis has lost
+// it, it is filled again from the records first, as for Idle.
+func (s *Store) RunningUsers(ctx context.Context, provider string) ([]string, error) {
+	if s.activity == nil {
+		filter := bson.D{{Key: "status", Value: sandbox.StatusRunning}, {Key: "provider", Value: provider}}
+		opts := options.Find().SetHint(IndexIdle).SetProjection(bson.D{{Key: "userId", Value: 1}})
+		out, err := s.find(ctx, filter, opts)
+		if err != nil {
+			return nil, fmt.Errorf("find running sandbox records of %s: %w", provider, err)
+		}
+		users := make([]string, len(out))
+		for i, r := range out {
+			users[i] = r.UserID
+		}
+		return users, nil
+	}
+	all := time.Now().AddDate(100, 0, 0)
+	entries, filled, err := s.activity.Before(ctx, provider, all, 0)
+	if err == nil && !filled {
+		if _, err = s.FillActivity(ctx, provider); err == nil {
+			entries, _, err = s.activity.Before(ctx, provider, all, 0)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find running sandboxes of %s: %w", provider, err)
+	}
+	users, running := make([]string, len(entries)), make([]bool, len(entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runningReads)
+	for i, e := range entries {
+		g.Go(func() error {
+			var r sandbox.Instance
+			err := s.coll.FindOne(gctx, key(provider, e.SandboxID), options.FindOne().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "status", Value: 1}})).Decode(&r)
+			switch {
+			case errors.Is(err, mongo.ErrNoDocuments):
+				return nil
+			case err != nil:
+				return fmt.Errorf("read sandbox record %s/%s: %w", provider, e.SandboxID, err)
+			}
+			users[i], running[i] = r.UserID, r.Status == sandbox.StatusRunning
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("find running sandboxes of %s: %w", provider, err)
+	}
+	out := users[:0]
+	for i, u := range users {
+		if running[i] {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }

@@ -75,7 +75,16 @@ type Principal struct {
 	// limit (0: none).
 	KeyID            string
 	KeyRatePerMinute int
+	// AppID binds the caller to one app: an app key's calls, and a share
+	// link's visitors. Such callers reach only that app's chat API, its
+	// chats and their files, never its settings.
+	AppID string
+	// LinkID is the share link of a visitor (empty for everyone else).
+	LinkID string
 }
+
+// Bound reports whether the caller may reach only one app (AppID).
+func (p Principal) Bound() bool { return p.AppID != "" }
 
 // Admin reports whether the caller is an admin.
 func (p Principal) Admin() bool { return p.Role == RoleAdmin }
@@ -99,6 +108,10 @@ type apiKey struct {
 	// its requests.
 	ExpiresAt     time.Time `bson:"expiresAt,omitempty"`
 	RatePerMinute int       `bson:"ratePerMinute,omitempty"`
+	// AppID, when set, makes this an app key: it belongs to the app, not
+	// to a user (UserID is empty; CreatedBy says who made it).
+	AppID     string `bson:"appId,omitempty"`
+	CreatedBy string `bson:"createdBy,omitempty"`
 }
 
 // KeySpec is what a new API key is made with.
@@ -125,6 +138,9 @@ type KeyInfo struct {
 	LastUsedAt    time.Time `json:"lastUsedAt,omitzero"`
 	ExpiresAt     time.Time `json:"expiresAt,omitzero"`
 	RatePerMinute int       `json:"ratePerMinute,omitempty"`
+	// AppID and CreatedBy are set on app keys.
+	AppID     string `json:"appId,omitempty"`
+	CreatedBy string `json:"createdBy,omitempty"`
 }
 
 // keyPrefixLen is how much of a key KeyInfo shows: "fbk_" and 6
@@ -308,25 +324,31 @@ func (s *Store) CreateKey(ctx context.Context, userID string, spec KeySpec) (str
 	if _, err := s.User(ctx, userID); err != nil {
 		return "", fmt.Errorf("create API key: %w", err)
 	}
+	key, _, err := s.insertKey(ctx, apiKey{UserID: userID}, spec)
+	return key, err
+}
+
+// insertKey checks spec and stores a new key made from k (its owner
+// fields) and spec; it returns the secret, shown once.
+func (s *Store) insertKey(ctx context.Context, k apiKey, spec KeySpec) (string, KeyInfo, error) {
 	name := strings.TrimSpace(spec.Name)
 	switch {
 	case name == "" || len(name) > 100:
-		return "", fmt.Errorf("%w: a key needs a name of 1 to 100 characters", ErrInvalid)
+		return "", KeyInfo{}, fmt.Errorf("%w: a key needs a name of 1 to 100 characters", ErrInvalid)
 	case !spec.ExpiresAt.IsZero() && !spec.ExpiresAt.After(s.Now()):
-		return "", fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, spec.ExpiresAt.UTC().Format(time.RFC3339))
+		return "", KeyInfo{}, fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, spec.ExpiresAt.UTC().Format(time.RFC3339))
 	case spec.RatePerMinute < 0 || spec.RatePerMinute > MaxKeyRate:
-		return "", fmt.Errorf("%w: a key's rate is 0 (none) to %d requests a minute", ErrInvalid, MaxKeyRate)
+		return "", KeyInfo{}, fmt.Errorf("%w: a key's rate is 0 (none) to %d requests a minute", ErrInvalid, MaxKeyRate)
 	}
 	key := secret("fbk_")
-	k := apiKey{ID: hash(key), UserID: userID, Name: name, Prefix: key[:keyPrefixLen], CreatedAt: s.Now().UTC(),
-		RatePerMinute: spec.RatePerMinute}
+	k.ID, k.Name, k.Prefix, k.CreatedAt, k.RatePerMinute = hash(key), name, key[:keyPrefixLen], s.Now().UTC(), spec.RatePerMinute
 	if !spec.ExpiresAt.IsZero() {
 		k.ExpiresAt = spec.ExpiresAt.UTC()
 	}
 	if _, err := s.keys.InsertOne(ctx, k); err != nil {
-		return "", fmt.Errorf("create API key: %w", err)
+		return "", KeyInfo{}, fmt.Errorf("create API key: %w", err)
 	}
-	return key, nil
+	return key, keyInfos([]apiKey{k})[0], nil
 }
 
 // APIKey returns the caller of an API key.
@@ -339,12 +361,18 @@ func (s *Store) APIKey(ctx context.Context, key string) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
-	u, err := s.User(ctx, k.UserID)
-	if err != nil {
-		return Principal{}, err
-	}
-	if u.Disabled {
-		return Principal{}, ErrBadCredentials
+	var p Principal
+	if k.AppID != "" {
+		p = Principal{UserID: AppKeyUser(k.AppID), Name: k.Name, Role: RoleUser, AppID: k.AppID}
+	} else {
+		u, err := s.User(ctx, k.UserID)
+		if err != nil {
+			return Principal{}, err
+		}
+		if u.Disabled {
+			return Principal{}, ErrBadCredentials
+		}
+		p = Principal{UserID: u.ID, Name: u.Name, Role: u.Role}
 	}
 	now := s.Now()
 	if !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt) {
@@ -354,7 +382,8 @@ func (s *Store) APIKey(ctx context.Context, key string) (Principal, error) {
 		// A failed write costs only the "last used" shown to the user.
 		_, _ = s.keys.UpdateOne(ctx, bson.D{{Key: "_id", Value: k.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "lastUsedAt", Value: now.UTC()}}}})
 	}
-	return Principal{UserID: u.ID, Name: u.Name, Role: u.Role, ViaKey: true, KeyID: k.ID, KeyRatePerMinute: k.RatePerMinute}, nil
+	p.ViaKey, p.KeyID, p.KeyRatePerMinute = true, k.ID, k.RatePerMinute
+	return p, nil
 }
 
 // Keys lists a user's API keys, newest first, without their secrets.
@@ -367,13 +396,18 @@ func (s *Store) Keys(ctx context.Context, userID string) ([]KeyInfo, error) {
 	if err := cur.All(ctx, &keys); err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
+	return keyInfos(keys), nil
+}
+
+// keyInfos describes keys, newest first.
+func keyInfos(keys []apiKey) []KeyInfo {
 	out := make([]KeyInfo, len(keys))
 	for i, k := range keys {
 		out[i] = KeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt,
-			ExpiresAt: k.ExpiresAt, RatePerMinute: k.RatePerMinute}
+			ExpiresAt: k.ExpiresAt, RatePerMinute: k.RatePerMinute, AppID: k.AppID, CreatedBy: k.CreatedBy}
 	}
 	slices.SortFunc(out, func(a, b KeyInfo) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out, nil
+	return out
 }
 
 // RevokeKey deletes one of the user's keys; ErrNotFound when the user has
@@ -424,6 +458,9 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if err := s.endSessions(ctx, id, ""); err != nil {
 		return err
 	}
+	if err := s.cancelPasswordLink(ctx, id); err != nil {
+		return err
+	}
 	if _, err := s.users.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
 		return fmt.Errorf("delete user %s: %w", id, err)
 	}
@@ -451,7 +488,10 @@ func (s *Store) SetPassword(ctx context.Context, id, password string) error {
 	if _, err := s.existing(ctx, id); err != nil {
 		return err
 	}
-	return s.setPassword(ctx, id, password, "")
+	if err := s.setPassword(ctx, id, password, ""); err != nil {
+		return err
+	}
+	return s.cancelPasswordLink(ctx, id)
 }
 
 // ChangePassword is a user's own change: the old password must match.
@@ -464,7 +504,10 @@ func (s *Store) ChangePassword(ctx context.Context, id, old, password, keep stri
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(old)) != nil {
 		return ErrBadCredentials
 	}
-	return s.setPassword(ctx, id, password, keep)
+	if err := s.setPassword(ctx, id, password, keep); err != nil {
+		return err
+	}
+	return s.cancelPasswordLink(ctx, id)
 }
 
 func (s *Store) setPassword(ctx context.Context, id, password, keepToken string) error {

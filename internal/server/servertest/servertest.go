@@ -90,6 +90,14 @@ func Start(t testing.TB, opts Options) *Env {
 		// Tests sign in many times from one address; the limit itself is
 		// checked with the default in TestLoginLimit.
 		"FLOWBOX_LOGIN_BURST": "1000",
+		// Tests run many chats and sandboxes per user at once; the caps
+		// are checked with values of their own in web/caps_test.go.
+		"FLOWBOX_CAP_SANDBOXES":      "0",
+		"FLOWBOX_CAP_USER_SANDBOXES": "0",
+		"FLOWBOX_CAP_LINK_SANDBOXES": "0",
+		"FLOWBOX_CAP_RUNS":           "0",
+		"FLOWBOX_CAP_USER_RUNS":      "0",
+		"FLOWBOX_CAP_LINK_RUNS":      "0",
 	}
 	for k, v := range opts.Env {
 		env[k] = v

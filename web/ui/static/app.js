@@ -96,10 +96,10 @@ async function sendChat(form) {
   box.append(answer);
   let answerText = "";
   const cards = {};
-  const resp = await fetch("/api/v1/chat/completions", {
+  const resp = await fetch((form.dataset.api || "") + "/api/v1/chat/completions", {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
-    body: JSON.stringify({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: true, messages: [{ role: "user", content: question }] }),
+    body: JSON.stringify({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: form.dataset.tools !== "false", messages: [{ role: "user", content: question }] }),
   });
   if (!resp.ok) { const e = await resp.json().catch(() => ({})); text.textContent = e.message || resp.statusText; return; }
   const reader = resp.body.getReader();
@@ -117,7 +117,7 @@ async function sendChat(form) {
       const raw = line.slice(6);
       if (raw === "[DONE]") continue;
       const data = JSON.parse(raw);
-      if (event === "answer") {
+      if (event === "answer" || event === "") {
         const delta = data.choices && data.choices[0].delta.content;
         if (delta) { answerText += delta; renderMarkdown(text, answerText); }
       } else if (event === "toolCall") {
@@ -141,6 +141,9 @@ async function sendChat(form) {
 
 // Files panel: the workspace tree, a text editor, downloads.
 let currentDir = "/workspace";
+// filesAPI is the prefix of the file API: empty for signed-in users, the
+// share link's path for its visitors.
+const filesAPI = () => { const p = document.getElementById("files"); return (p && p.dataset.api) || ""; };
 async function refreshFiles(dir) {
   const panel = document.getElementById("files");
   if (!panel) return;
@@ -149,7 +152,7 @@ async function refreshFiles(dir) {
   const list = panel.querySelector("ul");
   panel.querySelector('[data-role="cwd"]').textContent = currentDir;
   try {
-    const data = await api("POST", "/api/core/ai/sandbox/file", { action: "list", appId: app, chatId: chat, path: currentDir });
+    const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "list", appId: app, chatId: chat, path: currentDir });
     list.textContent = "";
     if (currentDir !== "/workspace") {
       list.append(el("li", {}, el("a", { href: "#", onclick: (e) => { e.preventDefault(); refreshFiles(currentDir.replace(/\/[^/]+$/, "")); } }, "..")));
@@ -168,7 +171,7 @@ async function openFile(path) {
   const editor = panel.querySelector("textarea");
   const status = panel.querySelector('[data-role="file-status"]');
   try {
-    const data = await api("POST", "/api/core/ai/sandbox/file", { action: "read", appId: panel.dataset.app, chatId: panel.dataset.chat, path });
+    const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "read", appId: panel.dataset.app, chatId: panel.dataset.chat, path });
     editor.value = data.content; editor.dataset.path = path; status.textContent = path;
   } catch (err) { status.textContent = err.message; }
 }
@@ -179,14 +182,14 @@ async function saveFile() {
   const status = panel.querySelector('[data-role="file-status"]');
   if (!editor.dataset.path) return;
   try {
-    await api("POST", "/api/core/ai/sandbox/file", { action: "write", appId: panel.dataset.app, chatId: panel.dataset.chat, path: editor.dataset.path, content: editor.value });
+    await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "write", appId: panel.dataset.app, chatId: panel.dataset.chat, path: editor.dataset.path, content: editor.value });
     status.textContent = editor.dataset.path + " — " + T("saved");
   } catch (err) { status.textContent = err.message; }
 }
 
 async function download(path, name, type) {
   const panel = document.getElementById("files");
-  const resp = await fetch("/api/core/ai/sandbox/download", {
+  const resp = await fetch(filesAPI() + "/api/core/ai/sandbox/download", {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
     body: JSON.stringify({ appId: panel.dataset.app, chatId: panel.dataset.chat, path }),
@@ -211,6 +214,190 @@ async function saveApp(form) {
     await api("PUT", "/api/apps/" + form.dataset.app, { name: form.elements.name.value, public: form.elements.public.checked, graph });
     status.className = "ok"; status.textContent = T("saved");
   } catch (err) { status.className = "error"; status.textContent = err.message; }
+}
+
+// The builder's tabs: Settings and Publish. The hash names the tab, so
+// /apps/<id>/edit#publish can be linked. The Publish tab asks the API for
+// the app's keys and links when it is first shown.
+function showBuilderTab(name) {
+  const tabs = document.querySelectorAll('.tabs [role="tab"]');
+  if (!tabs.length) return;
+  if (name !== "publish") name = "settings";
+  for (const tab of tabs) {
+    const on = tab.dataset.tab === name;
+    tab.setAttribute("aria-selected", String(on));
+    tab.tabIndex = on ? 0 : -1;
+    document.getElementById(tab.getAttribute("aria-controls")).hidden = !on;
+  }
+  const panel = document.getElementById("publish");
+  if (name === "publish" && !panel.dataset.loaded) {
+    panel.dataset.loaded = "true";
+    loadAppKeys();
+    loadLinks();
+  }
+}
+
+function setupPublish() {
+  const panel = document.getElementById("publish");
+  if (!panel) return;
+  const tabs = [...document.querySelectorAll('.tabs [role="tab"]')];
+  const select = (tab) => {
+    history.replaceState(null, "", tab.dataset.tab === "publish" ? "#publish" : location.pathname + location.search);
+    showBuilderTab(tab.dataset.tab);
+  };
+  tabs.forEach((tab, i) => {
+    tab.addEventListener("click", () => select(tab));
+    tab.addEventListener("keydown", (e) => {
+      const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+      if (to === undefined) return;
+      e.preventDefault();
+      const next = tabs[(to + tabs.length) % tabs.length];
+      next.focus();
+      select(next);
+    });
+  });
+  window.addEventListener("hashchange", () => showBuilderTab(location.hash.slice(1)));
+  // A date picked today would make a key or link that is already expired.
+  const d = new Date();
+  d.setDate(d.getDate() + 1);
+  const tomorrow = d.getFullYear() + "-" + String(d.getMonth() + 1).padStart(2, "0") + "-" + String(d.getDate()).padStart(2, "0");
+  panel.querySelectorAll('input[type="date"]').forEach((input) => { input.min = tomorrow; });
+  const on = (sel, ev, fn) => panel.querySelector(sel).addEventListener(ev, (e) => { e.preventDefault(); fn(e.currentTarget); });
+  on("#new-app-key", "submit", createAppKey);
+  on('#app-key-secret [data-role="copy"]', "click", copySecret);
+  on('#app-key-secret [data-role="hide"]', "click", hideSecret);
+  on("#new-link", "submit", createLink);
+  showBuilderTab(location.hash.slice(1));
+}
+document.addEventListener("DOMContentLoaded", setupPublish);
+
+const publishPath = (tail) => "/api/apps/" + encodeURIComponent(document.getElementById("publish").dataset.app) + tail;
+
+// expiryOf turns a picked date into the instant the key or link stops
+// working: the start of that day in the owner's time zone.
+function expiryOf(date) {
+  if (!date) return undefined;
+  const [y, m, d] = date.split("-").map(Number);
+  return new Date(y, m - 1, d).toISOString();
+}
+
+function expiryCell(iso, expired) {
+  if (!iso) return T("publishNoExpiry");
+  if (expired) return el("span", { class: "error", title: iso }, T("publishExpired"));
+  return when(iso);
+}
+
+const perMinute = (n) => (n > 0 ? T("publishPerMinute").replace("{n}", n) : T("publishNoLimit"));
+
+// positive reads an optional whole number from a form field.
+function positive(input) {
+  const n = parseInt(input.value, 10);
+  return n > 0 ? n : undefined;
+}
+
+async function loadAppKeys() {
+  const section = document.getElementById("app-keys");
+  const line = section.querySelector('[data-role="status"]');
+  let keys;
+  try { ({ keys } = await api("GET", publishPath("/keys"))); } catch (err) { fail(line, err); return; }
+  keys = keys || [];
+  const body = document.getElementById("app-key-list").tBodies[0];
+  body.textContent = "";
+  for (const k of keys) {
+    const expired = !!k.expiresAt && new Date(k.expiresAt) <= new Date();
+    body.append(el("tr", { "data-key": k.id, "data-name": k.name },
+      el("td", { "data-role": "name" }, k.name),
+      el("td", { "data-role": "prefix" }, el("code", {}, k.prefix + "…")),
+      el("td", { "data-role": "created" }, when(k.createdAt)),
+      el("td", { "data-role": "last-used" }, when(k.lastUsedAt)),
+      el("td", { "data-role": "expires" }, expiryCell(k.expiresAt, expired)),
+      el("td", { "data-role": "rate" }, perMinute(k.ratePerMinute)),
+      el("td", {}, el("button", { type: "button", class: "secondary", "data-key-action": "revoke", "aria-label": T("revoke") + " " + k.name,
+        onclick: () => revokeAppKey(k) }, T("revoke")))));
+  }
+  section.querySelector('[data-role="empty"]').hidden = keys.length > 0;
+}
+
+// As on the account page, a new key's secret is shown once, from the
+// answer that made it.
+async function createAppKey(form) {
+  const line = document.querySelector('#app-keys [data-role="status"]');
+  const box = document.getElementById("app-key-secret");
+  const f = form.elements;
+  const body = { name: f.name.value.trim(), expiresAt: expiryOf(f.expires.value), ratePerMinute: positive(f.ratePerMinute) };
+  try {
+    const k = await api("POST", publishPath("/keys"), body);
+    box.querySelector('[data-role="key-name"]').textContent = k.name;
+    box.querySelector("input").value = k.key;
+    box.hidden = false;
+    form.reset();
+    line.className = "status";
+    line.textContent = "";
+  } catch (err) { fail(line, err); return; }
+  await loadAppKeys();
+}
+
+async function revokeAppKey(k) {
+  const line = document.querySelector('#app-keys [data-role="status"]');
+  if (!confirm(named("publishRevokeKeyConfirm", k.name))) return;
+  try {
+    await api("DELETE", publishPath("/keys/" + encodeURIComponent(k.id)));
+    say(line, named("publishKeyRevoked", k.name), true);
+  } catch (err) { fail(line, err); }
+  await loadAppKeys();
+}
+
+async function loadLinks() {
+  const section = document.getElementById("links");
+  const line = section.querySelector('[data-role="status"]');
+  let links;
+  try { ({ links } = await api("GET", publishPath("/links"))); } catch (err) { fail(line, err); return; }
+  links = links || [];
+  const body = document.getElementById("link-list").tBodies[0];
+  body.textContent = "";
+  for (const l of links) {
+    const url = location.origin + l.url;
+    const files = T("publishFiles" + l.files);
+    body.append(el("tr", { "data-link": l.id, "data-name": l.name, class: l.expired ? "expired" : "" },
+      el("td", { "data-role": "name" }, l.name),
+      el("td", { "data-role": "url" }, el("div", { class: "link-url" },
+        el("input", { type: "text", readonly: "", spellcheck: "false", value: url, "aria-label": T("publishCopyLink") + " " + l.name }),
+        el("button", { type: "button", class: "secondary", "data-role": "copy", onclick: (e) => copySecret(e.currentTarget) }, T("copy")))),
+      el("td", { "data-role": "expires" }, expiryCell(l.expiresAt, l.expired)),
+      el("td", { "data-role": "runs" }, l.runs + " / " + (l.maxRuns > 0 ? l.maxRuns : T("publishNoLimit"))),
+      el("td", { "data-role": "rate" }, perMinute(l.ratePerMinute)),
+      el("td", { "data-role": "tools" }, T(l.showTools ? "publishToolsShown" : "publishToolsHidden")),
+      el("td", { "data-role": "files" }, files.startsWith("publishFiles") ? l.files : files),
+      el("td", { "data-role": "hook" }, l.hookUrl || T("publishNoHook")),
+      el("td", {}, el("button", { type: "button", class: "secondary", "data-link-action": "revoke", "aria-label": T("revoke") + " " + l.name,
+        onclick: () => revokeLink(l) }, T("revoke")))));
+  }
+  section.querySelector('[data-role="empty"]').hidden = links.length > 0;
+}
+
+async function createLink(form) {
+  const line = document.querySelector('#links [data-role="status"]');
+  const f = form.elements;
+  const body = {
+    name: f.name.value.trim(), expiresAt: expiryOf(f.expires.value), ratePerMinute: positive(f.ratePerMinute),
+    maxRuns: positive(f.maxRuns), showTools: f.showTools.checked, files: f.files.value, hookUrl: f.hookUrl.value.trim() || undefined,
+  };
+  try {
+    const l = await api("POST", publishPath("/links"), body);
+    form.reset();
+    say(line, named("publishLinkCreated", l.name), true);
+  } catch (err) { fail(line, err); return; }
+  await loadLinks();
+}
+
+async function revokeLink(l) {
+  const line = document.querySelector('#links [data-role="status"]');
+  if (!confirm(named("publishRevokeLinkConfirm", l.name))) return;
+  try {
+    await api("DELETE", publishPath("/links/" + encodeURIComponent(l.id)));
+    say(line, named("publishLinkRevoked", l.name), true);
+  } catch (err) { fail(line, err); }
+  await loadLinks();
 }
 
 // A new app starts from the starter graph; the builder configures it.
@@ -268,7 +455,11 @@ async function loadUsers() {
       const action = u.disabled ? "enable" : "disable";
       actions.append(el("button", { class: "secondary", "data-user-action": action, onclick: () => setUserDisabled(u, !u.disabled) }, T(action)), " ");
     }
-    actions.append(el("button", { class: "secondary", "data-user-action": "password", onclick: () => resetPassword(u) }, T("resetPassword")));
+    actions.append(el("button", { class: "secondary", "data-user-action": "password", onclick: () => resetPassword(u) }, T("resetPassword")), " ",
+      el("button", { class: "secondary", "data-user-action": "link", onclick: () => resetByLink(u) }, T("resetByLink")));
+    if (u.id !== table.dataset.self) {
+      actions.append(" ", el("button", { class: "secondary", "data-user-action": "delete", onclick: () => openDeleteUser(u, users) }, T("delete")));
+    }
     body.append(el("tr", { "data-user": u.name, "data-id": u.id, "data-state": state },
       el("td", { "data-role": "name" }, u.name),
       el("td", { "data-role": "role" }, T(u.role === "admin" ? "roleAdmin" : "roleUser")),
@@ -281,12 +472,98 @@ async function loadUsers() {
 async function createUser(form) {
   const line = form.querySelector('[data-role="status"]');
   const f = form.elements;
+  const invite = f.invite.checked;
+  const body = { name: f.name.value.trim(), role: f.role.value };
+  if (invite) body.invite = true; else body.password = f.password.value;
   try {
-    const u = await api("POST", "/admin/api/users", { name: f.name.value.trim(), password: f.password.value, role: f.role.value });
+    const made = await api("POST", "/admin/api/users", body);
+    const u = invite ? made.user : made;
     form.reset();
+    invitePassword(form);
     say(line, named("userCreated", u.name), true);
+    if (invite) showUserLink("inviteLink", u.name, made);
   } catch (err) { fail(line, err); return; }
   await loadUsers();
+}
+
+// With "invite link instead of a password" the password field is off.
+function invitePassword(form) {
+  const pw = form.elements.password;
+  pw.disabled = form.elements.invite.checked;
+  pw.required = !pw.disabled;
+  if (pw.disabled) pw.value = "";
+}
+
+// A set-password link is shown once, from the answer that made it, as an
+// absolute address to send; the API gives it relative.
+function showUserLink(key, name, made) {
+  const box = document.getElementById("user-link");
+  const expires = new Date(made.expiresAt).toLocaleString();
+  box.querySelector('[data-role="note"]').textContent = T(key).replace("{name}", name).replace("{expires}", expires);
+  box.querySelector("input").value = location.origin + made.setPasswordUrl;
+  box.hidden = false;
+}
+
+async function resetByLink(u) {
+  const line = document.getElementById("users-status");
+  try {
+    const made = await api("POST", "/admin/api/users/" + encodeURIComponent(u.id) + "/password", { invite: true });
+    line.textContent = "";
+    showUserLink("resetLink", u.name, made);
+  } catch (err) { fail(line, err); }
+}
+
+// Deleting a user asks what becomes of their apps: transferred to another
+// user, or deleted with their chats and sandboxes.
+function openDeleteUser(u, users) {
+  const dialog = document.getElementById("delete-user");
+  const form = dialog.querySelector("form");
+  const self = document.getElementById("users").dataset.self;
+  form.reset();
+  form.dataset.id = u.id; form.dataset.name = u.name;
+  dialog.querySelector('[data-role="title"]').textContent = named("deleteUserTitle", u.name);
+  dialog.querySelector('[data-role="status"]').textContent = "";
+  const to = form.elements.to;
+  to.textContent = "";
+  for (const other of users) {
+    if (other.id !== u.id) to.append(el("option", { value: other.id }, other.name));
+  }
+  to.value = self;
+  dialog.showModal();
+}
+
+async function deleteUser(form) {
+  const line = form.querySelector('[data-role="status"]');
+  const mode = form.elements.apps.value;
+  const to = form.elements.to;
+  let query = "?apps=" + mode;
+  if (mode === "transfer") query += "&to=" + encodeURIComponent(to.value);
+  try {
+    const done = await api("DELETE", "/admin/api/users/" + encodeURIComponent(form.dataset.id) + query);
+    form.closest("dialog").close();
+    const n = String(done.apps.length);
+    const key = done.apps.length === 0 ? "userDeleted" : mode === "transfer" ? "userDeletedTransfer" : "userDeletedApps";
+    const toName = to.selectedOptions.length ? to.selectedOptions[0].textContent : "";
+    say(document.getElementById("users-status"), named(key, form.dataset.name).replace("{n}", n).replace("{to}", toName), true);
+  } catch (err) { fail(line, err); return; }
+  await loadUsers();
+}
+
+// The set-password page: the link's token sets the password once; then
+// the person signs in with it.
+async function setPasswordWithLink(form) {
+  const line = form.querySelector('[data-role="status"]');
+  const f = form.elements;
+  if (f.password.value !== f.repeat.value) { say(line, T("passwordsDiffer"), false); return; }
+  try {
+    const resp = await fetch("/api/set-password", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ token: form.dataset.token, password: f.password.value }) });
+    const data = await resp.json().catch(() => ({}));
+    if (!resp.ok) throw new Error(data.message || resp.statusText);
+    form.querySelector('[data-role="fields"]').hidden = true;
+    say(line, T("passwordSet") + " ", true);
+    line.append(el("a", { href: data.signIn || "/login", "data-role": "sign-in" }, T("signIn")));
+  } catch (err) { say(line, err.message, false); }
 }
 
 async function setUserDisabled(u, disabled) {
@@ -333,6 +610,8 @@ async function loadKeys() {
       el("td", { "data-role": "prefix" }, el("code", {}, k.prefix + "…")),
       el("td", { "data-role": "created" }, when(k.createdAt)),
       el("td", { "data-role": "last-used" }, when(k.lastUsedAt)),
+      el("td", { "data-role": "expires" }, keyExpiry(k.expiresAt)),
+      el("td", { "data-role": "rate" }, k.ratePerMinute ? T("perMinute").replace("{n}", k.ratePerMinute) : T("noLimit")),
       el("td", {}, el("button", { class: "secondary", "data-key-action": "revoke", onclick: () => revokeKey(k) }, T("revoke")))));
   }
   section.querySelector('[data-role="empty"]').hidden = keys.length > 0;
@@ -343,8 +622,16 @@ async function loadKeys() {
 async function createKey(form) {
   const line = document.querySelector('#keys [data-role="status"]');
   const box = document.getElementById("new-key-secret");
+  const f = form.elements;
+  const body = { name: f.name.value.trim() };
+  // A key is valid through the chosen day, to its last second here.
+  if (f.expiry.value) {
+    const [y, m, d] = f.expiry.value.split("-").map(Number);
+    body.expiresAt = new Date(y, m - 1, d, 23, 59, 59).toISOString();
+  }
+  if (f.rate.value) body.ratePerMinute = parseInt(f.rate.value, 10);
   try {
-    const k = await api("POST", "/api/keys", { name: form.elements.name.value.trim() });
+    const k = await api("POST", "/api/keys", body);
     box.querySelector('[data-role="key-name"]').textContent = k.name;
     box.querySelector("input").value = k.key;
     box.hidden = false;
@@ -354,14 +641,23 @@ async function createKey(form) {
   await loadKeys();
 }
 
-function hideSecret() {
-  const box = document.getElementById("new-key-secret");
+// A key's expiry: never, the time, or the time marked expired.
+function keyExpiry(iso) {
+  if (!iso) return T("never");
+  if (new Date(iso) > new Date()) return when(iso);
+  return el("span", { class: "expired-key" }, when(iso), " · ", el("strong", { "data-role": "expired" }, T("expired")));
+}
+
+// hideSecret and copySecret serve every secret box (the account's keys,
+// the app's keys) and the share links' rows: button is the one clicked.
+function hideSecret(button) {
+  const box = button.closest(".secret");
   box.querySelector("input").value = "";
   box.hidden = true;
 }
 
-async function copySecret() {
-  const input = document.querySelector("#new-key-secret input");
+async function copySecret(button) {
+  const input = button.parentElement.querySelector("input");
   input.select();
   // The clipboard API needs a secure context; elsewhere the key stays
   // selected for the user to copy.
@@ -401,6 +697,14 @@ document.addEventListener("DOMContentLoaded", () => {
   on("#new-key", "submit", createKey);
   on('#new-key-secret [data-role="copy"]', "click", copySecret);
   on('#new-key-secret [data-role="hide"]', "click", hideSecret);
+  on("#new-user-invite", "change", () => invitePassword(document.getElementById("new-user")));
+  on('#user-link [data-role="copy"]', "click", copySecret);
+  on('#user-link [data-role="hide"]', "click", hideSecret);
+  on("#delete-user form", "submit", deleteUser);
+  on('#delete-user [data-role="cancel"]', "click", (b) => b.closest("dialog").close());
+  on("#set-password", "submit", setPasswordWithLink);
+  const expiry = document.getElementById("new-key-expiry");
+  if (expiry) expiry.min = new Date(Date.now() - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 10);
   if (document.getElementById("users")) loadUsers();
   if (document.getElementById("keys")) loadKeys();
   on("#logout", "click", async () => { await api("POST", "/api/logout"); location.href = "/login"; });

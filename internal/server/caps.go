@@ -1,0 +1,22 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web"
+)
+
+// sandboxCaps are the manager's caps on running sandboxes; a share link's
+// visitors make one group.
+func sandboxCaps(c config.Caps) sandbox.Caps {
+	return sandbox.Caps{Global: c.Sandboxes, PerUser: c.UserSandboxes, PerGroup: c.LinkSandboxes, Group: sandbox.ShareLinkGroup}
+}
+
+// runLimits are the caps on chat runs in progress, counted in the
+// engine's Redis under its database's name.
+func runLimits(svc *Services, c config.Caps, log *slog.Logger) *web.RunLimits {
+	return &web.RunLimits{Redis: svc.Redis, Namespace: svc.DB.Name(),
+		Global: c.Runs, PerUser: c.UserRuns, PerGroup: c.LinkRuns, Group: sandbox.ShareLinkGroup, Log: log}
+}

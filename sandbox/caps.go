@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrLimit: starting the sandbox would pass a cap on running sandboxes
+// (Config.Caps). Nothing was started; the caller may retry once some of
+// the sandboxes counted have stopped. The error is a *LimitError that
+// says which cap.
+var ErrLimit = errors.New("sandbox limit reached")
+
+// Caps bound how many sandboxes may run at once: in all, per user and per
+// group of users (the visitors of one share link, say). Zero means no
+// cap. They are checked only when a sandbox that is not running must be
+// started (a new chat's first command, or one after the stop scan stopped
+// it): a running sandbox's commands are never refused.
+//
+// Within one engine process admissions are serialised and each counts the
+// running records in the Store, the truth shared by every process, before
+// writing its own: the caps are exact whatever the concurrency. Engine
+// processes do not coordinate, so two of them admitting at the same
+// instant may both see room for one more and both start a sandbox: the
+// caps may be passed by at most one sandbox per other engine process
+// admitting in that window (a few milliseconds), never more. Likewise a
+// sandbox whose record still said running when its command looked, and
+// which the stop scan stopped in the instant before the command's record
+// write, starts again without being counted. The stop scan's idle stops
+// bring the count back under the cap. A start the provider fails gives
+// its place back (the record is marked stoped). How the store finds the
+// running records, and what that costs, is its own (see
+// mongostore.Store.RunningUsers).
+type Caps struct {
+	Global, PerUser, PerGroup int
+	// Group returns the user-id prefix that every member of userID's group
+	// shares, or "" when userID belongs to no group; PerGroup counts the
+	// running sandboxes of the users whose id starts with it. Default
+	// ShareLinkGroup.
+	Group func(userID string) string
+}
+
+// On reports whether any cap is set.
+func (c Caps) On() bool { return c.Global > 0 || c.PerUser > 0 || c.PerGroup > 0 }
+
+// GroupOf is c.Group(userID), ShareLinkGroup when Group is nil.
+func (c Caps) GroupOf(userID string) string {
+	if c.Group == nil {
+		return ShareLinkGroup(userID)
+	}
+	return c.Group(userID)
+}
+
+// ShareLinkPrefix starts the user ids of share-link visitors:
+// share:<linkId>:<visitorId>.
+const ShareLinkPrefix = "share:"
+
+// ShareLinkGroup groups the visitors of one share link: for
+// share:<linkId>:<visitorId> it returns "share:<linkId>:", the prefix
+// they all share; for any other user id, "".
+func ShareLinkGroup(userID string) string {
+	rest, ok := strings.CutPrefix(userID, ShareLinkPrefix)
+	if !ok {
+		return ""
+	}
+	link, _, ok := strings.Cut(rest, ":")
+	if !ok || link == "" {
+		return ""
+	}
+	return ShareLinkPrefix + link + ":"
+}
+
+// GroupName is how messages and pages name the group of prefix: "share
+// link <id>" for a share link, the prefix without its last ':' otherwise.
+func GroupName(prefix string) string {
+	name := strings.TrimSuffix(prefix, ":")
+	if link, ok := strings.CutPrefix(name, ShareLinkPrefix); ok {
+		return "share link " + link
+	}
+	return name
+}
+
+// Which cap a LimitError names.
+const (
+	CapGlobal = "global"
+	CapUser   = "user"
+	CapGroup  = "group"
+)
+
+// LimitError refuses a sandbox start past a cap. It matches ErrLimit.
+type LimitError struct {
+	Cap   string // CapGlobal, CapUser or CapGroup
+	Group string // the group's prefix, for CapGroup
+	Limit int    // the cap
+	Use   int    // the running sandboxes it counts, before this one
+}
+
+func (e *LimitError) Error() string {
+	wait := fmt.Sprintf("wait for idle ones to stop (a sandbox stops after %d minutes unused) or delete chats you no longer need, then retry", int(IdleAfter.Minutes()))
+	switch e.Cap {
+	case CapGlobal:
+		return fmt.Sprintf("refused: the server already runs %d sandboxes and its limit is %d; retry in a few minutes, when idle ones have stopped", e.Use, e.Limit)
+	case CapGroup:
+		return fmt.Sprintf("refused: %s already has %d running sandboxes and its limit is %d; %s", GroupName(e.Group), e.Use, e.Limit, wait)
+	}
+	return fmt.Sprintf("refused: you already have %d running sandboxes and the limit per user is %d; %s", e.Use, e.Limit, wait)
+}
+
+// Is makes errors.Is(err, ErrLimit) hold.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// RunningCounter is the optional part of a Store that Caps need.
+// sandbox/mongostore implements it.
+type RunningCounter interface {
+	// RunningUsers returns the userId of every record of provider whose
+	// status is running, one entry per record.
+	RunningUsers(ctx context.Context, provider string) ([]string, error)
+}
+
+// admit refuses inst's start when a cap is reached, counting the running
+// records: one read of them for the three caps. The caller holds
+// m.admission.
+func (m *Manager) admit(ctx context.Context, inst Instance) error {
+	caps := m.cfg.Caps
+	users, err := m.counter.RunningUsers(ctx, inst.Provider)
+	if err != nil {
+		return fmt.Errorf("count running sandboxes for the caps: %w: %w", ErrUnavailable, err)
+	}
+	group := caps.GroupOf(inst.UserID)
+	mine, ours := 0, 0
+	for _, u := range users {
+		if u == inst.UserID {
+			mine++
+		}
+		if group != "" && strings.HasPrefix(u, group) {
+			ours++
+		}
+	}
+	switch {
+	case caps.PerUser > 0 && mine >= caps.PerUser:
+		return &LimitError{Cap: CapUser, Limit: caps.PerUser, Use: mine}
+	case caps.PerGroup > 0 && group != "" && ours >= caps.PerGroup:
+		return &LimitError{Cap: CapGroup, Group: group, Limit: caps.PerGroup, Use: ours}
+	case caps.Global > 0 && len(users) >= caps.Global:
+		return &LimitError{Cap: CapGlobal, Limit: caps.Global, Use: len(users)}
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+func TestShareLinkGroup(t *testing.T) {
+	tests := []struct{ user, want string }{
+		{"share:L1:v9", "share:L1:"},
+		{"share:L1:v9:extra", "share:L1:"},
+		{"share:L1", ""},
+		{"share::v", ""},
+		{"u:alice", ""},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := sandbox.ShareLinkGroup(tc.user); got != tc.want {
+			t.Errorf("ShareLinkGroup(%q) = %q, want %q", tc.user, got, tc.want)
+		}
+	}
+}
+
+func TestLimitErrorText(t *testing.T) {
+	tests := []struct {
+		err  sandbox.LimitError
+		want []string
+	}{
+		{sandbox.LimitError{Cap: sandbox.CapUser, Limit: 3, Use: 3}, []string{"refused", "you already have 3 running sandboxes", "limit per user is 3", "delete chats"}},
+		{sandbox.LimitError{Cap: sandbox.CapGroup, Group: "share:L1:", Limit: 20, Use: 21}, []string{"share link L1 already has 21 running sandboxes", "its limit is 20"}},
+		{sandbox.LimitError{Cap: sandbox.CapGlobal, Limit: 200, Use: 200}, []string{"the server already runs 200 sandboxes", "its limit is 200", "retry"}},
+	}
+	for _, tc := range tests {
+		err := error(&tc.err)
+		if !errors.Is(fmt.Errorf("start: %w", err), sandbox.ErrLimit) || errors.Is(err, sandbox.ErrUnavailable) {
+			t.Errorf("%+v: errors.Is ErrLimit must hold and ErrUnavailable must not", tc.err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %q does not say %q", tc.err, err, w)
+			}
+		}
+	}
+}
+
+// TestCapsManager runs the caps on bwrap and the test database: many
+// concurrent first commands admit exactly the cap, the refused ones create
+// nothing and say why, a running sandbox's commands are never refused,
+// and a stopped sandbox counts again when it is started.
+func TestCapsManager(t *testing.T) {
+	tests := []struct {
+		name  string
+		caps  sandbox.Caps
+		users func(i int) string // the user of the i-th chat
+		want  int                // sandboxes admitted
+		text  string             // what a refusal says
+	}{
+		{"per user", sandbox.Caps{PerUser: 3}, func(int) string { return "u:alice" }, 3, "you already have 3 running sandboxes and the limit per user is 3"},
+		{"per share link", sandbox.Caps{PerUser: 10, PerGroup: 4}, func(i int) string { return fmt.Sprintf("share:L1:v%d", i) }, 4, "share link L1 already has 4 running sandboxes"},
+		{"global", sandbox.Caps{Global: 2, PerUser: 10}, func(i int) string { return fmt.Sprintf("u:%d", i) }, 2, "the server already runs 2 sandboxes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Caps: tc.caps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 12
+			scopes := make([]sandbox.Scope, n)
+			for i := range scopes {
+				scopes[i] = sandbox.Scope{AppID: "app", UserID: tc.users(i), ChatID: fmt.Sprintf("chat%d", i)}
+				id := scopes[i].SandboxID()
+				t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+			}
+			type outcome struct {
+				res sandbox.ExecResult
+				err error
+			}
+			out := make([]outcome, n)
+			var wg sync.WaitGroup
+			for i := range scopes {
+				wg.Go(func() {
+					res, err := m.Exec(ctx(t), scopes[i], sandbox.ExecRequest{Command: "echo hi"})
+					out[i] = outcome{res, err}
+				})
+			}
+			wg.Wait()
+			var admitted []sandbox.Scope
+			for i, o := range out {
+				var limit *sandbox.LimitError
+				switch {
+				case o.err == nil && o.res.Stdout == "hi\n":
+					admitted = append(admitted, scopes[i])
+				case errors.As(o.err, &limit):
+					if o.res.ExitCode != -1 || !strings.Contains(o.res.Stderr, tc.text) || !strings.Contains(o.err.Error(), tc.text) {
+						t.Errorf("refusal %d: result %+v, err %v; want exit code -1 and both saying %q", i, o.res, o.err, tc.text)
+					}
+					if _, err := m.Lookup(ctx(t), scopes[i]); !errors.Is(err, sandbox.ErrNotFound) {
+						t.Errorf("refused chat %d has a record (%v)", i, err)
+					}
+				default:
+					t.Errorf("command %d: %+v, %v; want hi or a refusal", i, o.res, o.err)
+				}
+			}
+			if len(admitted) != tc.want {
+				t.Fatalf("%d sandboxes admitted, want %d", len(admitted), tc.want)
+			}
+			if got := resources(t, e); got != tc.want {
+				t.Fatalf("the provider holds %d sandboxes, want %d", got, tc.want)
+			}
+
+			// At the cap, an admitted chat's next command runs.
+			for _, s := range admitted {
+				if res, err := m.Exec(ctx(t), s, sandbox.ExecRequest{Command: "echo again"}); err != nil || res.Stdout != "again\n" {
+					t.Fatalf("a running sandbox's command at the cap: %+v, %v", res, err)
+				}
+			}
+			// A stopped sandbox gives its place to another, and is then
+			// refused itself.
+			first := admitted[0]
+			if err := m.Stop(ctx(t), first.SandboxID()); err != nil {
+				t.Fatal(err)
+			}
+			var other sandbox.Scope
+			for _, s := range scopes {
+				if _, err := m.Lookup(ctx(t), s); errors.Is(err, sandbox.ErrNotFound) {
+					other = s
+					break
+				}
+			}
+			if res, err := m.Exec(ctx(t), other, sandbox.ExecRequest{Command: "echo in"}); err != nil || res.Stdout != "in\n" {
+				t.Fatalf("a first command after a stop freed a place: %+v, %v", res, err)
+			}
+			if _, err := m.Exec(ctx(t), first, sandbox.ExecRequest{Command: "true"}); !errors.Is(err, sandbox.ErrLimit) {
+				t.Fatalf("starting the stopped sandbox again at the cap: err = %v, want ErrLimit", err)
+			}
+		})
+	}
+}
+
+// TestCapsNeedACounter: caps on a Store that cannot count are refused at
+// New, not at the first command.
+func TestCapsNeedACounter(t *testing.T) {
+	e := newEnv(t)
+	_, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: &touches{Store: e.store}, Caps: sandbox.Caps{PerUser: 1}})
+	if err == nil || !strings.Contains(err.Error(), "RunningCounter") {
+		t.Fatalf("New = %v, want a refusal naming RunningCounter", err)
+	}
+}
+
+func resources(t *testing.T, e *env) int {
+	t.Helper()
+	list, err := e.provider.List(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list)
+}

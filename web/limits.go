@@ -1,0 +1,168 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Limits are the caps the admin page shows with their current use: those
+// on running sandboxes (the manager's) and those on chat runs.
+type Limits struct {
+	Sandboxes sandbox.Caps
+	Runs      *RunLimits
+}
+
+// capRow is one cap on the admin page. For a cap per user or per share
+// link, Use is the highest use and Who the user or link that has it.
+type capRow struct {
+	Key, Label, Setting string
+	Limit, Use          int
+	Who                 string
+}
+
+// userUse is one user's share of the running sandboxes and chat runs.
+type userUse struct {
+	User            string
+	Sandboxes, Runs int
+}
+
+type limitsView struct {
+	Caps []capRow
+	// Busiest are the users with the most running sandboxes and runs in
+	// progress, busiest first.
+	Busiest []userUse
+	// RunsErr says why the runs in progress could not be counted.
+	RunsErr string
+}
+
+// busiestShown bounds the admin page's list of busiest users.
+const busiestShown = 10
+
+// view counts the running sandboxes among records (the provider's
+// records, as the page lists them) and asks for the runs in progress.
+func (l *Limits) view(ctx context.Context, records []sandbox.Instance) *limitsView {
+	if l == nil {
+		return nil
+	}
+	v := &limitsView{}
+	boxes, boxUsers, boxGroups := 0, map[string]int{}, map[string]int{}
+	for _, r := range records {
+		if r.Status != sandbox.StatusRunning {
+			continue
+		}
+		boxes++
+		boxUsers[r.UserID]++
+		if g := l.Sandboxes.GroupOf(r.UserID); g != "" {
+			boxGroups[g]++
+		}
+	}
+	runs, err := l.Runs.Use(ctx)
+	if err != nil {
+		v.RunsErr = err.Error()
+	}
+	var rl RunLimits
+	if l.Runs != nil {
+		rl = *l.Runs
+	}
+	most := func(m map[string]int, name func(string) string) (int, string) {
+		n, top := 0, ""
+		for k, c := range m {
+			if c > n || c == n && k < top {
+				n, top = c, k
+			}
+		}
+		if n == 0 {
+			return 0, ""
+		}
+		return n, name(top)
+	}
+	same := func(s string) string { return s }
+	row := func(key, label, setting string, limit int, m map[string]int, name func(string) string) capRow {
+		use, who := most(m, name)
+		return capRow{Key: key, Label: label, Setting: setting, Limit: limit, Use: use, Who: who}
+	}
+	v.Caps = []capRow{
+		{Key: "sandboxes", Label: "capsSandboxes", Setting: "FLOWBOX_CAP_SANDBOXES", Limit: l.Sandboxes.Global, Use: boxes},
+		row("user-sandboxes", "capsUserSandboxes", "FLOWBOX_CAP_USER_SANDBOXES", l.Sandboxes.PerUser, boxUsers, same),
+		row("link-sandboxes", "capsLinkSandboxes", "FLOWBOX_CAP_LINK_SANDBOXES", l.Sandboxes.PerGroup, boxGroups, sandbox.GroupName),
+		{Key: "runs", Label: "capsRuns", Setting: "FLOWBOX_CAP_RUNS", Limit: rl.Global, Use: runs.Total},
+		row("user-runs", "capsUserRuns", "FLOWBOX_CAP_USER_RUNS", rl.PerUser, runs.Users, same),
+		row("link-runs", "capsLinkRuns", "FLOWBOX_CAP_LINK_RUNS", rl.PerGroup, runs.Groups, sandbox.GroupName),
+	}
+	users := map[string]*userUse{}
+	at := func(u string) *userUse {
+		if users[u] == nil {
+			users[u] = &userUse{User: u}
+		}
+		return users[u]
+	}
+	for u, n := range boxUsers {
+		at(u).Sandboxes = n
+	}
+	for u, n := range runs.Users {
+		at(u).Runs = n
+	}
+	for _, u := range users {
+		v.Busiest = append(v.Busiest, *u)
+	}
+	slices.SortFunc(v.Busiest, func(a, b userUse) int {
+		return cmp.Or(cmp.Compare(b.Sandboxes+b.Runs, a.Sandboxes+a.Runs), cmp.Compare(a.User, b.User))
+	})
+	if len(v.Busiest) > busiestShown {
+		v.Busiest = v.Busiest[:busiestShown]
+	}
+	return v
+}
+
+// The admin page's words for the caps.
+func init() {
+	for lang, words := range map[string]map[string]string{
+		"en": {
+			"capsTitle":            "Limits",
+			"capsCap":              "Cap",
+			"capsSetting":          "Setting",
+			"capsLimit":            "Limit",
+			"capsInUse":            "In use",
+			"capsNone":             "no cap",
+			"capsMost":             "most:",
+			"capsBusiest":          "Busiest users",
+			"capsSandboxes":        "Running sandboxes, in all",
+			"capsUserSandboxes":    "Running sandboxes of one user",
+			"capsLinkSandboxes":    "Running sandboxes of one share link's visitors",
+			"capsRuns":             "Chat runs in progress, in all",
+			"capsUserRuns":         "Chat runs in progress of one user",
+			"capsLinkRuns":         "Chat runs in progress of one share link's visitors",
+			"capsRunningSandboxes": "Running sandboxes",
+			"capsRunsInProgress":   "Chat runs in progress",
+			"capsHint":             "Past a cap, the first command of a chat whose sandbox is not running, or a new chat run, is refused with a message naming the cap; a running sandbox's commands never are. Set by the environment variables shown; 0 means no cap.",
+			"capsRunsUnknown":      "The chat runs in progress could not be counted:",
+		},
+		"zh": {
+			"capsTitle":            "限额",
+			"capsCap":              "限额项",
+			"capsSetting":          "设置",
+			"capsLimit":            "上限",
+			"capsInUse":            "当前用量",
+			"capsNone":             "不限",
+			"capsMost":             "最多:",
+			"capsBusiest":          "用量最多的用户",
+			"capsSandboxes":        "运行中的沙盒(全部)",
+			"capsUserSandboxes":    "单个用户运行中的沙盒",
+			"capsLinkSandboxes":    "单个分享链接访客运行中的沙盒",
+			"capsRuns":             "进行中的对话运行(全部)",
+			"capsUserRuns":         "单个用户进行中的对话运行",
+			"capsLinkRuns":         "单个分享链接访客进行中的对话运行",
+			"capsRunningSandboxes": "运行中的沙盒",
+			"capsRunsInProgress":   "进行中的对话运行",
+			"capsHint":             "超过上限时,沙盒未运行的对话的第一条命令或新的对话运行会被拒绝,并说明是哪项限额;运行中沙盒的命令永远不会被拒绝。由所示环境变量设置;0 表示不限。",
+			"capsRunsUnknown":      "无法统计进行中的对话运行:",
+		},
+	} {
+		for k, s := range words {
+			labels[lang][k] = s
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/web/share"
+)
+
+// AppKeys keeps the keys bound to one app (auth.Store).
+type AppKeys interface {
+	CreateAppKey(ctx context.Context, appID, createdBy string, spec auth.KeySpec) (string, auth.KeyInfo, error)
+	AppKeys(ctx context.Context, appID string) ([]auth.KeyInfo, error)
+	RevokeAppKey(ctx context.Context, appID, keyID string) error
+	DeleteAppKeys(ctx context.Context, appID string) error
+}
+
+// ShareLinks keeps share links (share.Store).
+type ShareLinks interface {
+	Create(ctx context.Context, appID, createdBy string, spec share.Spec) (share.Link, error)
+	List(ctx context.Context, appID string) ([]share.Link, error)
+	Revoke(ctx context.Context, appID, id string) error
+	DeleteApp(ctx context.Context, appID string) error
+}
+
+// PublishHandler serves an app's "Publish" tab: the app's keys and its
+// share links, for the app's owner and admins.
+type PublishHandler struct {
+	Apps      AppReader
+	Access    *Access
+	KeyStore  AppKeys
+	LinkStore ShareLinks
+}
+
+// app loads :appId if the caller may publish it; it answers the client
+// itself otherwise.
+func (h *PublishHandler) app(c *gin.Context) (apps.App, bool) {
+	a, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
+	switch {
+	case err == nil && h.Access.CanEditApp(c, a):
+		return a, true
+	case err == nil && h.Access.CanUseApp(c, a):
+		apiError(c, http.StatusForbidden, "only the app's owner and admins may publish it")
+	case err == nil || errors.Is(err, apps.ErrNotFound):
+		apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
+	default:
+		apiError(c, http.StatusInternalServerError, "could not read the app; retry later")
+	}
+	return apps.App{}, false
+}
+
+// Keys lists the app's keys.
+func (h *PublishHandler) Keys(c *gin.Context) {
+	a, ok := h.app(c)
+	if !ok {
+		return
+	}
+	keys, err := h.KeyStore.AppKeys(c.Request.Context(), a.ID)
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not list the app's keys; retry later")
+		return
+	}
+	if keys == nil {
+		keys = []auth.KeyInfo{}
+	}
+	c.JSON(http.StatusOK, gin.H{"keys": keys})
+}
+
+// CreateKey makes a key bound to the app ({"name", "expiresAt" (RFC 3339,
+// optional), "ratePerMinute" (optional)}); the answer is the only time the
+// secret is shown.
+func (h *PublishHandler) CreateKey(c *gin.Context) {
+	a, ok := h.app(c)
+	if !ok {
+		return
+	}
+	var body struct {
+		Name          string    `json:"name"`
+		ExpiresAt     time.Time `json:"expiresAt"`
+		RatePerMinute int       `json:"ratePerMinute"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"name": "...", "expiresAt": "2027-01-31T00:00:00Z" (optional), "ratePerMinute": 60 (optional)}: `+err.Error())
+		return
+	}
+	p, _ := PrincipalOf(c)
+	key, info, err := h.KeyStore.CreateAppKey(c.Request.Context(), a.ID, p.UserID, auth.KeySpec{Name: body.Name, ExpiresAt: body.ExpiresAt, RatePerMinute: body.RatePerMinute})
+	if err != nil {
+		accountError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, struct {
+		Key string `json:"key"`
+		auth.KeyInfo
+		Note string `json:"note"`
+	}{key, info, "this is the only time the key is shown; keep it somewhere safe. It reaches only this app's chat API, chats and files."})
+}
+
+// RevokeKey deletes one of the app's keys.
+func (h *PublishHandler) RevokeKey(c *gin.Context) {
+	a, ok := h.app(c)
+	if !ok {
+		return
+	}
+	if err := h.KeyStore.RevokeAppKey(c.Request.Context(), a.ID, c.Param("keyId")); err != nil {
+		if errors.Is(err, auth.ErrNotFound) {
+			apiError(c, http.StatusNotFound, "this app has no key "+strconv.Quote(c.Param("keyId"))+"; reload the list")
+			return
+		}
+		apiError(c, http.StatusInternalServerError, "could not revoke the key; retry later")
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("keyId")})
+}
+
+// Links lists the app's share links.
+func (h *PublishHandler) Links(c *gin.Context) {
+	a, ok := h.app(c)
+	if !ok {
+		return
+	}
+	links, err := h.LinkStore.List(c.Request.Context(), a.ID)
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not list the app's share links; retry later")
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"links": links})
+}
+
+// CreateLink makes a share link (share.Spec as JSON).
+func (h *PublishHandler) CreateLink(c *gin.Context) {
+	a, ok := h.app(c)
+	if !ok {
+		return
+	}
+	var spec share.Spec
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &spec); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"name": "...", "expiresAt": RFC 3339 (optional), "ratePerMinute": 0, "maxRuns": 0, "showTools": true, "files": "hidden"|"read"|"write", "hookUrl": "" (optional)}: `+err.Error())
+		return
+	}
+	p, _ := PrincipalOf(c)
+	l, err := h.LinkStore.Create(c.Request.Context(), a.ID, p.UserID, spec)
+	if errors.Is(err, share.ErrInvalid) {
+		apiError(c, http.StatusBadRequest, err.Error())
+		return
+	} else if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not create the link; retry later")
+		return
+	}
+	c.JSON(http.StatusCreated, l)
+}
+
+// RevokeLink deletes a share link: its visitors are refused at once; their
+// chats stay for the owner.
+func (h *PublishHandler) RevokeLink(c *gin.Context) {
+	a, ok := h.app(c)
+	if !ok {
+		return
+	}
+	if err := h.LinkStore.Revoke(c.Request.Context(), a.ID, c.Param("linkId")); err != nil {
+		if errors.Is(err, share.ErrNotFound) {
+			apiError(c, http.StatusNotFound, "this app has no share link "+strconv.Quote(c.Param("linkId"))+"; reload the list")
+			return
+		}
+		apiError(c, http.StatusInternalServerError, "could not revoke the link; retry later")
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("linkId")})
+}
+
+// forgetApp removes an app's keys and links (the app is being deleted).
+func (h *PublishHandler) forgetApp(ctx context.Context, appID string) error {
+	if h == nil {
+		return nil
+	}
+	if err := h.KeyStore.DeleteAppKeys(ctx, appID); err != nil {
+		return err
+	}
+	return h.LinkStore.DeleteApp(ctx, appID)
+}

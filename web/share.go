@@ -1,0 +1,228 @@
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/web/share"
+)
+
+// VisitorLinks is what the visitors' side needs of share links
+// (share.Store).
+type VisitorLinks interface {
+	Get(ctx context.Context, id string) (share.Link, error)
+	NewVisitor(ctx context.Context, linkID, uid string) (string, share.Visitor, error)
+	Visitor(ctx context.Context, linkID, token string) (share.Visitor, error)
+	Identify(ctx context.Context, l share.Link, token string) (string, error)
+	TakeRun(ctx context.Context, l share.Link) error
+}
+
+// VisitorCookie holds a share-link visitor's session token; its path is
+// the link's, so each link has its own.
+const VisitorCookie = "flowbox_visitor"
+
+// linkKey holds the share link of a visitor's request in the gin context.
+const linkKey = "flowbox.link"
+
+// linkOf returns the share link a visitor came through, if any.
+func linkOf(c *gin.Context) (share.Link, bool) {
+	v, ok := c.Get(linkKey)
+	if !ok {
+		return share.Link{}, false
+	}
+	l, ok := v.(share.Link)
+	return l, ok
+}
+
+// ShareHandler serves share links' visitors: the pages under
+// /share/:linkId and the chat and file APIs under /share/:linkId/api,
+// which are the signed-in users' handlers with the visitor as caller.
+type ShareHandler struct {
+	Links VisitorLinks
+	Apps  AppReader
+	Chats ChatStore
+	UI    *UI
+	// Secure marks the visitor cookie Secure (HTTPS deployments).
+	Secure bool
+	// Limits holds each visitor's bucket of their link's rate.
+	Limits *RateLimiter
+	Now    func() time.Time
+}
+
+// shareError answers a refusal on a page (text) or the API (JSON).
+func shareError(c *gin.Context, api bool, status int, msg string) {
+	if api {
+		apiError(c, status, msg)
+		return
+	}
+	c.Header("Content-Type", "text/plain; charset=utf-8")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.String(status, msg+"\n")
+	c.Abort()
+}
+
+// Gate identifies a link's visitor. The link must exist and not have
+// expired; a visitor without a session gets one on the link's page (from
+// the identity hook when the link has one), and is refused on its API. API
+// changes need the visitor's CSRF token, and the link's rate applies.
+func (h *ShareHandler) Gate(api bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := c.Request.Context()
+		link, err := h.Links.Get(ctx, c.Param("linkId"))
+		switch {
+		case errors.Is(err, share.ErrNotFound):
+			shareError(c, api, http.StatusNotFound, "This share link does not exist or was revoked; ask whoever shared it for a new one.")
+			return
+		case errors.Is(err, share.ErrExpired):
+			shareError(c, api, http.StatusGone, fmt.Sprintf("This share link expired on %s; ask whoever shared it for a new one.", link.ExpiresAt.UTC().Format("2006-01-02 15:04 MST")))
+			return
+		case err != nil:
+			shareError(c, api, http.StatusServiceUnavailable, "Could not open the share link; retry in a moment.")
+			return
+		}
+		token, _ := c.Cookie(VisitorCookie)
+		v, err := h.Links.Visitor(ctx, link.ID, token)
+		hookToken := c.Query("token")
+		if !api && link.HookURL != "" && hookToken != "" {
+			// A token names the visitor afresh, even over a session.
+			err = share.ErrNoVisitor
+		}
+		switch {
+		case errors.Is(err, share.ErrNoVisitor) && api:
+			shareError(c, api, http.StatusUnauthorized, "No visitor session for this link (it ended, or cookies are off); open the share link again.")
+			return
+		case errors.Is(err, share.ErrNoVisitor):
+			if !h.welcome(c, link, hookToken) {
+				return
+			}
+			// Come back without the token in the address bar and history.
+			c.Redirect(http.StatusSeeOther, c.Request.URL.Path)
+			c.Abort()
+			return
+		case err != nil:
+			shareError(c, api, http.StatusServiceUnavailable, "Could not check your visitor session; retry in a moment.")
+			return
+		}
+		c.Set(principalKey, auth.Principal{UserID: share.VisitorUser(link.ID, v.UID), Name: link.Name, Role: auth.RoleUser,
+			AppID: link.AppID, LinkID: link.ID})
+		c.Set(csrfKey, v.CSRF)
+		c.Set(linkKey, link)
+		if !api {
+			c.Next()
+			return
+		}
+		switch c.Request.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if got := c.GetHeader(CSRFHeader); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(v.CSRF)) != 1 {
+				apiError(c, http.StatusForbidden, errNoCSRF.Error())
+				return
+			}
+		}
+		if n := link.RatePerMinute; n > 0 && h.Limits != nil {
+			if ok, wait := h.Limits.allowAt(link.ID+"/"+v.UID, time.Minute/time.Duration(n), n); !ok {
+				tooMany(c, &rateLimited{wait: wait, what: fmt.Sprintf("this share link allows each visitor %d requests a minute", n)})
+				return
+			}
+		}
+		c.Next()
+	}
+}
+
+// welcome opens a visitor session: for the identity hook's uid of the
+// token when the link has a hook, else for a new visitor. It answers the
+// client itself when it cannot.
+func (h *ShareHandler) welcome(c *gin.Context, link share.Link, token string) bool {
+	ctx := c.Request.Context()
+	uid := ""
+	if link.HookURL != "" {
+		if token == "" {
+			shareError(c, false, http.StatusUnauthorized, "This share link is opened from the site that shared it: its address there carries your token (?token=...).")
+			return false
+		}
+		var err error
+		if uid, err = h.Links.Identify(ctx, link, token); errors.Is(err, share.ErrHookRefused) {
+			shareError(c, false, http.StatusForbidden, err.Error()+". Open the link again from the site that shared it.")
+			return false
+		} else if err != nil {
+			shareError(c, false, http.StatusServiceUnavailable, err.Error())
+			return false
+		}
+	}
+	sessionToken, _, err := h.Links.NewVisitor(ctx, link.ID, uid)
+	if err != nil {
+		shareError(c, false, http.StatusServiceUnavailable, "Could not open a visitor session; retry in a moment.")
+		return false
+	}
+	http.SetCookie(c.Writer, &http.Cookie{Name: VisitorCookie, Value: sessionToken, Path: link.URL(),
+		MaxAge: 30 * 24 * 3600, HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
+	return true
+}
+
+// app reads the link's app for a page.
+func (h *ShareHandler) app(c *gin.Context) (apps.App, share.Link, bool) {
+	link, _ := linkOf(c)
+	a, err := h.Apps.Get(c.Request.Context(), link.AppID)
+	if err != nil {
+		shareError(c, false, http.StatusNotFound, "The app of this share link was deleted.")
+		return apps.App{}, link, false
+	}
+	return a, link, true
+}
+
+// Home lists the visitor's chats of the link's app, with a new one.
+func (h *ShareHandler) Home(c *gin.Context) {
+	a, link, ok := h.app(c)
+	if !ok {
+		return
+	}
+	p, _ := PrincipalOf(c)
+	chats, err := h.Chats.List(c.Request.Context(), a.ID, p.UserID, 200)
+	if err != nil {
+		shareError(c, false, http.StatusInternalServerError, "Could not list your chats; retry in a moment.")
+		return
+	}
+	h.UI.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": link.URL(), "Visitor": true})
+}
+
+// Chat is a visitor's chat page: the signed-in users' page, with the
+// link's choices of tool cards and files.
+func (h *ShareHandler) Chat(c *gin.Context) {
+	a, link, ok := h.app(c)
+	if !ok {
+		return
+	}
+	if c.Param("chatId") == "new" {
+		c.Redirect(http.StatusSeeOther, link.URL()+"/chat/"+newID())
+		return
+	}
+	h.UI.chatPage(c, a, chatView{Base: link.URL(), Visitor: true, ShowTools: link.ShowTools,
+		Files: string(link.Files)})
+}
+
+// visitorFiles refuses file operations a visitor's link does not allow;
+// it answers the client itself and returns false then.
+func visitorFiles(c *gin.Context, action string) bool {
+	link, ok := linkOf(c)
+	if !ok {
+		return true
+	}
+	switch {
+	case link.Files == share.FilesHidden:
+		apiError(c, http.StatusForbidden, "this share link does not show the sandbox's files")
+		return false
+	case link.Files == share.FilesReadOnly && strings.EqualFold(action, "write"):
+		apiError(c, http.StatusForbidden, "this share link shows the sandbox's files read-only")
+		return false
+	}
+	return true
+}
