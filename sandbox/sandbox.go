@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -27,7 +28,36 @@ var (
 	ErrTooLarge = errors.New("too large")
 	// ErrUnsupported: the provider cannot run on this machine.
 	ErrUnsupported = errors.New("unsupported")
+	// ErrRefused: a policy refused the call before it ran. The error is a
+	// *RefusedError that names the rule.
+	ErrRefused = errors.New("refused by policy")
 )
+
+// RefusedError is a policy's refusal: the rule that decided, why, and
+// what is allowed instead. It matches ErrRefused.
+type RefusedError struct {
+	// Rule names the rule (its id in the policy).
+	Rule string
+	// Justification is the rule's reason, written for the model and the
+	// user.
+	Justification string
+	// Hint says what the policy allows instead, when it can.
+	Hint string
+}
+
+func (e *RefusedError) Error() string {
+	msg := "refused by policy rule " + strconv.Quote(e.Rule)
+	if e.Justification != "" {
+		msg += ": " + e.Justification
+	}
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrRefused) hold.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // Status is a sandbox's lifecycle state as stored in sandbox_instances.
 type Status string

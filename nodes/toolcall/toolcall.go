@@ -117,7 +117,7 @@ type Call struct {
 	Arguments  string `json:"params"`
 	Response   string `json:"response"` // the JSON the model read
 	DurationMs int64  `json:"durationMs"`
-	Status     string `json:"status"` // success | failed | timed out | error
+	Status     string `json:"status"` // success | failed | timed out | refused | error
 }
 
 // Run calls the model, runs the tools it asks for, sends the results back,
@@ -249,7 +249,12 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 	})
 	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated}
 	var limit *sandbox.LimitError
+	var refused *sandbox.RefusedError
 	switch {
+	case errors.As(err, &refused):
+		// The policy refused the command; it did not run. The model reads
+		// the rule, why, and what is allowed.
+		return ShellResult{ExitCode: -1, Stderr: refused.Error()}, "refused", nil
 	case errors.Is(err, sandbox.ErrUnavailable):
 		return out, "failed", err
 	case errors.As(err, &limit):
