@@ -24,6 +24,7 @@ require (
 	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.31.1
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

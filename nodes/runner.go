@@ -40,6 +40,9 @@ type Chat struct {
 	// History holds the earlier turns, oldest first.
 	History   []llm.Message
 	Variables map[string]any
+	// Via names the credential the run came through (sandbox.Actor.Via),
+	// for the audit.
+	Via string
 }
 
 // Event is one event streamed while a graph runs: the node it comes from

@@ -39,6 +39,9 @@ type Actor struct {
 	Kind   ActorKind `json:"kind,omitempty"`
 	// ToolCallID is the id of the model's tool call, for ActorAgent.
 	ToolCallID string `json:"toolCallId,omitempty"`
+	// Via names the credential the call came through, for the audit: an
+	// API key's id or a share link's id. Empty for a session.
+	Via string `json:"via,omitempty"`
 }
 
 // Call is one command on its way through the chain. Its Request carries
@@ -47,6 +50,11 @@ type Call struct {
 	Scope     Scope
 	SandboxID string
 	Request   ExecRequest
+	// Hook is HookStartup or HookShutdown for an app's lifecycle
+	// commands (see Lifecycle), empty for every other call. Such a call
+	// runs in the sandbox as it is: the manager neither starts nor
+	// refreshes it.
+	Hook string
 }
 
 // ExecFunc runs a call.
@@ -292,6 +300,9 @@ func (l *lazyFiles) get(ctx context.Context) (Files, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Opening the files of a chat that had no sandbox creates it: its
+	// startup commands run first (a failure is only logged here).
+	l.m.startup(ctx, l.scope, id)
 	f, err := l.m.cfg.Provider.Files(ctx, id)
 	if err != nil {
 		return nil, err

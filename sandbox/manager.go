@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // Timeouts a command may ask for (S6).
@@ -71,10 +73,24 @@ type Config struct {
 	Limits Limits
 	// Network lets sandboxes reach the network. Off by default.
 	Network bool
+	// Egress is the operator's allowlist of host names sandboxes may
+	// reach through the egress proxy (see Spec.Egress); empty: none.
+	// Exclusive with Network.
+	Egress []string
+	// EgressFor, when set, tightens Egress for one scope (an app's
+	// policy): of the patterns it returns, the manager keeps those that
+	// Egress covers; an empty non-nil list turns egress off. nil from it
+	// keeps Egress.
+	EgressFor func(ctx context.Context, scope Scope) []string
 	// Caps bound the sandboxes running at once (see Caps); the zero
 	// value caps nothing. With any cap set, Store must implement
 	// RunningCounter.
 	Caps Caps
+	// Lifecycle, when set, gives the apps' startup and shutdown commands
+	// (P4); ShutdownTimeout bounds the shutdown commands of one stop or
+	// delete (default DefaultShutdownTimeout).
+	Lifecycle       Lifecycle
+	ShutdownTimeout time.Duration
 	// Middleware is the chain every command and file operation goes
 	// through, outermost first (see Middleware).
 	Middleware []Middleware
@@ -118,6 +134,9 @@ type Manager struct {
 	// command started this way. A stale entry costs one failed provider
 	// Exec (ErrNotFound / ErrNotRunning) and a full ensure.
 	warm sync.Map // sandbox ID → time.Time
+	// created holds the sandboxes this process created whose startup
+	// commands have not run yet (with Config.Lifecycle).
+	created sync.Map // sandbox ID → struct{}
 }
 
 // IdleAfter is how long a sandbox may go unused before the stop scan
@@ -143,6 +162,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Provider == nil || cfg.Store == nil {
 		return nil, errors.New("sandbox manager: Provider and Store are required")
 	}
+	if cfg.Network && len(cfg.Egress) > 0 {
+		return nil, errors.New("sandbox manager: Network and Egress exclude each other")
+	}
+	if _, err := egress.ParsePatterns(cfg.Egress); err != nil {
+		return nil, fmt.Errorf("sandbox manager: %w", err)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
@@ -154,6 +179,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Minute
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -227,6 +255,13 @@ func (m *Manager) instance(scope Scope, id string) Instance {
 }
 
 func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
+	// A sandbox without a record is created now (a stopped one keeps its
+	// record): its startup commands will run.
+	fresh := false
+	if m.cfg.Lifecycle != nil {
+		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
+		fresh = errors.Is(err, ErrNotFound)
+	}
 	// Record first: a provider resource never exists without a record.
 	started, err := m.touch(ctx, m.instance(scope, id))
 	if err != nil {
@@ -235,6 +270,12 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	spec := Spec{
 		ID: id, Limits: m.cfg.Limits, Network: m.cfg.Network,
 		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
+	}
+	spec.Egress = m.cfg.Egress
+	if m.cfg.EgressFor != nil && len(m.cfg.Egress) > 0 {
+		if app := m.cfg.EgressFor(ctx, scope); app != nil {
+			spec.Egress = egress.Narrow(m.cfg.Egress, app)
+		}
 	}
 	if err := m.cfg.Provider.Ensure(ctx, spec); err != nil {
 		m.log.Error("sandbox ensure failed", "sandboxId", id, "err", err)
@@ -249,6 +290,9 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return fmt.Errorf("ensure sandbox %s: %w", id, err)
+	}
+	if fresh {
+		m.created.Store(id, struct{}{})
 	}
 	return nil
 }
@@ -343,17 +387,25 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 	if err := call.Scope.validate(); err != nil {
 		return ExecResult{}, err
 	}
+	if call.Hook != "" {
+		return m.run(ctx, call)
+	}
+	// A sandbox created by an Ensure of its own (not a command's) runs its
+	// startup commands before its first command.
+	notice := m.startup(ctx, call.Scope, call.SandboxID)
 	if last, ok := m.warm.Load(call.SandboxID); ok && m.cfg.Now().Sub(last.(time.Time)) < WarmWindow {
 		res, err, done := m.execWarm(ctx, call)
 		if done {
-			return res, err
+			return withNotice(notice, res, err), err
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		if _, err := m.Ensure(ctx, call.Scope); err != nil {
 			return failed(err, time.Since(start)), err
 		}
+		notice += m.startup(ctx, call.Scope, call.SandboxID)
 		res, err := m.run(ctx, call)
+		res = withNotice(notice, res, err)
 		// Stopped or removed elsewhere between the ensure and the
 		// command: the command did not start; ensure once more.
 		if attempt == 0 && ctx.Err() == nil && (errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning)) {
@@ -499,6 +551,7 @@ func (m *Manager) Lookup(ctx context.Context, scope Scope) (Instance, error) {
 // the package comment). The stop scan calls it while it holds the
 // sandbox's claim, so that no command starts in between.
 func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
+	m.shutdown(ctx, sandboxID)
 	m.warm.Delete(sandboxID)
 	if err := m.cfg.Provider.Stop(ctx, sandboxID); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
@@ -512,6 +565,7 @@ func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
 
 // Delete removes a sandbox and then its record. Idempotent.
 func (m *Manager) Delete(ctx context.Context, sandboxID string) error {
+	m.shutdown(ctx, sandboxID)
 	m.warm.Delete(sandboxID)
 	if err := m.cfg.Provider.Delete(ctx, sandboxID); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", sandboxID, err)

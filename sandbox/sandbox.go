@@ -113,6 +113,11 @@ type Spec struct {
 	Limits Limits
 	// Network allows outbound network; off unless the operator opts in.
 	Network bool
+	// Egress, when not empty, is the allowlist of host names (patterns of
+	// sandbox/egress: "pypi.org", "*.pythonhosted.org") the sandbox may
+	// reach through the engine's egress proxy. The sandbox still has no
+	// network interface. Exclusive with Network.
+	Egress []string
 	// Labels identify the owner (appId, userId, chatId) on the provider's
 	// resources so that orphans can be traced.
 	Labels map[string]string

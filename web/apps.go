@@ -37,6 +37,10 @@ type AppsHandler struct {
 	// Publishing, when set, loses the app's keys and share links with
 	// the app.
 	Publishing *PublishHandler
+	// CheckGraph, when set, says what else is wrong with a graph about to
+	// be saved (the tool-call node's command policy, checked against the
+	// operator's).
+	CheckGraph func(nodes.Graph) []string
 	Now        func() time.Time
 }
 
@@ -104,6 +108,13 @@ func (h *AppsHandler) save(c *gin.Context, app apps.App, status int) {
 		return
 	}
 	app.Name, app.Public, app.Graph = strings.TrimSpace(body.Name), body.Public, body.Graph
+	if h.CheckGraph != nil {
+		if problems := h.CheckGraph(app.Graph); len(problems) > 0 {
+			c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
+				"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": strings.Join(problems, "; "), "problems": problems})
+			return
+		}
+	}
 	err := h.Apps.Put(c.Request.Context(), app, h.Now())
 	var invalid *nodes.ValidationError
 	switch {

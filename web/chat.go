@@ -24,6 +24,8 @@ import (
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox/redact"
+	"github.com/flowbox/flowbox/web/auth"
 	"github.com/flowbox/flowbox/web/share"
 )
 
@@ -57,6 +59,11 @@ type ChatHandler struct {
 	Runs interface {
 		TakeRun(ctx context.Context, l share.Link) error
 	}
+	// Redactor, when set, gives the app's secret redaction for what the
+	// chat shows and keeps of the model's side: its answer and the
+	// commands it wrote (the commands' output is redacted in the sandbox
+	// chain).
+	Redactor func(ctx context.Context, appID string) *redact.Redactor
 	// RunLimits caps the runs in progress at once; nil caps none.
 	RunLimits *RunLimits
 	// DefaultApp answers requests that name no app.
@@ -309,8 +316,14 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	}
 
 	hist := chat.History(50)
-	run := nodes.Chat{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: question, History: hist, Variables: req.Variables}
+	run := nodes.Chat{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: question, History: hist, Variables: req.Variables,
+		Via: via(principal, signedIn, link, visitor)}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
+	if h.Redactor != nil {
+		if r := h.Redactor(ctx, app.ID); r != nil {
+			out.redactor, out.answer = r, r.Transformer()
+		}
+	}
 	out.replyID = replyID
 	if h.trace != nil {
 		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
@@ -324,6 +337,7 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	if res == nil {
 		res = &nodes.Result{}
 	}
+	redactResult(out.redactor, res)
 	answer := res.Answer
 	if runErr != nil {
 		answer += "\n[interrupted: " + runErr.Error() + "]"
@@ -341,6 +355,70 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	if err != nil {
 		h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
 	}
+}
+
+// via names the credential of a chat request for the audit: a share link,
+// an API key (by the first characters of its hash, which let no one in),
+// a session, or the service key.
+func via(p auth.Principal, signedIn bool, link share.Link, visitor bool) string {
+	switch {
+	case visitor:
+		return "share:" + link.ID
+	case signedIn && p.ViaKey && p.Bound():
+		return "app-key:" + p.KeyID[:min(12, len(p.KeyID))]
+	case signedIn && p.ViaKey:
+		return "key:" + p.KeyID[:min(12, len(p.KeyID))]
+	case signedIn:
+		return "session"
+	}
+	return "service-key"
+}
+
+// redactResult redacts what a run's result keeps of the model's side: the
+// answer and the commands of its tool calls.
+func redactResult(r *redact.Redactor, res *nodes.Result) {
+	if r == nil {
+		return
+	}
+	res.Answer, _ = r.Redact(res.Answer)
+	for _, resp := range res.Responses {
+		if d, ok := resp.Detail.(toolcall.Detail); ok {
+			for i := range d.ToolCalls { // shared with resp.Detail's slice
+				d.ToolCalls[i].Arguments = redactArgs(r, d.ToolCalls[i].Arguments)
+			}
+		}
+	}
+}
+
+// redactArgs redacts a tool call's JSON arguments value by value, so that
+// a marker never breaks the JSON; arguments that are not a JSON object
+// are redacted as text.
+func redactArgs(r *redact.Redactor, args string) string {
+	if r == nil {
+		return args
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(args), &obj) != nil {
+		out, _ := r.Redact(args)
+		return out
+	}
+	changed := false
+	for k, v := range obj {
+		if str, ok := v.(string); ok {
+			if red, findings := r.Redact(str); len(findings) > 0 {
+				obj[k], changed = red, true
+			}
+		}
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		out, _ := r.Redact(args)
+		return out
+	}
+	return string(b)
 }
 
 // toolCalls lists every tool call of the run, in order.
@@ -397,6 +475,11 @@ type chatStream struct {
 	replyID        string // the reply's responseChatItemId
 	created        int64
 	trace          func(time.Time)
+	// redactor, when set, redacts the model's answer (answer holds back
+	// what could be the start of a secret across deltas) and the commands
+	// it wrote.
+	redactor *redact.Redactor
+	answer   *redact.Transformer
 }
 
 func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
@@ -443,21 +526,30 @@ func (s *chatStream) event(ev nodes.Event) {
 		return
 	}
 	if a, ok := ev.Data.(nodes.AnswerDelta); ok {
-		if a.Text != "" {
-			s.send("answer", s.chunk(map[string]any{"role": "assistant", "content": a.Text}, nil))
+		text := a.Text
+		if s.answer != nil {
+			text = string(s.answer.Transform([]byte(text)))
+		}
+		if text != "" {
+			s.send("answer", s.chunk(map[string]any{"role": "assistant", "content": text}, nil))
 		}
 		return
 	}
 	if !s.detail {
 		return
 	}
+	if _, ok := ev.Data.(nodes.ToolCallStarted); ok {
+		// The model's text before a tool call is complete: what redaction
+		// held back goes out first, in order.
+		s.flushAnswer()
+	}
 	switch d := ev.Data.(type) {
 	case nodes.NodeStatus:
 		s.send("flowNodeStatus", map[string]any{"status": d.Status, "name": ev.NodeName})
 	case nodes.ToolCallStarted:
-		s.send("toolCall", map[string]any{"tool": map[string]any{"id": d.ID, "toolName": d.Tool, "functionName": d.Tool, "params": d.Params, "response": ""}})
+		s.send("toolCall", map[string]any{"tool": map[string]any{"id": d.ID, "toolName": d.Tool, "functionName": d.Tool, "params": redactArgs(s.redactor, d.Params), "response": ""}})
 	case nodes.ToolParams:
-		s.send("toolParams", map[string]any{"tool": map[string]any{"id": d.ID, "params": d.Params}})
+		s.send("toolParams", map[string]any{"tool": map[string]any{"id": d.ID, "params": redactArgs(s.redactor, d.Params)}})
 	case nodes.ToolResult:
 		s.send("toolResponse", map[string]any{"tool": map[string]any{"id": d.ID, "response": d.Response, "durationMs": d.DurationMs, "status": d.Status}})
 	case nodes.ToolOutput:
@@ -467,10 +559,23 @@ func (s *chatStream) event(ev nodes.Event) {
 	}
 }
 
+// flushAnswer sends what the answer's redaction held back, and starts
+// the next stretch of answer afresh.
+func (s *chatStream) flushAnswer() {
+	if s.answer == nil {
+		return
+	}
+	if rest := s.answer.Flush(); len(rest) > 0 {
+		s.send("answer", s.chunk(map[string]any{"role": "assistant", "content": string(rest)}, nil))
+	}
+	s.answer = s.redactor.Transformer()
+}
+
 // finish ends the answer: the closing chunk (and the node responses with
 // detail) on a stream, or the whole completion.
 func (s *chatStream) finish(res *nodes.Result) {
 	if s.stream {
+		s.flushAnswer()
 		s.send("answer", s.chunk(map[string]any{}, "stop"))
 		if s.detail {
 			s.send("flowResponses", res.Responses)

@@ -39,6 +39,8 @@ type Product struct {
 	// visitors.
 	Publish *PublishHandler
 	Share   *ShareHandler
+	// Audit serves the audit of sandbox calls.
+	Audit *AuditHandler
 	// LoginLimit limits sign-in attempts per client; ChatLimit chat
 	// requests per user.
 	LoginLimit, ChatLimit *RateLimiter

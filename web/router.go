@@ -86,6 +86,7 @@ func New(cfg Config) http.Handler {
 	}
 	admin.GET("", p.UI.Admin)
 	admin.GET("/users", p.UI.UserList)
+	admin.GET("/audit", p.UI.Audit)
 	admin.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
 	admin.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
 	admin.GET("/api/users", p.Users.List)
@@ -94,6 +95,9 @@ func New(cfg Config) http.Handler {
 	admin.POST("/api/users/:userId/enable", p.Users.Enable)
 	admin.POST("/api/users/:userId/password", p.Users.ResetPassword)
 	admin.DELETE("/api/users/:userId", p.Users.Delete)
+	// The audit of every sandbox call.
+	admin.GET("/api/audit", p.Audit.List)
+	admin.GET("/api/audit/export", p.Audit.Export)
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
@@ -122,6 +126,8 @@ func New(cfg Config) http.Handler {
 	account.GET("/apps/:appId/links", p.Publish.Links)
 	account.POST("/apps/:appId/links", p.Publish.CreateLink)
 	account.DELETE("/apps/:appId/links/:linkId", p.Publish.RevokeLink)
+	// The audit of the app's sandbox calls (owner and admins).
+	account.GET("/apps/:appId/audit", p.Audit.AppList)
 	api.GET("/apps/:appId/chats", p.Chats.List)
 	api.DELETE("/apps/:appId/chats", p.Chats.Delete)
 	api.GET("/apps/:appId/chats/:chatId", p.Chats.Get)

@@ -426,6 +426,13 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/api/apps/" + f.shared + "/links", want: publishRead, def: 200},
 		{method: "POST", path: "/api/apps/" + f.shared + "/links", body: jsonBody(map[string]any{"name": "from the table"}), want: publishWrite, def: 201},
 		{method: "DELETE", path: "/api/apps/" + f.shared + "/links/no-such-link", want: publishWrite, def: 404},
+		// The audit: an app's records to its owner and admins, every
+		// record, its export and its page to admins.
+		{method: "GET", path: "/api/apps/" + f.shared + "/audit", want: publishRead, def: 200},
+		{method: "GET", path: "/api/apps/" + f.private + "/audit", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "GET", path: "/admin/audit", want: adminOnly, def: 200},
+		{method: "GET", path: "/admin/api/audit", want: adminOnly, def: 200},
+		{method: "GET", path: "/admin/api/audit/export", want: adminOnly, def: 200},
 
 		// Share links: the visitor's chat is theirs alone; without a
 		// visitor session (every other caller) the API refuses, and an

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -43,7 +44,7 @@ var labels = map[string]map[string]string{
 		"title": "Title", "updated": "Updated", "sandboxes": "Sandboxes", "provider": "Provider", "status": "Status",
 		"lastActive": "Last active", "stop": "Stop", "delete": "Delete", "newApp": "New app", "create": "Create",
 		"deleteChat": "Delete chat", "deleteChatConfirm": "Delete this chat? Its sandbox and the sandbox's files are deleted too.",
-		"stoped": "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "refused": "refused by policy", "error": "error",
+		"stoped": "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "refused": "refused by policy", "error": "error", "policyNotJSON": "The command policy is not valid JSON:",
 		"account": "Account", "users": "Users", "role": "Role", "roleUser": "User", "roleAdmin": "Admin", "state": "State", "created": "Created",
 		"active": "active", "disabled": "disabled", "disable": "Disable", "enable": "Enable", "resetPassword": "Reset password", "newUser": "New user",
 		"userCreated": "{name} was created.", "userDisabled": "{name} is disabled: their sessions have ended and their keys are refused.",
@@ -66,7 +67,7 @@ var labels = map[string]map[string]string{
 		"title": "标题", "updated": "更新时间", "sandboxes": "沙盒", "provider": "提供者", "status": "状态",
 		"lastActive": "最后活跃", "stop": "停止", "delete": "删除", "newApp": "新建应用", "create": "创建",
 		"deleteChat": "删除对话", "deleteChatConfirm": "删除此对话?它的沙盒和沙盒中的文件也会被删除。",
-		"stoped": "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "refused": "被策略拒绝", "error": "错误",
+		"stoped": "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "refused": "被策略拒绝", "error": "错误", "policyNotJSON": "命令策略不是有效的 JSON:",
 		"account": "账户", "users": "用户", "role": "角色", "roleUser": "用户", "roleAdmin": "管理员", "state": "状态", "created": "创建时间",
 		"active": "已启用", "disabled": "已停用", "disable": "停用", "enable": "启用", "resetPassword": "重置密码", "newUser": "新建用户",
 		"userCreated": "已创建 {name}。", "userDisabled": "{name} 已停用:其会话已结束,其密钥将被拒绝。",
@@ -117,7 +118,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword"} {
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": translate}).ParseFS(templateFS, "ui/templates/layout.html", "ui/templates/"+name+".html")
 		if err != nil {
 			return err
@@ -196,9 +197,12 @@ func (u *UI) app(c *gin.Context) (apps.App, bool) {
 }
 
 type builderInputs struct {
-	Model, SystemPrompt string
-	MaxToolRounds       int
-	UseAgentSandbox     bool
+	Model, SystemPrompt               string
+	MaxToolRounds                     int
+	UseAgentSandbox                   bool
+	StartupCommands, ShutdownCommands []string
+	// Policy is the node's command policy as indented JSON ("" for none).
+	Policy string
 }
 
 // Builder edits an app's tool-call node: model, system prompt, rounds and
@@ -221,9 +225,9 @@ func (u *UI) Builder(c *gin.Context) {
 		} `json:"properties"`
 	}
 	_ = json.Unmarshal(tmpl.Schema, &schema)
-	lbls := map[string]string{}
+	lbls, descs := map[string]string{}, map[string]string{}
 	for k, p := range schema.Properties {
-		lbls[k] = p.Label[l]
+		lbls[k], descs[k] = p.Label[l], p.Description[l]
 	}
 	in := builderInputs{Model: llmDefault, MaxToolRounds: 10}
 	for _, n := range a.Graph.Nodes {
@@ -242,10 +246,16 @@ func (u *UI) Builder(c *gin.Context) {
 		if r := nodes.IntInput(raw, "maxToolRounds"); r > 0 {
 			in.MaxToolRounds = r
 		}
+		_ = json.Unmarshal(n.Inputs["startupCommands"], &in.StartupCommands)
+		_ = json.Unmarshal(n.Inputs["shutdownCommands"], &in.ShutdownCommands)
+		var indented bytes.Buffer
+		if raw := n.Inputs["policy"]; len(raw) > 0 && json.Indent(&indented, raw, "", "  ") == nil && indented.String() != "null" {
+			in.Policy = indented.String()
+		}
 		break
 	}
 	graph, _ := json.Marshal(a.Graph)
-	u.render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls,
+	u.render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls, "Descriptions": descs,
 		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph)})
 }
 

@@ -70,6 +70,13 @@ type Config struct {
 	ScanSchedule      string
 	ReconcileSchedule string
 
+	// Audit, when set, has its records older than AuditRetention deleted
+	// daily (TypeAuditPrune) at AuditSchedule (default "30 3 * * *");
+	// AuditRetention 0 keeps them forever.
+	Audit          AuditPruner
+	AuditRetention time.Duration
+	AuditSchedule  string
+
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -107,6 +114,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ReconcileSchedule == "" {
 		c.ReconcileSchedule = "*/10 * * * *"
+	}
+	if c.AuditSchedule == "" {
+		c.AuditSchedule = "30 3 * * *"
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
@@ -166,6 +176,7 @@ func (w *Workers) ServeMux() *asynq.ServeMux {
 	mux.HandleFunc(TypeDeleteChat, w.HandleDeleteChat)
 	mux.HandleFunc(TypeDeleteApp, w.HandleDeleteApp)
 	mux.HandleFunc(TypeReconcile, w.HandleReconcile)
+	mux.HandleFunc(TypeAuditPrune, w.HandleAuditPrune)
 	return mux
 }
 
@@ -212,6 +223,13 @@ func (w *Workers) Start() error {
 	}{
 		{w.cfg.ScanSchedule, NewStopIdleTask(), []asynq.Option{asynq.Unique(sandbox.IdleAfter / 2)}},
 		{w.cfg.ReconcileSchedule, NewReconcileTask(w.cfg.ReconcileEvery), []asynq.Option{asynq.Unique(w.cfg.ReconcileEvery / 2)}},
+	}
+	if w.cfg.Audit != nil && w.cfg.AuditRetention > 0 {
+		entries = append(entries, struct {
+			spec string
+			task *asynq.Task
+			opts []asynq.Option
+		}{w.cfg.AuditSchedule, NewAuditPruneTask(), []asynq.Option{asynq.Unique(12 * time.Hour)}})
 	}
 	for _, e := range entries {
 		if _, err := w.sched.Register(e.spec, e.task, e.opts...); err != nil {

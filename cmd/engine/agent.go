@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"net"
 	"os"
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // sandboxAgent runs the exec agent (sandbox/agent) as a sandbox's main
@@ -21,6 +24,7 @@ func sandboxAgent(ctx context.Context, args []string) error {
 	stateDir := fs.String("state-dir", sandbox.StateDir, "directory of the persistent shell's state")
 	workDir := fs.String("workdir", sandbox.WorkspaceDir, "directory a new sandbox's commands start in")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	egressSocket := fs.String("egress-socket", "", "the egress proxy's Unix socket: forward "+egress.ListenAddr+" to it (see engine egress-forward)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -30,6 +34,13 @@ func sandboxAgent(ctx context.Context, args []string) error {
 	log, err := newLogger(*logLevel)
 	if err != nil {
 		return err
+	}
+	if *egressSocket != "" {
+		ln, err := net.Listen("tcp", egress.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("egress forwarder: %w", err)
+		}
+		go egress.Forward(ctx, ln, *egressSocket)
 	}
 	return agent.Serve(ctx, agent.Config{
 		Socket:   *socket,

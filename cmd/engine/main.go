@@ -44,6 +44,7 @@ commands:
   user      manage accounts: engine user add|list|disable|enable|reset-password
   version   print the version
   sandbox-agent  run inside a sandbox: serve its commands on a Unix socket (-socket PATH)
+  egress-forward run inside a sandbox: forward 127.0.0.1:3128 to the egress proxy's socket [-- CMD ARGS]
 
 Configuration is read from FLOWBOX_* environment variables; see README.md.
 `
@@ -70,6 +71,8 @@ func main() {
 		err = user(ctx, os.Args[2:], os.Stdin, os.Stdout)
 	case "sandbox-agent":
 		err = sandboxAgent(ctx, os.Args[2:])
+	case "egress-forward":
+		code, err = egressForward(ctx, os.Args[2:])
 	case "version":
 		fmt.Println("flowbox engine", version)
 	case "help", "-h", "--help":

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // Config is the engine's configuration. README.md documents every field
@@ -94,6 +96,11 @@ type Workers struct {
 	// PollInterval is how often an idle worker looks for new tasks and
 	// for retries that are due. FLOWBOX_WORKERS_POLL_INTERVAL (default 1s).
 	PollInterval time.Duration
+	// AuditRetention is how long the audit records of sandbox calls are
+	// kept; a daily task deletes older ones. FLOWBOX_AUDIT_RETENTION, in
+	// days ("90", "90d") or as a duration ("36h"); default 90 days; 0
+	// keeps them forever.
+	AuditRetention time.Duration
 }
 
 // Sandbox configures the sandbox provider and its limits.
@@ -106,6 +113,7 @@ type Sandbox struct {
 	Pids              int64   // FLOWBOX_SANDBOX_PIDS (default 256)
 	DiskGiB           int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
 	Root              string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
+	PolicyFile        string  // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
 	DockerHost        string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
 	DockerImage       string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
 	DockerShell       string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
@@ -118,6 +126,12 @@ type Sandbox struct {
 	// runs in a container. FLOWBOX_DOCKER_DAEMON_AGENT_BINARY (default:
 	// the same path as in the engine).
 	DockerDaemonAgentBinary string
+
+	// Egress is the allowlist of host names sandboxes reach through the
+	// engine's egress proxy (sandbox/egress). FLOWBOX_SANDBOX_EGRESS,
+	// comma-separated ("pypi.org,*.pythonhosted.org"); empty: none.
+	// Exclusive with Network.
+	Egress []string
 }
 
 // Load reads the configuration from the environment.
@@ -175,6 +189,7 @@ func Parse(getenv func(string) string) (Config, error) {
 			PollInterval:    duration("FLOWBOX_WORKERS_POLL_INTERVAL", time.Second),
 		},
 	}
+	c.Workers.AuditRetention = retention(str("FLOWBOX_AUDIT_RETENTION", "90d"), &errs)
 	if c.Workers.Concurrency == 0 {
 		errs = append(errs, "FLOWBOX_WORKERS_CONCURRENCY=0: a worker needs to run at least one task at a time")
 	}
@@ -205,6 +220,14 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")
 	s.AllowUnsafeHost = boolean("FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST", false)
 	s.Network = boolean("FLOWBOX_SANDBOX_NETWORK", false)
+	if egressList, err := egress.ParsePatterns(strings.Split(str("FLOWBOX_SANDBOX_EGRESS", ""), ",")); err != nil {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_EGRESS: %v (use host names such as pypi.org or *.pythonhosted.org, comma-separated)", err))
+	} else {
+		s.Egress = egressList
+	}
+	if s.Network && len(s.Egress) > 0 {
+		errs = append(errs, "FLOWBOX_SANDBOX_NETWORK=true and FLOWBOX_SANDBOX_EGRESS exclude each other: the network gives everything, the allowlist only what it names; set one")
+	}
 	cpus := str("FLOWBOX_SANDBOX_CPUS", "1")
 	if f, err := strconv.ParseFloat(cpus, 64); err != nil || f <= 0 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_CPUS=%q is not a positive number", cpus))
@@ -215,6 +238,7 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.Pids = integer("FLOWBOX_SANDBOX_PIDS", 256)
 	s.DiskGiB = integer("FLOWBOX_SANDBOX_DISK_GIB", 0)
 	s.Root = str("FLOWBOX_SANDBOX_ROOT", filepath.Join(c.DataDir, "sandboxes"))
+	s.PolicyFile = str("FLOWBOX_POLICY_FILE", "")
 	s.DockerHost = str("FLOWBOX_DOCKER_HOST", "")
 	s.DockerImage = str("FLOWBOX_DOCKER_IMAGE", "flowbox-sandbox:bookworm")
 	s.DockerShell = str("FLOWBOX_DOCKER_SHELL", "/bin/bash")
@@ -252,4 +276,17 @@ func Parse(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// retention reads FLOWBOX_AUDIT_RETENTION: whole days ("90", "90d") or
+// a Go duration ("36h"); 0 keeps everything.
+func retention(v string, errs *[]string) time.Duration {
+	if days, err := strconv.ParseInt(strings.TrimSuffix(v, "d"), 10, 64); err == nil && days >= 0 {
+		return time.Duration(days) * 24 * time.Hour
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return d
+	}
+	*errs = append(*errs, fmt.Sprintf("FLOWBOX_AUDIT_RETENTION=%q is not a number of days (90, 90d), a duration (36h) or 0 (keep forever)", v))
+	return 0
 }

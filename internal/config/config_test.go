@@ -91,7 +91,7 @@ func TestWorkersAndAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Workers{InServe: false, Concurrency: 3, ShutdownTimeout: 2 * time.Minute, PollInterval: time.Second}
+	want := Workers{InServe: false, Concurrency: 3, ShutdownTimeout: 2 * time.Minute, PollInterval: time.Second, AuditRetention: 90 * 24 * time.Hour}
 	if c.Workers != want || c.AdminToken != "s3cret" {
 		t.Fatalf("got %+v and token %q, want %+v and s3cret", c.Workers, c.AdminToken, want)
 	}

@@ -31,6 +31,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		log.Warn("could not probe the sandbox; the prompt will not list its tools", "err", err)
 		env = toolcall.Environment{Network: cfg.Sandbox.Network, Unsafe: svc.Provider.Capabilities().Unsafe}
 	}
+	env.Egress = cfg.Sandbox.Egress
 	types := nodes.Builtins(models)
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env})
 	engine := &nodes.Engine{Templates: templates, Types: types}
@@ -73,14 +74,16 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Auth:     accounts,
 		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
-			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Now: time.Now, Log: log},
-		Apps:    &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Now: time.Now},
+			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log},
+		Apps: &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
+			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
 		Chats:   &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
 		Users:   &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Now: time.Now},
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		UI:      ui,
 		Admin:   e.Workers,
 		Publish: publish,
+		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access},
 		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
 			Limits: &web.RateLimiter{}, Now: time.Now},
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},

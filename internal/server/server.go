@@ -86,6 +86,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 			e.Close()
 		}
 	}()
+	if err := reg.Register(svc.AuditMetrics); err != nil {
+		return nil, fmt.Errorf("register the audit metrics: %w", err)
+	}
 	if e.Workers, err = NewWorkers(svc, cfg, log, reg); err != nil {
 		return nil, err
 	}

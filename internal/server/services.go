@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowbox/flowbox/nodes/apps"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -17,8 +18,10 @@ import (
 	"github.com/flowbox/flowbox/internal/redisconn"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/activity"
+	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/egress"
 	"github.com/flowbox/flowbox/sandbox/host"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web"
@@ -32,6 +35,15 @@ type Services struct {
 	Store    *mongostore.Store
 	Provider sandbox.Provider
 	Manager  *sandbox.Manager
+	// Audit keeps the record of every sandbox call; AuditWriter writes
+	// them off the commands' path; AuditMetrics counts the commands by
+	// result (registered by New).
+	Audit        *audit.Store
+	AuditWriter  *audit.Writer
+	AuditMetrics *audit.Metrics
+	// Policy is the shell policy: the operator's command rules, limits
+	// and redaction, tightened per app.
+	Policy *shellPolicy
 	// MongoDesc and RedisDesc say, for the logs, which database and Redis
 	// are in use (no secrets).
 	MongoDesc, RedisDesc string
@@ -87,19 +99,48 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		return nil, err
 	}
 	s.Store = store
-	s.Provider, err = chooseProvider(ctx, cfg, log)
+	// The audit is the outermost link of the chain: it sees what the
+	// caller asked and got, the refusals of the links below included.
+	if s.Audit, err = audit.New(ctx, db); err != nil {
+		return nil, fmt.Errorf("open the audit records: %w", err)
+	}
+	s.AuditMetrics = audit.NewMetrics()
+	s.AuditWriter = audit.NewWriter(audit.WriterConfig{Store: s.Audit, Metrics: s.AuditMetrics, Logger: log})
+	s.closers = append(s.closers, s.AuditWriter.Close) // before the database closes
+	var proxy *egress.Proxy
+	if len(cfg.Sandbox.Egress) > 0 {
+		// Every connection is logged by the proxy (message "egress") and
+		// recorded in the audit.
+		proxy = egress.New(egress.Config{Logger: log, Audit: egressAudit(s, log)})
+		s.closers = append(s.closers, proxy.Shutdown)
+	}
+	s.Provider, err = chooseProvider(ctx, cfg, proxy, log)
 	if err != nil {
 		return nil, err
 	}
 	if c, ok := s.Provider.(interface{ Close() error }); ok {
 		s.closers = append(s.closers, func() { c.Close() })
 	}
+	// Then the shell policy: a refused command never runs, and what runs
+	// has its output redacted before anything else sees it.
+	appsReader := apps.New(db, nil)
+	if s.Policy, err = loadShellPolicy(cfg.Sandbox.PolicyFile, appsReader); err != nil {
+		return nil, err
+	}
+	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
+		Redact: s.Policy.redactCommand})}, s.Policy.middleware()...), middleware...)
 	s.Manager, err = sandbox.New(sandbox.Config{
-		Provider:   s.Provider,
-		Store:      store,
-		Limits:     sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
-		Network:    cfg.Sandbox.Network,
-		Caps:       sandboxCaps(cfg.Caps),
+		Provider: s.Provider,
+		Store:    store,
+		Limits:   sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
+		Network:  cfg.Sandbox.Network,
+		Egress:   cfg.Sandbox.Egress,
+		// An app's policy may narrow the operator's egress allowlist.
+		EgressFor: s.Policy.EgressFor,
+		Caps:      sandboxCaps(cfg.Caps),
+		// The apps' startup and shutdown commands, read as the sandboxes
+		// need them (the workers' stops and deletions included).
+		Lifecycle:  appLifecycle{apps: appsReader},
 		Middleware: middleware,
 		Logger:     log,
 	})
@@ -164,15 +205,15 @@ func openStore(ctx context.Context, db *mongo.Database, rdb *redis.Client, log *
 
 // chooseProvider builds the configured provider and checks that it can
 // run here. "auto" takes bwrap, then docker; it never picks host.
-func chooseProvider(ctx context.Context, cfg config.Config, log *slog.Logger) (sandbox.Provider, error) {
+func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy, log *slog.Logger) (sandbox.Provider, error) {
 	sc := cfg.Sandbox
 	build := map[string]func() (sandbox.Provider, error){
 		"bwrap": func() (sandbox.Provider, error) {
-			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap")})
+			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy})
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,
-				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log})
+				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log, Egress: proxy})
 		},
 		"host": func() (sandbox.Provider, error) {
 			return host.New(host.Config{Root: filepath.Join(sc.Root, "host"), AllowUnsafe: sc.AllowUnsafeHost})

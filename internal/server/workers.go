@@ -38,6 +38,8 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		Concurrency:     cfg.Workers.Concurrency,
 		ShutdownTimeout: cfg.Workers.ShutdownTimeout,
 		PollInterval:    cfg.Workers.PollInterval,
+		Audit:           svc.Audit,
+		AuditRetention:  cfg.Workers.AuditRetention,
 		Logger:          log,
 	})
 	if err != nil {

@@ -48,6 +48,9 @@ type Environment struct {
 	Tools []string
 	// Network says whether the sandbox reaches the network.
 	Network bool
+	// Egress, when Network is off, are the host names the sandbox reaches
+	// through the egress proxy ("pypi.org", "*.pythonhosted.org").
+	Egress []string
 	// Install says how to add packages, e.g. "apt-get install -y PKG".
 	Install string
 	// Unsafe marks a sandbox without isolation (the host provider).
@@ -94,6 +97,8 @@ func (n *Node) PromptSuffix() string {
 		fmt.Fprintf(&b, "- Network: available; install packages with: %s\n", e.Install)
 	case e.Network:
 		b.WriteString("- Network: available\n")
+	case len(e.Egress) > 0:
+		fmt.Fprintf(&b, "- Network: only HTTP and HTTPS to %s, through a proxy already set in HTTP_PROXY/HTTPS_PROXY; every other host, IP address and private address is refused (403)\n", strings.Join(e.Egress, ", "))
 	default:
 		b.WriteString("- Network: none, so packages cannot be downloaded; work with what is installed\n")
 	}
@@ -238,7 +243,7 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
 	res, err := n.cfg.Sandbox.Exec(ctx, scope, sandbox.ExecRequest{
 		Command: cmd, Timeout: timeout,
-		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID},
+		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via},
 		OnOutput: func(s sandbox.Stream, p []byte) {
 			stream := "stdout"
 			if s == sandbox.Stderr {

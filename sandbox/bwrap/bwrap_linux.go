@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // Provider runs sandboxes with bubblewrap.
@@ -41,6 +42,13 @@ func New(cfg Config) (*Provider, error) {
 	cfg.setDefaults()
 	if !filepath.IsAbs(cfg.Root) {
 		return nil, fmt.Errorf("bwrap: root %q must be an absolute path", cfg.Root)
+	}
+	if cfg.ForwarderBinary == "" {
+		// Only sandboxes with an allowlist need it: a failure here is
+		// theirs, reported when one is ensured.
+		if exe, err := os.Executable(); err == nil {
+			cfg.ForwarderBinary, _ = filepath.EvalSymlinks(exe)
+		}
 	}
 	p := &Provider{cfg: cfg, cg: cgroups{mount: cfg.CgroupMount, parent: cfg.CgroupParent}}
 	return p, nil
@@ -99,6 +107,10 @@ func (p *Provider) dir(id string) string { return filepath.Join(p.cfg.Root, id) 
 func (p *Provider) workspace(id string) string { return filepath.Join(p.dir(id), "workspace") }
 func (p *Provider) stateDir(id string) string  { return filepath.Join(p.dir(id), "state") }
 func (p *Provider) homeDir(id string) string   { return filepath.Join(p.dir(id), "home") }
+
+// egressDir holds the egress proxy's socket; the sandbox sees it
+// read-only at egress.SocketDir.
+func (p *Provider) egressDir(id string) string { return filepath.Join(p.dir(id), "egress") }
 func (p *Provider) stoppedMark(id string) string {
 	return filepath.Join(p.dir(id), "stopped")
 }
@@ -107,7 +119,11 @@ type meta struct {
 	CreatedAt time.Time         `json:"createdAt"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	Network   bool              `json:"network"`
-	Limits    sandbox.Limits    `json:"limits"`
+	// Egress is the allowlist the sandbox was created with: non-empty,
+	// its commands get the egress forwarder. The proxy applies the
+	// allowlist of the latest Ensure.
+	Egress []string       `json:"egress,omitempty"`
+	Limits sandbox.Limits `json:"limits"`
 }
 
 func checkID(id string) error {
@@ -128,6 +144,9 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("bwrap ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
 	}
 	id := spec.ID
+	if err := p.checkEgress(spec); err != nil {
+		return fmt.Errorf("bwrap ensure %s: %w", id, err)
+	}
 	if err := os.MkdirAll(p.cfg.Root, 0o755); err != nil {
 		return fmt.Errorf("bwrap ensure %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
@@ -167,10 +186,16 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		cleanup = append(cleanup, func() error { return p.cg.remove(id) })
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
-		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Limits: lim}
+		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim}
 		if err := writeJSONAtomic(filepath.Join(p.dir(id), "meta.json"), m); err != nil {
 			return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 		}
+	}
+	if err := p.openEgress(id, spec); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	if fresh {
+		cleanup = append(cleanup, func() error { return p.closeEgress(id) })
 	}
 	if err := os.Remove(p.stoppedMark(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
@@ -274,7 +299,14 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	argv := p.argv(id, m.Network, req.Command)
+	if len(m.Egress) > 0 {
+		// The bind needs the directory; without the proxy's socket in it
+		// the forwarder answers 502.
+		if err := os.MkdirAll(p.egressDir(id), 0o755); err != nil {
+			return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+		}
+	}
+	argv := p.argv(id, m.Network, len(m.Egress) > 0, req.Command)
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
@@ -348,7 +380,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 }
 
 // argv returns the bwrap command line for one command.
-func (p *Provider) argv(id string, network bool, command string) []string {
+func (p *Provider) argv(id string, network, withEgress bool, command string) []string {
 	argv := []string{p.bwrap, "--unshare-all"}
 	if network {
 		argv = append(argv, "--share-net")
@@ -366,6 +398,14 @@ func (p *Provider) argv(id string, network bool, command string) []string {
 		"--bind", p.workspace(id), sandbox.WorkspaceDir,
 		"--bind", p.stateDir(id), sandbox.StateDir,
 		"--bind", p.homeDir(id), "/root",
+	)
+	if withEgress {
+		argv = append(argv,
+			"--ro-bind", p.egressDir(id), egress.SocketDir,
+			"--ro-bind", p.cfg.ForwarderBinary, forwarderPath,
+		)
+	}
+	argv = append(argv,
 		"--chdir", sandbox.WorkspaceDir,
 		"--clearenv",
 		"--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -373,9 +413,20 @@ func (p *Provider) argv(id string, network bool, command string) []string {
 		"--setenv", "USER", "root",
 		"--setenv", "LANG", "C.UTF-8",
 		"--setenv", "TERM", "dumb",
-		"--",
 	)
-	return append(argv, sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, command)...)
+	shell := sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, command)
+	if !withEgress {
+		return append(append(argv, "--"), shell...)
+	}
+	for _, kv := range egress.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		argv = append(argv, "--setenv", k, v)
+	}
+	// Each command has a network namespace of its own: its forwarder
+	// listens there before the command starts, and ends with it.
+	argv = append(argv, "--", forwarderPath, "egress-forward",
+		"-listen", egress.ListenAddr, "-socket", egress.SocketPath, "--")
+	return append(argv, shell...)
 }
 
 // systemMounts binds the host's /usr read-only, mirrors the top-level
@@ -416,6 +467,9 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 	if err := os.WriteFile(p.stoppedMark(id), nil, 0o600); err != nil {
 		return fmt.Errorf("bwrap stop %s: %w", id, err)
 	}
+	if err := p.closeEgress(id); err != nil {
+		return fmt.Errorf("bwrap stop %s: %w", id, err)
+	}
 	if err := p.cg.killAll(id, 10*time.Second); err != nil {
 		return fmt.Errorf("bwrap stop %s: %w", id, err)
 	}
@@ -427,7 +481,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{p.closeEgress(id)}
 	if err := p.cg.killAll(id, 10*time.Second); err != nil {
 		errs = append(errs, err)
 	}
@@ -497,3 +551,46 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return string(t.b) }
+
+// forwarderPath is where a sandbox with an allowlist sees the forwarder
+// binary (Config.ForwarderBinary), read-only.
+const forwarderPath = "/.flowbox-forward"
+
+// checkEgress says why spec's allowlist cannot be served.
+func (p *Provider) checkEgress(spec sandbox.Spec) error {
+	switch {
+	case len(spec.Egress) == 0:
+		return nil
+	case spec.Network:
+		return errors.New("a sandbox has either the network or an egress allowlist, not both")
+	case p.cfg.Egress == nil:
+		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", sandbox.ErrUnavailable)
+	case p.cfg.ForwarderBinary == "":
+		return fmt.Errorf("%w: no engine binary to run the egress forwarder (set Config.ForwarderBinary)", sandbox.ErrUnavailable)
+	}
+	return nil
+}
+
+// openEgress serves the sandbox's egress with the spec's allowlist when
+// the sandbox was created with one, and stops serving it otherwise (the
+// operator turned egress off: the forwarder then reaches nothing).
+func (p *Provider) openEgress(id string, spec sandbox.Spec) error {
+	if p.cfg.Egress == nil {
+		return nil
+	}
+	m, err := p.readMeta(id)
+	if err != nil {
+		return err
+	}
+	if len(m.Egress) == 0 || len(spec.Egress) == 0 {
+		return p.cfg.Egress.Close(id)
+	}
+	return p.cfg.Egress.Open(id, filepath.Join(p.egressDir(id), egress.SocketName), spec.Egress)
+}
+
+func (p *Provider) closeEgress(id string) error {
+	if p.cfg.Egress == nil {
+		return nil
+	}
+	return p.cfg.Egress.Close(id)
+}

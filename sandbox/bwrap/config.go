@@ -10,7 +10,10 @@
 // namespace. Disk use is not limited.
 package bwrap
 
-import "github.com/flowbox/flowbox/sandbox"
+import (
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/egress"
+)
 
 // Config configures the provider. Zero values have the documented defaults.
 type Config struct {
@@ -35,6 +38,15 @@ type Config struct {
 	// Default: what programs need to run (alternatives, ssl, ld.so.cache,
 	// passwd, group, ...), never shadow or other secrets.
 	EtcEntries []string
+	// Egress is the engine's egress proxy, which serves the sandboxes
+	// whose spec has an allowlist (sandbox.Spec.Egress); nil: such a
+	// spec fails to ensure.
+	Egress *egress.Proxy
+	// ForwarderBinary is an engine binary, as this process sees it, that
+	// runs the egress forwarder (engine egress-forward) inside sandboxes
+	// with an allowlist. The host's libraries are visible in the sandbox,
+	// so it need not be static. Default: this process's executable.
+	ForwarderBinary string
 }
 
 func (c *Config) setDefaults() {

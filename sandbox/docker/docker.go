@@ -37,6 +37,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // Defaults for the zero values of Config.
@@ -115,6 +116,10 @@ type Config struct {
 	// on the host (docker-compose.yml). Default: the agent binary's path
 	// here.
 	DaemonAgentBinary string
+	// Egress is the engine's egress proxy, which serves the sandboxes
+	// whose spec has an allowlist (sandbox.Spec.Egress) through their
+	// agent; nil: such a spec fails to ensure.
+	Egress *egress.Proxy
 }
 
 // NoAgent as Config.AgentBinary runs every command as a Docker exec.
@@ -228,6 +233,12 @@ func (p *Provider) stateDir(id string) string { return filepath.Join(p.cfg.Works
 // agentDir holds the agent's socket; the container sees it as agentRunDir.
 func (p *Provider) agentDir(id string) string { return filepath.Join(p.cfg.WorkspaceRoot, id, "agent") }
 
+// egressDir holds the egress proxy's socket; the container sees it
+// read-only at egress.SocketDir.
+func (p *Provider) egressDir(id string) string {
+	return filepath.Join(p.cfg.WorkspaceRoot, id, "egress")
+}
+
 // Fingerprint says why sandboxes cannot run: the daemon is unreachable,
 // the image is missing or the workspace root is not writable.
 func (p *Provider) Fingerprint(ctx context.Context) error {
@@ -289,6 +300,7 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	p.closeEgress(id)
 	secs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
 	_, err := p.cli.ContainerStop(ctx, ContainerName(id), client.ContainerStopOptions{Timeout: &secs})
 	if err != nil && !cerrdefs.IsNotFound(err) {
@@ -303,6 +315,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	p.closeEgress(id)
 	_, err := p.cli.ContainerRemove(ctx, ContainerName(id), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return p.apiErr("delete sandbox "+id, err)

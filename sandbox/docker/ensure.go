@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // keepAlive is the container's main process when there is no agent.
@@ -27,12 +28,28 @@ var keepAlive = []string{"sleep", "2147483647"}
 // → start, paused → unpause, running → nothing. Concurrent calls, also
 // from other processes, leave exactly one container: the daemon refuses a
 // second container of the same name, and the loser starts the winner's.
-// An existing container keeps the image and limits it was created with.
+// An existing container keeps the image and limits it was created with,
+// and its network or egress forwarder; the egress allowlist is the
+// spec's, served by Config.Egress from here on.
 func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
 	id := spec.ID
 	if err := checkID(id); err != nil {
 		return err
 	}
+	if err := p.checkEgress(spec); err != nil {
+		return p.ensureErr(id, err)
+	}
+	if err := p.ensure(ctx, spec); err != nil {
+		return err
+	}
+	if err := p.openEgress(spec); err != nil {
+		return p.ensureErr(id, err)
+	}
+	return nil
+}
+
+func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) error {
+	id := spec.ID
 	res, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
 	switch {
 	case cerrdefs.IsNotFound(err):
@@ -103,7 +120,7 @@ func (p *Provider) start(ctx context.Context, id string) error {
 // hostDirs are the sandbox's host directories, parents first. The
 // agent's is private: whoever can connect to its socket runs commands.
 func (p *Provider) hostDirs(id string, withAgent bool) []hostDir {
-	dirs := []hostDir{{p.hostDir(id), 0o755}, {p.workspaceDir(id), 0o755}, {p.stateDir(id), 0o755}}
+	dirs := []hostDir{{p.hostDir(id), 0o755}, {p.workspaceDir(id), 0o755}, {p.stateDir(id), 0o755}, {p.egressDir(id), 0o755}}
 	if withAgent {
 		dirs = append(dirs, hostDir{p.agentDir(id), 0o700})
 	}
@@ -221,12 +238,20 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "workspace"), Target: sandbox.WorkspaceDir},
 		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "state"), Target: sandbox.StateDir},
 	}
+	var env []string
 	if p.agent != "" {
 		cmd = agentCmd(p.cfg.Shell)
 		mounts = append(mounts,
 			mount.Mount{Type: mount.TypeBind, Source: p.agent, Target: agentPath, ReadOnly: true},
 			mount.Mount{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "agent"), Target: agentRunDir},
 		)
+		if len(spec.Egress) > 0 {
+			// The agent forwards egress.ListenAddr to the proxy's socket,
+			// which the sandbox cannot replace: its directory is read-only.
+			cmd = append(cmd, "-egress-socket", egress.SocketPath)
+			env = egress.Env()
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "egress"), Target: egress.SocketDir, ReadOnly: true})
+		}
 	}
 	return client.ContainerCreateOptions{
 		Name: ContainerName(id),
@@ -240,6 +265,7 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 			// entrypoint".
 			Entrypoint:  []string{""},
 			Cmd:         cmd,
+			Env:         env,
 			StopTimeout: &stopSecs,
 		},
 		HostConfig: &container.HostConfig{
@@ -283,4 +309,39 @@ func (c *cleanup) run(ctx context.Context) error {
 	}
 	c.steps = nil
 	return errors.Join(errs...)
+}
+
+// checkEgress says why spec's allowlist cannot be served: the forwarder
+// runs in the agent, and the proxy is Config.Egress.
+func (p *Provider) checkEgress(spec sandbox.Spec) error {
+	switch {
+	case len(spec.Egress) == 0:
+		return nil
+	case spec.Network:
+		return errors.New("a sandbox has either the network or an egress allowlist, not both")
+	case p.cfg.Egress == nil:
+		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", sandbox.ErrUnavailable)
+	case p.agent == "":
+		return fmt.Errorf("%w: an egress allowlist needs the in-sandbox agent, which runs the forwarder (set FLOWBOX_DOCKER_AGENT_BINARY to a static engine binary)", sandbox.ErrUnavailable)
+	}
+	return nil
+}
+
+// openEgress serves the sandbox's egress with the spec's allowlist, or
+// stops serving it when the spec has none. A container created without
+// the forwarder never reaches the socket.
+func (p *Provider) openEgress(spec sandbox.Spec) error {
+	if p.cfg.Egress == nil {
+		return nil
+	}
+	if len(spec.Egress) == 0 {
+		return p.cfg.Egress.Close(spec.ID)
+	}
+	return p.cfg.Egress.Open(spec.ID, filepath.Join(p.egressDir(spec.ID), egress.SocketName), spec.Egress)
+}
+
+func (p *Provider) closeEgress(id string) {
+	if p.cfg.Egress != nil {
+		p.cfg.Egress.Close(id)
+	}
 }

@@ -210,6 +210,17 @@ async function saveApp(form) {
   node.inputs.systemPrompt = form.elements.systemPrompt.value;
   node.inputs.useAgentSandbox = form.elements.useAgentSandbox.checked;
   node.inputs.maxToolRounds = parseInt(form.elements.maxToolRounds.value, 10);
+  // One command per line; blank lines are dropped.
+  const lines = (name) => form.elements[name].value.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  node.inputs.startupCommands = lines("startupCommands");
+  node.inputs.shutdownCommands = lines("shutdownCommands");
+  const policy = form.elements.policy.value.trim();
+  if (policy === "") delete node.inputs.policy;
+  else {
+    try { node.inputs.policy = JSON.parse(policy); } catch (err) {
+      status.className = "error"; status.textContent = T("policyNotJSON") + " " + err.message; return;
+    }
+  }
   try {
     await api("PUT", "/api/apps/" + form.dataset.app, { name: form.elements.name.value, public: form.elements.public.checked, graph });
     status.className = "ok"; status.textContent = T("saved");
@@ -723,4 +734,68 @@ document.addEventListener("DOMContentLoaded", () => {
     } catch (err) { alert(err.message); }
   }));
   refreshFiles();
+});
+
+// The admins' audit page: the filters become the query of
+// /admin/api/audit and of the export link; "Next page" follows the
+// answer's cursor, "Newest" starts again.
+function auditQuery(form) {
+  const q = new URLSearchParams();
+  for (const name of ["user", "app", "chat", "kind", "decision", "status"]) {
+    const v = form.elements[name].value.trim();
+    if (v) q.set(name, v);
+  }
+  for (const name of ["since", "until"]) {
+    const v = form.elements[name].value;
+    if (v) q.set(name, new Date(v).toISOString().replace(/\.\d+Z$/, "Z"));
+  }
+  return q;
+}
+
+async function loadAudit(cursor) {
+  const form = document.getElementById("audit-filters");
+  const table = document.getElementById("audit");
+  const line = document.getElementById("audit-status-line");
+  const next = document.getElementById("audit-next");
+  const q = auditQuery(form);
+  document.getElementById("audit-export").href = "/admin/api/audit/export?" + q;
+  if (cursor) q.set("cursor", cursor);
+  let page;
+  try { page = await api("GET", "/admin/api/audit?" + q); } catch (err) { fail(line, err); return; }
+  line.textContent = page.records.length ? "" : T("auditNone");
+  line.className = "status";
+  const body = table.tBodies[0];
+  body.textContent = "";
+  const p = (n) => String(n).padStart(2, "0");
+  for (const r of page.records) {
+    const d = new Date(r.time);
+    const at = el("time", { datetime: r.time, title: r.time },
+      d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds()));
+    const who = [r.actorId || "-", r.actorKind, r.via].filter(Boolean).join(" · ");
+    const what = r.kind === "file" ? r.op + " " + r.path : r.command;
+    const decision = r.rule ? r.decision + " (" + r.rule + ")" : r.decision;
+    const output = r.kind === "file" ? String(r.bytes || 0) : r.stdoutBytes + " / " + r.stderrBytes + (r.truncated ? " " + T("auditTruncated") : "");
+    body.append(el("tr", { "data-id": r.id, "data-status": r.status, "data-kind": r.kind },
+      el("td", {}, at),
+      el("td", { "data-role": "who" }, who),
+      el("td", { "data-role": "where" }, r.appId + " / " + r.chatId),
+      el("td", { "data-role": "what" }, el("code", {}, what || ""), r.error ? el("div", { class: "hint" }, r.error) : null),
+      el("td", { "data-role": "decision", title: r.reason || "" }, decision),
+      el("td", { "data-role": "status" }, el("span", { class: "state " + r.status }, r.status)),
+      el("td", { "data-role": "exit" }, r.kind === "file" ? "" : String(r.exitCode)),
+      el("td", { "data-role": "duration" }, r.durationMs + " ms"),
+      el("td", { "data-role": "output" }, output)));
+  }
+  next.hidden = !page.nextCursor;
+  next.dataset.cursor = page.nextCursor || "";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("audit-filters");
+  if (!form) return;
+  form.addEventListener("submit", (e) => { e.preventDefault(); loadAudit(""); });
+  document.getElementById("audit-first").addEventListener("click", () => loadAudit(""));
+  const next = document.getElementById("audit-next");
+  next.addEventListener("click", () => loadAudit(next.dataset.cursor));
+  loadAudit("");
 });

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// appLifecycle gives the sandbox manager an app's startup and shutdown
+// commands (P4), from the inputs startupCommands and shutdownCommands of
+// the app's tool-call nodes, in the graph's order.
+type appLifecycle struct {
+	apps interface {
+		Get(ctx context.Context, id string) (apps.App, error)
+	}
+}
+
+var _ sandbox.Lifecycle = appLifecycle{}
+
+func (l appLifecycle) StartupCommands(ctx context.Context, scope sandbox.Scope) ([]string, error) {
+	return l.commands(ctx, scope.AppID, "startupCommands")
+}
+
+func (l appLifecycle) ShutdownCommands(ctx context.Context, scope sandbox.Scope) ([]string, error) {
+	return l.commands(ctx, scope.AppID, "shutdownCommands")
+}
+
+func (l appLifecycle) commands(ctx context.Context, appID, input string) ([]string, error) {
+	a, err := l.apps.Get(ctx, appID)
+	if errors.Is(err, apps.ErrNotFound) {
+		return nil, nil // the app is gone; its sandboxes are on their way out
+	} else if err != nil {
+		return nil, fmt.Errorf("read app %s: %w", appID, err)
+	}
+	var all []string
+	for _, n := range a.Graph.Nodes {
+		raw, ok := n.Inputs[input]
+		if n.Type != "tools" || !ok {
+			continue
+		}
+		var cmds []string
+		if err := json.Unmarshal(raw, &cmds); err != nil {
+			return nil, fmt.Errorf("app %s, node %s: %s is not a list of commands: %w", appID, n.NodeID, input, err)
+		}
+		all = append(all, cmds...)
+	}
+	return all, nil
+}

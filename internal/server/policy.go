@@ -1,0 +1,238 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/policy"
+	"github.com/flowbox/flowbox/sandbox/redact"
+)
+
+// shellPolicy is the operator's shell policy (FLOWBOX_POLICY_FILE) with
+// each app's tightening (the tool-call node's policy input): the command
+// rules and limits (sandbox/policy) and the output redaction
+// (sandbox/redact) every sandbox call goes through.
+type shellPolicy struct {
+	base       policy.Policy
+	baseRedact redact.Config
+	// Redactor is the operator's alone: for the audit's commands, which
+	// are written for every app.
+	Redactor *redact.Redactor
+	apps     interface {
+		Get(ctx context.Context, id string) (apps.App, error)
+	}
+
+	mu        sync.Mutex
+	perApp    map[string]appPolicy     // by app id, valid while the app's policy input is the same
+	histories map[string]*chatCommands // by sandbox id: earlier commands of the chat
+}
+
+type appPolicy struct {
+	raw      [32]byte // the input's hash
+	policy   policy.Policy
+	egress   []string // the app's own egress list; nil: the operator's
+	redactor *redact.Redactor
+	err      error
+}
+
+// chatCommands is a chat's command history for the judge (aliases and
+// functions defined earlier), kept for the chats this process served
+// last.
+type chatCommands struct {
+	h *policy.History
+}
+
+// maxHistories bounds the chats whose earlier commands are remembered.
+const maxHistories = 10000
+
+// loadShellPolicy reads the operator's policy file; empty: the built-in
+// denylist and the built-in secret detectors. A bad file is an error
+// naming the file and the field.
+func loadShellPolicy(file string, appsReader interface {
+	Get(ctx context.Context, id string) (apps.App, error)
+}) (*shellPolicy, error) {
+	raw := []byte("{}")
+	if file != "" {
+		var err error
+		if raw, err = os.ReadFile(file); err != nil {
+			return nil, fmt.Errorf("read the shell policy (FLOWBOX_POLICY_FILE): %w", err)
+		}
+	}
+	base, redaction, err := parsePolicy(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the shell policy %s: %w", file, err)
+	}
+	r, err := redact.New(redaction)
+	if err != nil {
+		return nil, fmt.Errorf("the shell policy %s: redaction: %w", file, err)
+	}
+	return &shellPolicy{base: base, baseRedact: redaction, Redactor: r, apps: appsReader,
+		perApp: map[string]appPolicy{}, histories: map[string]*chatCommands{}}, nil
+}
+
+// parsePolicy reads a policy document with its redaction section.
+func parsePolicy(raw []byte) (policy.Policy, redact.Config, error) {
+	p, err := policy.Parse(raw)
+	if err != nil {
+		return policy.Policy{}, redact.Config{}, err
+	}
+	var rc redact.Config
+	if len(p.Redaction) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(p.Redaction))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rc); err != nil {
+			return policy.Policy{}, redact.Config{}, fmt.Errorf("redaction: %w", err)
+		}
+	}
+	return p, rc, nil
+}
+
+// forApp is the operator's policy tightened by the app's.
+func (s *shellPolicy) forApp(ctx context.Context, appID string) (appPolicy, error) {
+	a, err := s.apps.Get(ctx, appID)
+	if errors.Is(err, apps.ErrNotFound) {
+		return appPolicy{policy: s.base, redactor: s.Redactor}, nil
+	} else if err != nil {
+		return appPolicy{}, fmt.Errorf("read the app's policy: %w", err)
+	}
+	raw := appPolicyInput(a.Graph)
+	sum := sha256.Sum256(raw)
+	s.mu.Lock()
+	cached, ok := s.perApp[appID]
+	s.mu.Unlock()
+	if ok && cached.raw == sum {
+		return cached, cached.err
+	}
+	ap := s.compile(raw)
+	ap.raw = sum
+	s.mu.Lock()
+	s.perApp[appID] = ap
+	s.mu.Unlock()
+	return ap, ap.err
+}
+
+// compile merges an app's policy input (nil: none) into the operator's.
+func (s *shellPolicy) compile(raw []byte) appPolicy {
+	if raw == nil {
+		return appPolicy{policy: s.base, redactor: s.Redactor}
+	}
+	p, rc, err := parsePolicy(raw)
+	if err != nil {
+		return appPolicy{err: fmt.Errorf("the app's command policy: %w", err)}
+	}
+	merged, err := policy.Merge(s.base, p)
+	if err != nil {
+		return appPolicy{err: fmt.Errorf("the app's command policy loosens the operator's: %w", err)}
+	}
+	r, err := redact.New(redact.Merge(s.baseRedact, rc))
+	if err != nil {
+		return appPolicy{err: fmt.Errorf("the app's redaction: %w", err)}
+	}
+	// JSON's [] decodes to an empty list, which turns egress off; a
+	// policy without "egress" leaves it nil: the operator's list.
+	return appPolicy{policy: merged, redactor: r, egress: p.Egress}
+}
+
+// EgressFor is the app's egress allowlist (nil: the operator's), for the
+// sandbox manager to narrow; an app whose policy cannot be read gets none.
+func (s *shellPolicy) EgressFor(ctx context.Context, scope sandbox.Scope) []string {
+	ap, err := s.forApp(ctx, scope.AppID)
+	if err != nil {
+		return []string{}
+	}
+	return ap.egress
+}
+
+// appPolicyInput is the policy input of the graph's tool-call node (the
+// first one that has it), or nil.
+func appPolicyInput(g nodes.Graph) []byte {
+	for _, n := range g.Nodes {
+		if raw, ok := n.Inputs["policy"]; ok && n.Type == "tools" && len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
+			return raw
+		}
+	}
+	return nil
+}
+
+// CheckGraph says what is wrong with the command policies of a graph
+// about to be saved: not valid, or looser than the operator's.
+func (s *shellPolicy) CheckGraph(g nodes.Graph) []string {
+	var problems []string
+	for _, n := range g.Nodes {
+		raw, ok := n.Inputs["policy"]
+		if n.Type != "tools" || !ok || string(bytes.TrimSpace(raw)) == "null" {
+			continue
+		}
+		if ap := s.compile(raw); ap.err != nil {
+			problems = append(problems, fmt.Sprintf("node %s: %v", n.NodeID, ap.err))
+		}
+	}
+	return problems
+}
+
+// history is the chat's earlier commands, made on first use.
+func (s *shellPolicy) history(sandboxID string) *policy.History {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.histories[sandboxID]; ok {
+		return c.h
+	}
+	if len(s.histories) >= maxHistories {
+		// Forget an arbitrary chat: its aliases and functions are judged
+		// as plain commands from then on, which is the stricter reading
+		// only in allowlist mode; the sandbox stays the boundary.
+		for k := range s.histories {
+			delete(s.histories, k)
+			break
+		}
+	}
+	h := policy.NewHistory()
+	s.histories[sandboxID] = &chatCommands{h: h}
+	return h
+}
+
+// middleware is the policy's and the redaction's links of the sandbox
+// chain, in that order: a refused command never runs; what runs has its
+// output redacted before anything else sees it.
+func (s *shellPolicy) middleware() []sandbox.Middleware {
+	judge := policy.Middleware(func(ctx context.Context, call *sandbox.Call) (policy.Policy, *policy.History, error) {
+		ap, err := s.forApp(ctx, call.Scope.AppID)
+		if err != nil {
+			return policy.Policy{}, nil, err
+		}
+		return ap.policy, s.history(call.SandboxID), nil
+	})
+	redaction := redact.Middleware(func(ctx context.Context, call *sandbox.Call) *redact.Redactor {
+		ap, err := s.forApp(ctx, call.Scope.AppID)
+		if err != nil {
+			return s.Redactor // the operator's detectors whatever the app says
+		}
+		return ap.redactor
+	})
+	return []sandbox.Middleware{judge, redaction}
+}
+
+// RedactorFor is the app's redaction (the operator's when the app's
+// policy cannot be read).
+func (s *shellPolicy) RedactorFor(ctx context.Context, appID string) *redact.Redactor {
+	if ap, err := s.forApp(ctx, appID); err == nil && ap.redactor != nil {
+		return ap.redactor
+	}
+	return s.Redactor
+}
+
+// redactCommand is the audit's view of a command: the operator's
+// detectors applied.
+func (s *shellPolicy) redactCommand(cmd string) string {
+	out, _ := s.Redactor.Redact(cmd)
+	return out
+}

@@ -1,0 +1,153 @@
+// Package audit records every call that goes through the sandbox
+// manager's chain, commands and file operations alike, whatever became of
+// it: who asked, in which app and chat, the command (redacted), what the
+// policy decided and how it ended. Middleware is the link of the chain
+// that records; Store keeps the records in MongoDB, answers filtered,
+// paginated queries, exports them and prunes old ones; Writer writes them
+// in batches, off the command's path.
+//
+// It must never change a call or its result, never fail a call because a
+// record could not be written (it counts and logs that instead), and never
+// store output itself: only its size.
+package audit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Kind says what a record is of.
+type Kind string
+
+const (
+	KindCommand Kind = "command"
+	KindFile    Kind = "file"
+	// KindEgress: a connection a sandbox opened through the egress proxy
+	// (sandbox/egress); Command is "METHOD host:port".
+	KindEgress Kind = "egress"
+)
+
+// Decision is what the chain decided before the call ran.
+type Decision string
+
+const (
+	// Allowed: nothing refused the call (it may still have failed).
+	Allowed Decision = "allowed"
+	// Refused: a policy rule (Rule says which) or a cap on running
+	// sandboxes ("cap:" and the cap) refused it; it did not run.
+	Refused Decision = "refused"
+)
+
+// Status is how a call ended.
+type Status string
+
+const (
+	StatusSuccess Status = "success" // ran, exit code 0 (a file operation: done)
+	StatusFailed  Status = "failed"  // ran, exit code not 0
+	// StatusTimedOut: the command ran past its timeout and was killed.
+	StatusTimedOut Status = "timed_out"
+	// StatusRefused: a policy rule refused it (sandbox.ErrRefused).
+	StatusRefused Status = "refused"
+	// StatusLimited: a cap on running sandboxes refused to start its
+	// sandbox (sandbox.ErrLimit).
+	StatusLimited Status = "limited"
+	// StatusUnavailable: the provider could not run it
+	// (sandbox.ErrUnavailable).
+	StatusUnavailable Status = "unavailable"
+	// StatusDeleted: its chat or app was deleted (sandbox.ErrDeleted).
+	StatusDeleted Status = "deleted"
+	// StatusClientGone: the caller went away (its context ended) before
+	// the call finished.
+	StatusClientGone Status = "client_gone"
+	// StatusError: any other error (a file not found, a bad path, ...).
+	StatusError Status = "error"
+)
+
+// Statuses lists every status, for the filters of the admin page.
+var Statuses = []Status{StatusSuccess, StatusFailed, StatusTimedOut, StatusRefused, StatusLimited,
+	StatusUnavailable, StatusDeleted, StatusClientGone, StatusError}
+
+// Record is one audited call, as stored in the collection.
+type Record struct {
+	ID   bson.ObjectID `bson:"_id"`
+	Time time.Time     `bson:"time"` // when the call started, to the millisecond
+	// DurationMs is how long the call took in the chain, refusals
+	// included.
+	DurationMs int64 `bson:"durationMs"`
+	// Instance names the engine process that ran the call.
+	Instance string `bson:"instance"`
+	Kind     Kind   `bson:"kind"`
+
+	// Who: the actor (sandbox.Actor) and the credential it came through.
+	ActorID    string `bson:"actorId,omitempty"`
+	ActorKind  string `bson:"actorKind,omitempty"`
+	ToolCallID string `bson:"toolCallId,omitempty"`
+	Via        string `bson:"via,omitempty"`
+
+	// Where: the scope, whose UserID owns the chat.
+	AppID     string `bson:"appId"`
+	ChatID    string `bson:"chatId"`
+	UserID    string `bson:"userId"`
+	SandboxID string `bson:"sandboxId"`
+
+	// What: the tool ("sandbox_shell" for the model's commands, else the
+	// actor's kind), the command as the redaction hook left it, or the
+	// file operation and its path.
+	Tool    string `bson:"tool"`
+	Command string `bson:"command,omitempty"`
+	Op      string `bson:"op,omitempty"`
+	Path    string `bson:"path,omitempty"`
+
+	Decision Decision `bson:"decision"`
+	Rule     string   `bson:"rule,omitempty"`
+	Reason   string   `bson:"reason,omitempty"`
+
+	Status   Status `bson:"status"`
+	ExitCode int    `bson:"exitCode"`
+	// StdoutBytes and StderrBytes are the sizes of the output the result
+	// carries (capped by the provider when Truncated); Bytes is what a
+	// file operation read or wrote.
+	StdoutBytes int64 `bson:"stdoutBytes"`
+	StderrBytes int64 `bson:"stderrBytes"`
+	Bytes       int64 `bson:"bytes,omitempty"`
+	Truncated   bool  `bson:"truncated,omitempty"`
+	TimedOut    bool  `bson:"timedOut,omitempty"`
+	// Error is the error's text, redacted, when the call failed with one.
+	Error string `bson:"error,omitempty"`
+}
+
+// classify gives the decision, rule, reason and status of a call that
+// returned err (nil: it ran) with res; ctxErr is the caller's context's
+// error when the call returned.
+func classify(res sandbox.ExecResult, err, ctxErr error) (Decision, string, string, Status) {
+	var refused *sandbox.RefusedError
+	var limit *sandbox.LimitError
+	switch {
+	case errors.As(err, &refused):
+		return Refused, refused.Rule, refused.Justification, StatusRefused
+	case errors.Is(err, sandbox.ErrRefused):
+		return Refused, "", "", StatusRefused
+	case errors.As(err, &limit):
+		return Refused, "cap:" + limit.Cap, limit.Error(), StatusLimited
+	case errors.Is(err, sandbox.ErrLimit):
+		return Refused, "cap", "", StatusLimited
+	case errors.Is(err, sandbox.ErrDeleted):
+		return Allowed, "", "", StatusDeleted
+	case err != nil && (ctxErr != nil || errors.Is(err, context.Canceled)):
+		return Allowed, "", "", StatusClientGone
+	case errors.Is(err, sandbox.ErrUnavailable):
+		return Allowed, "", "", StatusUnavailable
+	case err != nil:
+		return Allowed, "", "", StatusError
+	case res.TimedOut:
+		return Allowed, "", "", StatusTimedOut
+	case res.ExitCode != 0:
+		return Allowed, "", "", StatusFailed
+	}
+	return Allowed, "", "", StatusSuccess
+}

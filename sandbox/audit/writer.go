@@ -1,0 +1,194 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Inserter writes records (Store).
+type Inserter interface {
+	Insert(ctx context.Context, recs ...Record) error
+}
+
+// WriterConfig configures a Writer. Zero values have the documented
+// defaults.
+type WriterConfig struct {
+	// Store receives the records (required).
+	Store Inserter
+	// Buffer bounds the records waiting to be written. Default 4096.
+	Buffer int
+	// Batch bounds the records of one insert. Default 256.
+	Batch int
+	// WriteTimeout bounds one insert. Default 10 seconds.
+	WriteTimeout time.Duration
+	// Metrics counts failures; nil: NewMetrics(), registered nowhere.
+	Metrics *Metrics
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Writer writes records in the background, in batches, so that a command
+// does not wait for the database: Write only queues the record. When the
+// buffer is full (the database is slower than the commands, or down), the
+// record is written on the caller's path instead, bounded by
+// WriteTimeout, and counted (flowbox_audit_buffer_full_total): commands
+// slow down rather than records being lost. A record that cannot be
+// written is counted (flowbox_audit_write_failures_total) and logged with
+// what it was; it is never dropped silently. Close writes what is queued.
+type Writer struct {
+	cfg  WriterConfig
+	log  *slog.Logger
+	ch   chan item
+	done chan struct{}
+
+	mu     sync.RWMutex // guards closed against a send on a closed ch
+	closed bool
+}
+
+// item is a record to write, or a flush marker closed once everything
+// queued before it is written.
+type item struct {
+	rec     Record
+	flushed chan struct{}
+}
+
+// NewWriter starts a writer; Close stops it.
+func NewWriter(cfg WriterConfig) *Writer {
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 4096
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	w := &Writer{cfg: cfg, log: cfg.Logger.With("component", "audit"), ch: make(chan item, cfg.Buffer), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// Write queues r, or writes it at once when the buffer is full or the
+// writer closed. It never fails the caller; ctx's values are kept, its
+// end is not (a client that leaves does not lose its record).
+func (w *Writer) Write(ctx context.Context, r Record) {
+	w.mu.RLock()
+	if !w.closed {
+		select {
+		case w.ch <- item{rec: r}:
+			w.mu.RUnlock()
+			return
+		default:
+			w.cfg.Metrics.bufferFull.Inc()
+		}
+	}
+	w.mu.RUnlock()
+	w.write(context.WithoutCancel(ctx), []Record{r})
+}
+
+// Flush returns once every record queued before it is written (or failed
+// to be), or when ctx ends.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return nil
+	}
+	marker := item{flushed: make(chan struct{})}
+	select {
+	case w.ch <- marker:
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return ctx.Err()
+	}
+	w.mu.RUnlock()
+	select {
+	case <-marker.flushed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close writes what is queued and stops the writer. Later Writes are
+// written at once.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closed = true
+	close(w.ch)
+	w.mu.Unlock()
+	<-w.done
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	batch := make([]Record, 0, w.cfg.Batch)
+	var markers []chan struct{}
+	take := func(it item) {
+		if it.flushed != nil {
+			markers = append(markers, it.flushed)
+		} else {
+			batch = append(batch, it.rec)
+		}
+	}
+	for it := range w.ch {
+		take(it)
+		// Take what else is queued, up to a batch: under load the
+		// inserts grow, idle a record is written at once.
+	more:
+		for len(batch) < w.cfg.Batch {
+			select {
+			case it, ok := <-w.ch:
+				if !ok {
+					break more
+				}
+				take(it)
+			default:
+				break more
+			}
+		}
+		w.write(context.Background(), batch)
+		for _, m := range markers {
+			close(m)
+		}
+		batch, markers = batch[:0], markers[:0]
+	}
+}
+
+// write inserts recs, trying twice; what fails is counted and logged.
+func (w *Writer) write(ctx context.Context, recs []Record) {
+	if len(recs) == 0 {
+		return
+	}
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		wctx, cancel := context.WithTimeout(ctx, w.cfg.WriteTimeout)
+		err = w.cfg.Store.Insert(wctx, recs...)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	w.cfg.Metrics.writeFailures.Add(float64(len(recs)))
+	for _, r := range recs {
+		w.log.Error("audit record not written", "err", err, "time", r.Time, "kind", r.Kind, "appId", r.AppID, "chatId", r.ChatID,
+			"userId", r.UserID, "actorId", r.ActorID, "tool", r.Tool, "command", r.Command, "op", r.Op, "path", r.Path,
+			"status", r.Status, "exitCode", r.ExitCode, "rule", r.Rule)
+	}
+}

@@ -1,0 +1,69 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Source gives the policy a call is judged by and, optionally, its chat's
+// history (nil for none). An error refuses the call: a policy that cannot
+// be read does not let commands through.
+type Source func(ctx context.Context, call *sandbox.Call) (Policy, *History, error)
+
+// AskError is the refusal of a command an ask rule matched. Approval is
+// not available yet, so the command does not run; Verdict is what an
+// approval step will show. It unwraps to a *sandbox.RefusedError, so
+// errors.Is(err, sandbox.ErrRefused) holds.
+type AskError struct {
+	Verdict Verdict
+	refused *sandbox.RefusedError
+}
+
+func (e *AskError) Error() string { return e.refused.Error() }
+func (e *AskError) Unwrap() error { return e.refused }
+
+// Middleware judges every command of the sandbox chain before it runs.
+// A forbidden command returns ExitCode -1 and a *sandbox.RefusedError
+// naming the rule, without reaching the provider; a command an ask rule
+// matched returns an *AskError. An allowed one runs with its timeout
+// clamped to the policy's, and is then added to the history Source gave.
+func Middleware(src Source) sandbox.Middleware {
+	return sandbox.Middleware{Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
+		return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
+			p, h, err := src(ctx, call)
+			if err != nil {
+				return sandbox.ExecResult{ExitCode: -1}, fmt.Errorf("read command policy: %w", err)
+			}
+			v := p.Judge(call.Request.Command, h)
+			switch v.Decision {
+			case Forbid:
+				return sandbox.ExecResult{ExitCode: -1}, &sandbox.RefusedError{Rule: v.Rule, Justification: v.Justification, Hint: v.Hint}
+			case Ask:
+				return sandbox.ExecResult{ExitCode: -1}, &AskError{Verdict: v, refused: &sandbox.RefusedError{
+					Rule:          v.Rule,
+					Justification: "this command needs a person's approval, which is not available yet: " + v.Justification,
+					Hint:          v.Hint,
+				}}
+			}
+			if t := p.Limits.Timeout(); t > 0 && (call.Request.Timeout <= 0 || call.Request.Timeout > t) {
+				call.Request.Timeout = t
+			}
+			res, err := next(ctx, call)
+			if h != nil && err == nil {
+				h.Add(call.Request.Command)
+			}
+			return res, err
+		}
+	}}
+}
+
+// Timeout is the per-command timeout, zero when the policy sets none.
+func (l Limits) Timeout() time.Duration { return time.Duration(l.TimeoutSeconds) * time.Second }
+
+// Sandbox is the part of the limits a sandbox is created with.
+func (l Limits) Sandbox() sandbox.Limits {
+	return sandbox.Limits{CPUCount: l.CPUs, MemoryMiB: l.MemoryMiB, Pids: l.Pids}
+}

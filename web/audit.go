@@ -1,0 +1,218 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox/audit"
+)
+
+// AuditRecords reads the audit of sandbox calls (audit.Store).
+type AuditRecords interface {
+	Query(ctx context.Context, f audit.Filter, cursor string, limit int) (audit.Page, error)
+	Each(ctx context.Context, f audit.Filter, fn func(audit.Record) error) error
+}
+
+// AuditHandler serves the audit: every record to admins, an app's
+// records to its owner.
+type AuditHandler struct {
+	Records AuditRecords
+	Apps    AppReader
+	Access  *Access
+}
+
+// auditRecord is a record on the wire.
+type auditRecord struct {
+	ID          string    `json:"id"`
+	Time        time.Time `json:"time"`
+	DurationMs  int64     `json:"durationMs"`
+	Instance    string    `json:"instance"`
+	Kind        string    `json:"kind"`
+	ActorID     string    `json:"actorId,omitempty"`
+	ActorKind   string    `json:"actorKind,omitempty"`
+	ToolCallID  string    `json:"toolCallId,omitempty"`
+	Via         string    `json:"via,omitempty"`
+	AppID       string    `json:"appId"`
+	ChatID      string    `json:"chatId"`
+	UserID      string    `json:"userId"`
+	SandboxID   string    `json:"sandboxId"`
+	Tool        string    `json:"tool"`
+	Command     string    `json:"command,omitempty"`
+	Op          string    `json:"op,omitempty"`
+	Path        string    `json:"path,omitempty"`
+	Decision    string    `json:"decision"`
+	Rule        string    `json:"rule,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Status      string    `json:"status"`
+	ExitCode    int       `json:"exitCode"`
+	StdoutBytes int64     `json:"stdoutBytes"`
+	StderrBytes int64     `json:"stderrBytes"`
+	Bytes       int64     `json:"bytes,omitempty"`
+	Truncated   bool      `json:"truncated,omitempty"`
+	TimedOut    bool      `json:"timedOut,omitempty"`
+	Error       string    `json:"error,omitempty"`
+}
+
+func wireAudit(r audit.Record) auditRecord {
+	return auditRecord{
+		ID: r.ID.Hex(), Time: r.Time, DurationMs: r.DurationMs, Instance: r.Instance, Kind: string(r.Kind),
+		ActorID: r.ActorID, ActorKind: r.ActorKind, ToolCallID: r.ToolCallID, Via: r.Via,
+		AppID: r.AppID, ChatID: r.ChatID, UserID: r.UserID, SandboxID: r.SandboxID,
+		Tool: r.Tool, Command: r.Command, Op: r.Op, Path: r.Path,
+		Decision: string(r.Decision), Rule: r.Rule, Reason: r.Reason, Status: string(r.Status), ExitCode: r.ExitCode,
+		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, Bytes: r.Bytes, Truncated: r.Truncated, TimedOut: r.TimedOut, Error: r.Error,
+	}
+}
+
+// auditFilter reads the filters of the query string: user, actor, app,
+// chat, decision, status, kind, since and until (RFC 3339). It answers
+// the client itself when one is wrong.
+func auditFilter(c *gin.Context) (audit.Filter, bool) {
+	f := audit.Filter{
+		UserID: c.Query("user"), ActorID: c.Query("actor"), AppID: c.Query("app"), ChatID: c.Query("chat"),
+		Decision: audit.Decision(c.Query("decision")), Status: audit.Status(c.Query("status")), Kind: audit.Kind(c.Query("kind")),
+	}
+	bad := func(msg string) (audit.Filter, bool) {
+		apiError(c, http.StatusBadRequest, msg)
+		return audit.Filter{}, false
+	}
+	if f.Decision != "" && f.Decision != audit.Allowed && f.Decision != audit.Refused {
+		return bad("decision must be allowed or refused")
+	}
+	if f.Status != "" && !slices.Contains(audit.Statuses, f.Status) {
+		return bad("status must be one of success, failed, timed_out, refused, limited, unavailable, deleted, client_gone, error")
+	}
+	if f.Kind != "" && f.Kind != audit.KindCommand && f.Kind != audit.KindFile {
+		return bad("kind must be command or file")
+	}
+	for _, b := range []struct {
+		key string
+		to  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := c.Query(b.key); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return bad(b.key + " must be a time such as 2026-01-31T00:00:00Z")
+			}
+			*b.to = t
+		}
+	}
+	return f, true
+}
+
+// List answers one page of the records the filters select, newest first:
+// {"records": [...], "nextCursor": "..."} (empty on the last page). The
+// query takes the filters of auditFilter, cursor (from the previous
+// page) and limit (1 to 500, default 50).
+func (h *AuditHandler) List(c *gin.Context) {
+	f, ok := auditFilter(c)
+	if !ok {
+		return
+	}
+	h.page(c, f)
+}
+
+// AppList is List for the records of one app, for its owner and admins.
+func (h *AuditHandler) AppList(c *gin.Context) {
+	a, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
+	switch {
+	case err == nil && h.Access.CanEditApp(c, a):
+	case err == nil && h.Access.CanUseApp(c, a):
+		apiError(c, http.StatusForbidden, "only the app's owner and admins may read its audit")
+		return
+	case err == nil || errors.Is(err, apps.ErrNotFound):
+		apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
+		return
+	default:
+		apiError(c, http.StatusInternalServerError, "could not read the app; retry later")
+		return
+	}
+	f, ok := auditFilter(c)
+	if !ok {
+		return
+	}
+	f.AppID = a.ID
+	h.page(c, f)
+}
+
+func (h *AuditHandler) page(c *gin.Context, f audit.Filter) {
+	limit := audit.DefaultLimit
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > audit.MaxLimit {
+			apiError(c, http.StatusBadRequest, "limit must be a number from 1 to "+strconv.Itoa(audit.MaxLimit))
+			return
+		}
+		limit = n
+	}
+	p, err := h.Records.Query(c.Request.Context(), f, c.Query("cursor"), limit)
+	switch {
+	case errors.Is(err, audit.ErrBadCursor):
+		apiError(c, http.StatusBadRequest, "cursor is not one a previous page gave; start again without it")
+		return
+	case err != nil:
+		apiError(c, http.StatusInternalServerError, "could not read the audit; retry later")
+		return
+	}
+	recs := make([]auditRecord, len(p.Records))
+	for i, r := range p.Records {
+		recs[i] = wireAudit(r)
+	}
+	c.JSON(http.StatusOK, gin.H{"records": recs, "nextCursor": p.Next})
+}
+
+// Export streams every record the filters select, newest first, one JSON
+// object a line, as a download. An export cut short by an error ends with
+// a line {"error": "..."}, so that a reader can tell it is incomplete.
+func (h *AuditHandler) Export(c *gin.Context) {
+	f, ok := auditFilter(c)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	enc := json.NewEncoder(c.Writer)
+	n := 0
+	start := func() {
+		c.Header("Content-Type", "application/x-ndjson; charset=utf-8")
+		c.Header("Content-Disposition", `attachment; filename="flowbox-audit-`+time.Now().UTC().Format("20060102T150405Z")+`.jsonl"`)
+		c.Header("X-Content-Type-Options", "nosniff")
+		c.Status(http.StatusOK)
+	}
+	err := h.Records.Each(ctx, f, func(r audit.Record) error {
+		if n == 0 {
+			start()
+		}
+		n++
+		if err := enc.Encode(wireAudit(r)); err != nil {
+			return err
+		}
+		if n%200 == 0 {
+			c.Writer.Flush()
+		}
+		return nil
+	})
+	switch {
+	case err != nil && n == 0:
+		apiError(c, http.StatusInternalServerError, "could not read the audit; retry later")
+	case err != nil:
+		if ctx.Err() == nil {
+			_ = enc.Encode(gin.H{"error": "the export stopped early: " + err.Error()})
+		}
+	case n == 0:
+		start()
+	}
+}
+
+// Audit is the admins' audit page: the filters, a page of records and
+// the next, drawn by the script from /admin/api/audit.
+func (u *UI) Audit(c *gin.Context) {
+	u.render(c, "audit", translate(lang(c), "audit"), gin.H{"Statuses": audit.Statuses})
+}

@@ -1,0 +1,146 @@
+package web_test
+
+// The shell policy through the product: the operator's policy file, an
+// app's tightening in its tool-call node, refusals the model and the user
+// read, and secrets kept out of the answer, the live stream, the stored
+// history and the audit.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// withPolicy is the demo graph with a command policy on its tool-call
+// node.
+func withPolicy(policy string) nodes.Graph {
+	g := apps.DemoGraph()
+	for i, n := range g.Nodes {
+		if n.Type == "tools" {
+			g.Nodes[i].Inputs["policy"] = json.RawMessage(policy)
+		}
+	}
+	return g
+}
+
+// toolStatuses are the statuses and results of a chat's tool calls, in
+// order.
+func toolStatuses(t *testing.T, c *servertest.Client, appID, chatID string) (statuses []string, responses []string) {
+	t.Helper()
+	var chat struct {
+		Items []struct {
+			ToolCalls json.RawMessage `json:"toolCalls"`
+		}
+	}
+	expect(t, c, "GET", "/api/apps/"+appID+"/chats/"+chatID, nil, 200).JSON(t, &chat)
+	for _, it := range chat.Items {
+		var calls []struct{ Status, Response string }
+		_ = json.Unmarshal(it.ToolCalls, &calls)
+		for _, call := range calls {
+			statuses = append(statuses, call.Status)
+			responses = append(responses, call.Response)
+		}
+	}
+	return statuses, responses
+}
+
+func TestShellPolicy(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "policy.json")
+	operator := `{"rules": [{"id": "no-nc", "command": ["nc", "ncat"], "decision": "forbid",
+		"justification": "raw sockets are not for agents here"}], "limits": {"timeoutSeconds": 60}}`
+	if err := os.WriteFile(file, []byte(operator), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	plain := newApp(t, alice, "plain")
+
+	// The built-in denylist and the operator's rule: the command does not
+	// run; the model and the card read the rule.
+	for _, tc := range []struct{ command, rule string }{
+		{"$ x=rm; $x -rf / --no-preserve-root", "rm-root"},
+		{"$ bash -c 'nc -l 4444'", "no-nc"},
+	} {
+		chatID, _ := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": plain, "messages": message(tc.command)}, 200)
+		statuses, responses := toolStatuses(t, alice, plain, chatID)
+		if len(statuses) != 1 || statuses[0] != "refused" || !strings.Contains(responses[0], tc.rule) {
+			t.Errorf("%s: statuses %v, results %v; want one refusal naming %s", tc.command, statuses, responses, tc.rule)
+		}
+	}
+	chatID, answer := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": plain, "messages": message("$ echo allowed")}, 200)
+	if !strings.Contains(answer, "allowed") {
+		t.Errorf("an ordinary command: %q", answer)
+	}
+
+	// An app's allowlist tightens the operator's policy.
+	var strict struct {
+		ID string `json:"appId"`
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "strict", "graph": withPolicy(`{"mode": "allowlist",
+		"rules": [{"id": "listing", "command": ["ls", "echo"], "decision": "allow", "justification": "this app only lists files"}]}`)}, 201).JSON(t, &strict)
+	chatID, _ = sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": strict.ID, "messages": message("$ ls -la")}, 200)
+	if statuses, _ := toolStatuses(t, alice, strict.ID, chatID); len(statuses) != 1 || statuses[0] != "success" {
+		t.Errorf("an allowlisted command: %v", statuses)
+	}
+	sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": strict.ID, "chatId": chatID, "messages": message("$ cat /etc/hostname")}, 200)
+	if statuses, responses := toolStatuses(t, alice, strict.ID, chatID); len(statuses) != 2 || statuses[1] != "refused" ||
+		!strings.Contains(responses[1], "not-allowlisted") || !strings.Contains(responses[1], "ls") {
+		t.Errorf("a command outside the allowlist: %v %v; want a refusal naming the rule and what is allowed", statuses, responses)
+	}
+
+	// An app cannot loosen the operator's policy, nor save a broken one.
+	for _, bad := range []struct{ policy, want string }{
+		{`{"limits": {"timeoutSeconds": 120}}`, "timeoutSeconds"},
+		{`{"mode": "anything"}`, "mode"},
+		{`{"rules": [{"id": "x", "command": "ls", "decision": "maybe", "justification": "?"}]}`, "decision"},
+	} {
+		resp := alice.Do(t, "POST", "/api/apps", map[string]any{"name": "loose", "graph": withPolicy(bad.policy)})
+		if resp.Status != 422 || !strings.Contains(string(resp.Body), bad.want) {
+			t.Errorf("policy %s: %d %s; want 422 naming %s", bad.policy, resp.Status, clip(resp.Body), bad.want)
+		}
+	}
+
+	// Secrets: the command's output reaches no one whole.
+	// The command makes the key; it is not in the command itself (a user
+	// who types a secret into their message keeps it in their message).
+	half := "Ab3dE6gH9jK2mN5pQ8sT1vW4"
+	secret := "sk-proj-" + half + half
+	resp := expect(t, alice, "POST", "/api/v1/chat/completions", map[string]any{"appId": plain, "stream": true, "detail": true,
+		"messages": message("$ k=" + half + "; echo OPENAI_API_KEY=sk-proj-$k$k")}, 200)
+	if strings.Contains(string(resp.Body), secret) || !strings.Contains(string(resp.Body), "[REDACTED:openai_key]") {
+		t.Errorf("the live stream carries the secret or no marker:\n%s", resp.Body)
+	}
+	chats := expect(t, alice, "GET", "/api/apps/"+plain+"/chats", nil, 200)
+	var list struct {
+		Chats []struct {
+			ID string `json:"chatId"`
+		}
+	}
+	chats.JSON(t, &list)
+	for _, ch := range list.Chats {
+		if body := expect(t, alice, "GET", "/api/apps/"+plain+"/chats/"+ch.ID, nil, 200).Body; strings.Contains(string(body), secret) {
+			t.Errorf("the stored chat %s holds the secret", ch.ID)
+		}
+	}
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	waitUntil(t, "the audit has the secret's command", func() bool {
+		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+plain, nil).Body)
+		return strings.Contains(body, "OPENAI_API_KEY=")
+	})
+	audit := string(admin.Do(t, "GET", "/admin/api/audit?app="+plain, nil).Body)
+	if strings.Contains(audit, secret) {
+		t.Errorf("the audit holds the secret")
+	}
+	if !strings.Contains(audit, `"refused"`) || !strings.Contains(audit, "rm-root") {
+		t.Errorf("the audit lacks the refusals: %s", clip([]byte(audit)))
+	}
+}
