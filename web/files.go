@@ -110,6 +110,8 @@ func sandboxError(c *gin.Context, err error) {
 		apiError(c, http.StatusServiceUnavailable, sandbox.ErrUnavailable.Error())
 	case errors.Is(err, sandbox.ErrDeleted):
 		apiError(c, http.StatusGone, "this chat was deleted, and its sandbox and files with it")
+	case errors.Is(err, sandbox.ErrRefused):
+		apiError(c, http.StatusForbidden, err.Error())
 	case errors.Is(err, sandbox.ErrBusy):
 		apiError(c, http.StatusServiceUnavailable, "the sandbox is being stopped or repaired; retry in a few seconds")
 	case errors.As(err, &limit):
@@ -205,9 +207,14 @@ func (h *FilesHandler) Download(c *gin.Context) {
 		c.Header("Content-Type", "application/zip")
 		c.Header("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": info.Name + ".zip"}))
 		c.Status(http.StatusOK)
-		// Headers are gone once the ZIP streams; a failure now can only
-		// cut the archive short, which the client sees as a broken ZIP.
-		_ = files.Zip(ctx, req.Path, c.Writer)
+		// Headers go with the first byte of the archive: a refusal before
+		// it (file redaction refuses archives) is still answered as such.
+		// Once the ZIP streams, a failure can only cut it short, which the
+		// client sees as a broken ZIP.
+		if err := files.Zip(ctx, req.Path, c.Writer); err != nil && !c.Writer.Written() {
+			c.Writer.Header().Del("Content-Disposition")
+			sandboxError(c, err)
+		}
 		return
 	}
 	rc, fi, err := files.Open(ctx, req.Path)

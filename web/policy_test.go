@@ -144,3 +144,37 @@ func TestShellPolicy(t *testing.T) {
 		t.Errorf("the audit lacks the refusals: %s", clip([]byte(audit)))
 	}
 }
+
+// TestFileRedaction: with file redaction on (the operator's policy), the
+// file API's reads and downloads are redacted, a folder's ZIP is refused
+// with the reason, and the command still sees the real file.
+func TestFileRedaction(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(file, []byte(`{"redaction": {"files": true}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	appID := newApp(t, alice, "files")
+	half := "Ab3dE6gH9jK2mN5pQ8sT1vW4"
+	chatID, answer := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID,
+		"messages": message("$ k=" + half + "; mkdir -p conf && echo OPENAI_API_KEY=sk-proj-$k$k > conf/.env && wc -c < conf/.env")}, 200)
+	if !strings.Contains(answer, "72") {
+		t.Errorf("the command should see the whole file (72 bytes): %q", answer)
+	}
+	secret := "sk-proj-" + half + half
+	read := expect(t, alice, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": appID, "chatId": chatID, "path": "conf/.env"}, 200)
+	if strings.Contains(string(read.Body), secret) || !strings.Contains(string(read.Body), "[REDACTED:") {
+		t.Errorf("a read with file redaction on: %s", read.Body)
+	}
+	dl := expect(t, alice, "POST", "/api/core/ai/sandbox/download", map[string]any{"appId": appID, "chatId": chatID, "path": "conf/.env"}, 200)
+	if strings.Contains(string(dl.Body), secret) {
+		t.Errorf("a download with file redaction on holds the secret")
+	}
+	zip := expect(t, alice, "POST", "/api/core/ai/sandbox/download", map[string]any{"appId": appID, "chatId": chatID, "path": "conf"}, 403)
+	if !strings.Contains(string(zip.Body), "one at a time") {
+		t.Errorf("a folder's ZIP with file redaction on: %s", zip.Body)
+	}
+}

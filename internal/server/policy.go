@@ -38,6 +38,7 @@ type shellPolicy struct {
 
 type appPolicy struct {
 	raw      [32]byte // the input's hash
+	files    bool     // the file API's reads and downloads are redacted
 	policy   policy.Policy
 	egress   []string // the app's own egress list; nil: the operator's
 	redactor *redact.Redactor
@@ -50,6 +51,10 @@ type appPolicy struct {
 type chatCommands struct {
 	h *policy.History
 }
+
+// maxRedactedFile bounds a file read or downloaded with file redaction on
+// (it is read whole to be redacted).
+const maxRedactedFile = 8 << 20
 
 // maxHistories bounds the chats whose earlier commands are remembered.
 const maxHistories = 10000
@@ -100,7 +105,7 @@ func parsePolicy(raw []byte) (policy.Policy, redact.Config, error) {
 func (s *shellPolicy) forApp(ctx context.Context, appID string) (appPolicy, error) {
 	a, err := s.apps.Get(ctx, appID)
 	if errors.Is(err, apps.ErrNotFound) {
-		return appPolicy{policy: s.base, redactor: s.Redactor}, nil
+		return appPolicy{policy: s.base, redactor: s.Redactor, files: s.baseRedact.Files}, nil
 	} else if err != nil {
 		return appPolicy{}, fmt.Errorf("read the app's policy: %w", err)
 	}
@@ -123,7 +128,7 @@ func (s *shellPolicy) forApp(ctx context.Context, appID string) (appPolicy, erro
 // compile merges an app's policy input (nil: none) into the operator's.
 func (s *shellPolicy) compile(raw []byte) appPolicy {
 	if raw == nil {
-		return appPolicy{policy: s.base, redactor: s.Redactor}
+		return appPolicy{policy: s.base, redactor: s.Redactor, files: s.baseRedact.Files}
 	}
 	p, rc, err := parsePolicy(raw)
 	if err != nil {
@@ -133,13 +138,14 @@ func (s *shellPolicy) compile(raw []byte) appPolicy {
 	if err != nil {
 		return appPolicy{err: fmt.Errorf("the app's command policy loosens the operator's: %w", err)}
 	}
-	r, err := redact.New(redact.Merge(s.baseRedact, rc))
+	mergedRC := redact.Merge(s.baseRedact, rc)
+	r, err := redact.New(mergedRC)
 	if err != nil {
 		return appPolicy{err: fmt.Errorf("the app's redaction: %w", err)}
 	}
 	// JSON's [] decodes to an empty list, which turns egress off; a
 	// policy without "egress" leaves it nil: the operator's list.
-	return appPolicy{policy: merged, redactor: r, egress: p.Egress}
+	return appPolicy{policy: merged, redactor: r, egress: p.Egress, files: mergedRC.Files}
 }
 
 // EgressFor is the app's egress allowlist (nil: the operator's), for the
@@ -212,12 +218,14 @@ func (s *shellPolicy) middleware() []sandbox.Middleware {
 		return ap.policy, s.history(call.SandboxID), nil
 	})
 	redaction := redact.Middleware(func(ctx context.Context, call *sandbox.Call) *redact.Redactor {
-		ap, err := s.forApp(ctx, call.Scope.AppID)
-		if err != nil {
-			return s.Redactor // the operator's detectors whatever the app says
+		return s.RedactorFor(ctx, call.Scope.AppID)
+	}, redact.WithFiles(func(ctx context.Context, call *sandbox.FileCall) *redact.Redactor {
+		// Files are redacted when the operator or the app says so.
+		if ap, err := s.forApp(ctx, call.Scope.AppID); err == nil && ap.files || err != nil && s.baseRedact.Files {
+			return s.RedactorFor(ctx, call.Scope.AppID)
 		}
-		return ap.redactor
-	})
+		return nil
+	}, maxRedactedFile))
 	return []sandbox.Middleware{judge, redaction}
 }
 

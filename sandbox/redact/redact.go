@@ -77,6 +77,11 @@ type Config struct {
 	// waits for the end of a line or of a private key block (default
 	// 64 KiB, at least 4 KiB). See Transformer for what happens beyond it.
 	MaxHold int `json:"maxHold,omitempty"`
+	// Files, in the operator's configuration, redacts the file API's
+	// reads and downloads too (text files; a folder's ZIP is refused
+	// then, since an archive cannot be redacted as it streams). An app
+	// can turn it on, not off.
+	Files bool `json:"files,omitempty"`
 }
 
 // Rule is a custom detector: an RE2 regular expression matched within one
@@ -105,6 +110,7 @@ type Rule struct {
 // strategies for other ids and its global settings are ignored.
 func Merge(operator, app Config) Config {
 	out := operator
+	out.Files = operator.Files || app.Files
 	out.Enable = append(slices.Clip(operator.Enable), app.Enable...)
 	out.Rules = append(slices.Clip(operator.Rules), app.Rules...)
 	own := map[string]bool{}
