@@ -30,6 +30,9 @@ type NodeRun struct {
 	// Warning, when set, is recorded as the node's error while its outputs
 	// stay usable: the node ended on an error it turned into output (N5).
 	Warning string
+	// Resume, when set, continues this node where it paused (see
+	// Interrupt) with a person's answer.
+	Resume *NodeResume
 }
 
 // Chat is the conversation a run belongs to.
@@ -43,6 +46,9 @@ type Chat struct {
 	// Via names the credential the run came through (sandbox.Actor.Via),
 	// for the audit.
 	Via string
+	// Resume, when set, continues a paused run instead of starting one:
+	// the nodes that ended before the pause do not run again.
+	Resume *Resume
 }
 
 // Event is one event streamed while a graph runs: the node it comes from
@@ -55,7 +61,8 @@ type Event struct {
 }
 
 // EventData is what an event carries: one of AnswerDelta, NodeStatus,
-// ToolCallStarted, ToolParams, ToolOutput, ToolResult or NodeError.
+// ToolCallStarted, ToolParams, ToolOutput, ToolResult, NodeError or
+// ApprovalRequest.
 type EventData interface{ isEventData() }
 
 // AnswerDelta is the next piece of the answer text.
@@ -117,6 +124,9 @@ type Result struct {
 	// Answer is every answer event's text, in order.
 	Answer    string
 	Responses []NodeResponse
+	// Paused, when set, says the run stopped at a node that waits for a
+	// person; the nodes after it did not run.
+	Paused *Paused
 }
 
 // Engine runs graphs.
@@ -151,9 +161,24 @@ func (e *Engine) Run(ctx context.Context, g *Graph, chat Chat, emit func(Event))
 	var answer strings.Builder
 	outputs := map[string]map[string]any{}
 	failed := map[string]string{} // node → why
+	resume := chat.Resume
+	if resume != nil {
+		for id, out := range resume.Paused.Outputs {
+			outputs[id] = out
+		}
+		for id, why := range resume.Paused.Failed {
+			failed[id] = why
+		}
+	}
 	for _, n := range order {
 		if err := ctx.Err(); err != nil {
 			return res, err
+		}
+		if _, done := outputs[n.NodeID]; done && resume != nil {
+			continue
+		}
+		if _, done := failed[n.NodeID]; done && resume != nil {
+			continue
 		}
 		name := n.Name
 		if name == "" {
@@ -187,9 +212,21 @@ func (e *Engine) Run(ctx context.Context, g *Graph, chat Chat, emit func(Event))
 				err = fmt.Errorf("node type %q is declared but not installed in this engine", n.Type)
 			} else {
 				run := &NodeRun{Node: n, Inputs: inputs, Chat: chat, Emit: nodeEmit}
+				if resume != nil && resume.Paused.NodeID == n.NodeID {
+					run.Resume = &NodeResume{Request: resume.Paused.Request, State: resume.Paused.State, Answer: resume.Answer}
+				}
 				var out map[string]any
 				out, err = typ.Run(ctx, run)
 				resp.Outputs, resp.Detail, resp.Error = out, run.Detail, run.Warning
+				var pause *Interrupt
+				if errors.As(err, &pause) {
+					resp.Outputs = nil
+					resp.RunningTime = now().Sub(start).Seconds()
+					res.Responses = append(res.Responses, resp)
+					res.Answer = answer.String()
+					res.Paused = &Paused{NodeID: n.NodeID, Request: pause.Request, State: pause.State, Outputs: outputs, Failed: failed}
+					return res, nil
+				}
 				outputs[n.NodeID] = out
 			}
 		}

@@ -162,6 +162,11 @@ type ExecRequest struct {
 	// Actor is who asks for the command; the zero value is an unknown
 	// caller. The manager's middleware reads it, providers ignore it.
 	Actor Actor
+	// Approved is the command line a person approved (P10), set by the
+	// caller that asked them. The command policy lets a command its ask
+	// rules match run when Approved is exactly Command; a forbid still
+	// refuses it.
+	Approved string
 }
 
 // ExecResult is what a command produced. Stdout and Stderr are valid UTF-8

@@ -84,11 +84,11 @@ func auditFilter(c *gin.Context) (audit.Filter, bool) {
 		apiError(c, http.StatusBadRequest, msg)
 		return audit.Filter{}, false
 	}
-	if f.Decision != "" && f.Decision != audit.Allowed && f.Decision != audit.Refused {
-		return bad("decision must be allowed or refused")
+	if f.Decision != "" && !slices.Contains([]audit.Decision{audit.Allowed, audit.Refused, audit.Ask, audit.Approved, audit.Rejected}, f.Decision) {
+		return bad("decision must be allowed, refused, ask, approved or rejected")
 	}
 	if f.Status != "" && !slices.Contains(audit.Statuses, f.Status) {
-		return bad("status must be one of success, failed, timed_out, refused, limited, unavailable, deleted, client_gone, error")
+		return bad("status must be one of success, failed, timed_out, refused, limited, unavailable, deleted, client_gone, error, pending, rejected")
 	}
 	if f.Kind != "" && f.Kind != audit.KindCommand && f.Kind != audit.KindFile {
 		return bad("kind must be command or file")

@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
@@ -66,6 +67,12 @@ type ChatHandler struct {
 	Redactor func(ctx context.Context, appID string) *redact.Redactor
 	// RunLimits caps the runs in progress at once; nil caps none.
 	RunLimits *RunLimits
+	// Approvals keeps the runs paused for a person's approval (P10);
+	// ApprovalTimeout is how long one waits (default 30 minutes). Audit
+	// records the rejections, which never reach the sandbox chain.
+	Approvals       Approvals
+	ApprovalTimeout time.Duration
+	Audit           AuditRecorder
 	// DefaultApp answers requests that name no app.
 	DefaultApp string
 	Now        func() time.Time
@@ -90,7 +97,10 @@ type chatRequest struct {
 	// FastGPT; absent or null: one is made. Raw, to refuse a value that is
 	// not a string in words of its own.
 	ResponseChatItemID json.RawMessage `json:"responseChatItemId"`
-	Messages           []struct {
+	// Interactive answers the approval a paused run waits for; messages
+	// are not needed with it.
+	Interactive *interactiveAnswer `json:"interactive"`
+	Messages    []struct {
 		Role    string         `json:"role"`
 		Content messageContent `json:"content"`
 	} `json:"messages"`
@@ -237,11 +247,20 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 			break
 		}
 	}
-	if strings.TrimSpace(question) == "" {
+	newChat := req.ChatID == ""
+	if req.Interactive != nil {
+		if problem := req.Interactive.problem(); problem != "" {
+			apiError(c, http.StatusBadRequest, problem)
+			return
+		}
+		if newChat {
+			apiError(c, http.StatusBadRequest, "an interactive answer needs the chatId of the chat that waits for it")
+			return
+		}
+	} else if strings.TrimSpace(question) == "" {
 		apiError(c, http.StatusBadRequest, `messages must end with a non-empty {"role":"user","content":"..."}`)
 		return
 	}
-	newChat := req.ChatID == ""
 	if newChat {
 		req.ChatID = newID()
 	}
@@ -297,6 +316,14 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		return
 	}
 
+	var paused approval.Approval
+	if req.Interactive != nil {
+		var ok bool
+		if paused, ok = h.approvalFor(c, chat, req.Interactive); !ok {
+			return
+		}
+	}
+
 	// Counted before the link's runs: a run refused here uses none of them.
 	release, err := h.RunLimits.Acquire(ctx, req.CustomUID)
 	if err != nil {
@@ -315,9 +342,28 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		}
 	}
 
+	var resume *nodes.Resume
+	if req.Interactive != nil {
+		// Claimed once the run may start: a refused run leaves the
+		// approval waiting.
+		if !h.claim(c, paused, req.Interactive, req.CustomUID) {
+			return
+		}
+		ans := req.Interactive
+		resume = &nodes.Resume{Paused: paused.Paused, Answer: nodes.Answer{Decision: ans.Decision, Command: ans.Command, Reason: ans.Reason}}
+		question = ans.question(paused.Command)
+		if h.Redactor != nil {
+			question = redactText(h.Redactor(ctx, app.ID), question)
+		}
+	} else {
+		// A new message instead of an answer: the waiting run does not
+		// resume.
+		h.lapsePending(ctx, chat, req.CustomUID)
+	}
+
 	hist := chat.History(50)
 	run := nodes.Chat{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: question, History: hist, Variables: req.Variables,
-		Via: via(principal, signedIn, link, visitor)}
+		Via: via(principal, signedIn, link, visitor), Resume: resume}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
 	if h.Redactor != nil {
 		if r := h.Redactor(ctx, app.ID); r != nil {
@@ -339,22 +385,56 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	}
 	redactResult(out.redactor, res)
 	answer := res.Answer
-	if runErr != nil {
-		answer += "\n[interrupted: " + runErr.Error() + "]"
-	} else {
-		// The client has the whole answer before the turn is written down.
-		out.finish(res)
-	}
 	// The turn is kept even when the client went away: its commands ran.
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_, err = h.History.AppendTurn(saveCtx, chat,
-		history.Item{Role: "user", Text: question},
-		history.Item{Role: "assistant", ResponseChatItemID: replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
-		h.Now())
-	if err != nil {
-		h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
+	if res.Paused != nil && runErr == nil {
+		// Kept before the client learns of it, so that an answer finds
+		// the paused run and its turn, in whichever engine it arrives.
+		command := redactText(out.redactor, res.Paused.Request.Command)
+		expires, err := h.keepPaused(saveCtx, chat, res, command)
+		if err != nil {
+			h.Log.Error("keep paused run", "chatId", req.ChatID, "err", err)
+			runErr = errors.New("the command waits for approval, but the paused run could not be kept: " + err.Error())
+		} else {
+			out.approval = interactive(res.Paused.Request, command, expires)
+		}
 	}
+	record := func() {
+		_, err := h.History.AppendTurn(saveCtx, chat,
+			history.Item{Role: "user", Text: question},
+			history.Item{Role: "assistant", ResponseChatItemID: replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
+			h.Now())
+		if err != nil {
+			h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
+		}
+	}
+	switch {
+	case runErr != nil:
+		answer += "\n[interrupted: " + runErr.Error() + "]"
+		if res.Paused != nil {
+			out.event(nodes.Event{Data: nodes.NodeError{Message: runErr.Error()}})
+			out.finish(&nodes.Result{Answer: answer, Responses: res.Responses})
+		}
+		record()
+	case out.approval != nil:
+		// The answer continues this turn: it is written down first.
+		record()
+		out.finish(res)
+	default:
+		// The client has the whole answer before the turn is written down.
+		out.finish(res)
+		record()
+	}
+}
+
+// redactText redacts a text the chat shows (nil: as it is).
+func redactText(r *redact.Redactor, text string) string {
+	if r == nil {
+		return text
+	}
+	out, _ := r.Redact(text)
+	return out
 }
 
 // via names the credential of a chat request for the audit: a share link,
@@ -385,6 +465,9 @@ func redactResult(r *redact.Redactor, res *nodes.Result) {
 		if d, ok := resp.Detail.(toolcall.Detail); ok {
 			for i := range d.ToolCalls { // shared with resp.Detail's slice
 				d.ToolCalls[i].Arguments = redactArgs(r, d.ToolCalls[i].Arguments)
+				if ap := d.ToolCalls[i].Approval; ap != nil {
+					ap.Command, ap.Edited = redactText(r, ap.Command), redactText(r, ap.Edited)
+				}
 			}
 		}
 	}
@@ -480,6 +563,9 @@ type chatStream struct {
 	// it wrote.
 	redactor *redact.Redactor
 	answer   *redact.Transformer
+	// approval, when set, is the question of a paused run: sent before
+	// the stream closes, or in the completion.
+	approval gin.H
 }
 
 func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
@@ -576,6 +662,9 @@ func (s *chatStream) flushAnswer() {
 func (s *chatStream) finish(res *nodes.Result) {
 	if s.stream {
 		s.flushAnswer()
+		if s.approval != nil && s.detail {
+			s.send("interactive", s.approval)
+		}
 		s.send("answer", s.chunk(map[string]any{}, "stop"))
 		if s.detail {
 			s.send("flowResponses", res.Responses)
@@ -592,6 +681,9 @@ func (s *chatStream) finish(res *nodes.Result) {
 	}
 	if s.detail {
 		body["responseData"] = res.Responses
+	}
+	if s.approval != nil {
+		body["interactive"] = s.approval["interactive"]
 	}
 	s.c.JSON(http.StatusOK, body)
 }

@@ -77,6 +77,9 @@ type Config struct {
 	AuditRetention time.Duration
 	AuditSchedule  string
 
+	// Alerts is where TypeAlertWebhook tasks are delivered.
+	Alerts AlertWebhook
+
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -120,6 +123,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
+	}
+	if c.Alerts.Metrics == nil {
+		c.Alerts.Metrics = NewAlertMetrics()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -177,6 +183,7 @@ func (w *Workers) ServeMux() *asynq.ServeMux {
 	mux.HandleFunc(TypeDeleteApp, w.HandleDeleteApp)
 	mux.HandleFunc(TypeReconcile, w.HandleReconcile)
 	mux.HandleFunc(TypeAuditPrune, w.HandleAuditPrune)
+	mux.HandleFunc(TypeAlertWebhook, w.HandleAlertWebhook)
 	return mux
 }
 
@@ -198,7 +205,7 @@ func (w *Workers) Start() error {
 	w.srv = asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,
 		Queues:                   Queues(),
-		RetryDelayFunc:           w.cfg.RetryDelay,
+		RetryDelayFunc:           w.retryDelay,
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
 		TaskCheckInterval:        w.cfg.PollInterval,
 		DelayedTaskCheckInterval: w.cfg.PollInterval,

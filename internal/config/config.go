@@ -39,6 +39,7 @@ type Config struct {
 	Workers Workers
 	Product Product
 	Caps    Caps
+	Alerts  Alerts
 }
 
 // Caps keep one user, or one share link's visitors, from taking the
@@ -79,6 +80,10 @@ type Product struct {
 	// SecureCookies marks session cookies HTTPS-only.
 	// FLOWBOX_SECURE_COOKIES (default: true in production mode).
 	SecureCookies bool
+	// ApprovalTimeout is how long a command an ask rule matched waits for
+	// its chat's owner to approve it; then it counts as rejected
+	// ("expired"). FLOWBOX_APPROVAL_TIMEOUT (default 30m).
+	ApprovalTimeout time.Duration
 }
 
 // Workers configures the task workers (package workers).
@@ -190,6 +195,7 @@ func Parse(getenv func(string) string) (Config, error) {
 		},
 	}
 	c.Workers.AuditRetention = retention(str("FLOWBOX_AUDIT_RETENTION", "90d"), &errs)
+	c.Alerts = alerts(str, &errs)
 	if c.Workers.Concurrency == 0 {
 		errs = append(errs, "FLOWBOX_WORKERS_CONCURRENCY=0: a worker needs to run at least one task at a time")
 	}
@@ -204,6 +210,8 @@ func Parse(getenv func(string) string) (Config, error) {
 		LLMAPIKey:     str("FLOWBOX_LLM_API_KEY", ""),
 		SecureCookies: boolean("FLOWBOX_SECURE_COOKIES", c.Mode == "production"),
 		LoginBurst:    int(integer("FLOWBOX_LOGIN_BURST", 10)),
+		// A duration, as the other timeouts.
+		ApprovalTimeout: duration("FLOWBOX_APPROVAL_TIMEOUT", 30*time.Minute),
 	}
 	if c.Product.LoginBurst == 0 {
 		errs = append(errs, "FLOWBOX_LOGIN_BURST=0 would refuse every sign-in; allow at least 1")

@@ -34,6 +34,7 @@ func egressAudit(s *Services, log *slog.Logger) func(context.Context, egress.Eve
 				rec.AppID, rec.ChatID, rec.UserID = inst.AppID, inst.ChatID, inst.UserID
 			}
 		}
+		s.Alerter.Observe(rec)
 		s.AuditWriter.Write(ctx, rec)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
@@ -33,7 +34,10 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	}
 	env.Egress = cfg.Sandbox.Egress
 	types := nodes.Builtins(models)
-	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env})
+	chats := history.New(svc.DB)
+	approvals := approval.New(svc.DB)
+	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
+		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats)})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)
@@ -59,7 +63,6 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	if err := appStore.EnsureDemo(ctx, "u:"+cfg.Product.AdminUser, time.Now()); err != nil {
 		return nil, fmt.Errorf("create the demo app: %w", err)
 	}
-	chats := history.New(svc.DB)
 	links := share.New(svc.DB)
 	access := &web.Access{Apps: appStore, Chats: chats}
 	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
@@ -74,7 +77,8 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Auth:     accounts,
 		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
-			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log},
+			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
+			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter},
 		Apps: &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
 			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
 		Chats:   &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},

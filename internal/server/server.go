@@ -89,6 +89,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if err := reg.Register(svc.AuditMetrics); err != nil {
 		return nil, fmt.Errorf("register the audit metrics: %w", err)
 	}
+	if err := reg.Register(svc.AlertMetrics); err != nil {
+		return nil, fmt.Errorf("register the alert metrics: %w", err)
+	}
 	if e.Workers, err = NewWorkers(svc, cfg, log, reg); err != nil {
 		return nil, err
 	}

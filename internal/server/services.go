@@ -25,6 +25,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/host"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/workers"
 )
 
 // Services are the long-lived components of one engine process, below the
@@ -41,6 +42,11 @@ type Services struct {
 	Audit        *audit.Store
 	AuditWriter  *audit.Writer
 	AuditMetrics *audit.Metrics
+	// Alerter sends the audit's alerts (nil: no webhook) through Alerts
+	// to the workers; AlertMetrics counts them (registered by New).
+	Alerter      *audit.Alerter
+	Alerts       *workers.AlertQueue
+	AlertMetrics *workers.AlertMetrics
 	// Policy is the shell policy: the operator's command rules, limits
 	// and redaction, tightened per app.
 	Policy *shellPolicy
@@ -107,6 +113,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	s.AuditMetrics = audit.NewMetrics()
 	s.AuditWriter = audit.NewWriter(audit.WriterConfig{Store: s.Audit, Metrics: s.AuditMetrics, Logger: log})
 	s.closers = append(s.closers, s.AuditWriter.Close) // before the database closes
+	startAlerts(s, cfg.Alerts, log)
 	var proxy *egress.Proxy
 	if len(cfg.Sandbox.Egress) > 0 {
 		// Every connection is logged by the proxy (message "egress") and
@@ -128,7 +135,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		return nil, err
 	}
 	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
-		Redact: s.Policy.redactCommand})}, s.Policy.middleware()...), middleware...)
+		Redact: s.Policy.redactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.middleware()...), middleware...)
 	s.Manager, err = sandbox.New(sandbox.Config{
 		Provider: s.Provider,
 		Store:    store,

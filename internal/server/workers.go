@@ -40,6 +40,7 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		PollInterval:    cfg.Workers.PollInterval,
 		Audit:           svc.Audit,
 		AuditRetention:  cfg.Workers.AuditRetention,
+		Alerts:          alertWebhook(svc, cfg.Alerts),
 		Logger:          log,
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/policy"
 )
 
 // ShellToolName is the built-in sandbox tool's name (N2).
@@ -62,6 +63,15 @@ type Config struct {
 	Models  nodes.Models
 	Sandbox Sandbox // nil: sandbox_shell answers that no sandbox is configured
 	Env     Environment
+	// Approvals remembers the commands a person approved for a whole
+	// chat (P10); nil: none are remembered.
+	Approvals Approvals
+	// Limits gives the app's tool-call limits (P9): per run and per chat,
+	// zero for none; nil: no limits.
+	Limits func(ctx context.Context, appID string) (perRun, perChat int)
+	// ChatToolCalls counts the tool calls of a chat's earlier turns, for
+	// the per-chat limit; nil: they are not counted.
+	ChatToolCalls func(ctx context.Context, chatID string) (int, error)
 	// Now is the clock for tool durations; default time.Now.
 	Now func() time.Time
 }
@@ -122,11 +132,18 @@ type Call struct {
 	Arguments  string `json:"params"`
 	Response   string `json:"response"` // the JSON the model read
 	DurationMs int64  `json:"durationMs"`
-	Status     string `json:"status"` // success | failed | timed out | refused | error
+	Status     string `json:"status"` // success | failed | timed out | refused | limited | rejected | awaiting approval | error
+	// Approval is set on a command a person was asked about: the call
+	// that paused the run (Decision empty), and the same call once
+	// answered, in the run that resumed it.
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // Run calls the model, runs the tools it asks for, sends the results back,
 // and repeats until the model answers without tools or the round limit.
+// A command the policy asks a person about pauses the run (see
+// nodes.Interrupt) once the round's other calls have run; run.Resume
+// continues it with the person's answer.
 func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, error) {
 	in := run.Inputs
 	modelName := nodes.StringInput(in, "model")
@@ -141,70 +158,227 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 		tools = append(tools, ShellTool)
 		system += n.PromptSuffix()
 	}
-	msgs := nodes.Messages(system, run.Chat.History, nodes.IntInput(in, "history"), nodes.StringInput(in, "userChatInput"))
-	if useSandbox && nodes.StringInput(in, "systemPrompt") == "" {
-		msgs[0].Content = strings.TrimLeft(msgs[0].Content, "\n")
-	}
 	maxRounds := max(1, nodes.IntInput(in, "maxToolRounds"))
 	var calls []Call
 	defer func() { run.Detail = Detail{ToolCalls: calls} }()
 
+	var st roundState
+	lim := n.limits(ctx, run)
+	if run.Resume != nil {
+		if err := json.Unmarshal(run.Resume.State, &st); err != nil || len(st.Messages) == 0 ||
+			st.Asked < 0 || st.Asked >= len(st.Results) || len(st.Messages[len(st.Messages)-1].ToolCalls) != len(st.Results) {
+			return nil, fmt.Errorf("resume the paused run: its stored state is not usable (%v)", err)
+		}
+		lim.resumedAt = st.RunCalls
+	} else {
+		st.Messages = nodes.Messages(system, run.Chat.History, nodes.IntInput(in, "history"), nodes.StringInput(in, "userChatInput"))
+		if useSandbox && nodes.StringInput(in, "systemPrompt") == "" {
+			st.Messages[0].Content = strings.TrimLeft(st.Messages[0].Content, "\n")
+		}
+	}
+
 	var answer string
-	for round := 1; ; round++ {
-		resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: nodes.FloatInput(in, "temperature")},
-			func(s string) { run.Emit(nodes.AnswerDelta{Text: s}) })
+	for {
+		if st.Results == nil {
+			st.Round++
+			resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: st.Messages, Tools: tools, Temperature: nodes.FloatInput(in, "temperature")},
+				func(s string) { run.Emit(nodes.AnswerDelta{Text: s}) })
+			if err != nil {
+				return nil, fmt.Errorf("model %s: %w", modelName, err)
+			}
+			st.Messages = append(st.Messages, resp.Message)
+			answer = resp.Message.Content
+			if len(resp.Message.ToolCalls) == 0 {
+				break
+			}
+			if st.Round > maxRounds {
+				note := fmt.Sprintf("\n\n[Stopped: the model still wanted tools after %d rounds, the limit of this node. Raise \"Maximum tool rounds\" or ask it to continue.]", maxRounds)
+				run.Emit(nodes.AnswerDelta{Text: note})
+				answer += note
+				break
+			}
+			st.Results = make([]*string, len(resp.Message.ToolCalls))
+			st.Asked = -1
+		}
+		pause, unavailable, err := n.round(ctx, run, &st, tools, lim, &calls)
+		if unavailable != nil {
+			// N5: the node ends with the error as its output; the rest
+			// of the workflow runs on.
+			run.Warning = unavailable.Error()
+			run.Emit(nodes.NodeError{Message: sandbox.ErrUnavailable.Error()})
+			return map[string]any{"answerText": sandbox.ErrUnavailable.Error(), "toolCalls": calls}, nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("model %s: %w", modelName, err)
+			return nil, err
 		}
-		msgs = append(msgs, resp.Message)
-		answer = resp.Message.Content
-		if len(resp.Message.ToolCalls) == 0 {
-			break
+		if pause != nil {
+			return nil, pause
 		}
-		if round > maxRounds {
-			note := fmt.Sprintf("\n\n[Stopped: the model still wanted tools after %d rounds, the limit of this node. Raise \"Maximum tool rounds\" or ask it to continue.]", maxRounds)
-			run.Emit(nodes.AnswerDelta{Text: note})
-			answer += note
-			break
+		// The round is complete: its results go back in the order of the
+		// calls, whichever ran first.
+		for i, tc := range st.Messages[len(st.Messages)-1].ToolCalls {
+			st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: *st.Results[i]})
 		}
-		for _, tc := range resp.Message.ToolCalls {
-			call, unavailable := n.runTool(ctx, run, tc, tools)
-			calls = append(calls, call)
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: call.Response})
-			if unavailable != nil {
-				// N5: the node ends with the error as its output; the rest
-				// of the workflow runs on.
-				run.Warning = unavailable.Error()
-				run.Emit(nodes.NodeError{Message: sandbox.ErrUnavailable.Error()})
-				return map[string]any{"answerText": sandbox.ErrUnavailable.Error(), "toolCalls": calls}, nil
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		}
+		st.Results = nil
 	}
 	return map[string]any{"answerText": answer, "toolCalls": calls}, nil
 }
 
-// runTool runs one tool call and reports it; unavailable is set when the
-// sandbox service could not run the command.
-func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tools []llm.Tool) (call Call, unavailable error) {
-	call = Call{ID: tc.ID, Tool: tc.Function.Name, Arguments: tc.Function.Arguments}
-	run.Emit(nodes.ToolCallStarted{ID: tc.ID, Tool: tc.Function.Name, Params: tc.Function.Arguments})
-	run.Emit(nodes.ToolParams{ID: tc.ID, Params: tc.Function.Arguments})
+// roundState is where the rounds stand; it is the state a paused run
+// keeps (nodes.Interrupt.State), so its JSON must stay readable by later
+// versions.
+type roundState struct {
+	// Messages is the conversation with the model, through the assistant
+	// message whose tool calls are being run when Results is set.
+	Messages []llm.Message `json:"messages"`
+	Round    int           `json:"round"`
+	// Results holds the response of each tool call of the round; null
+	// for those still to run.
+	Results []*string `json:"results,omitempty"`
+	// Asked is the call a person is asked about (index in Results).
+	Asked int `json:"asked"`
+	// RunCalls counts the tool calls the run made (P9).
+	RunCalls int `json:"runCalls"`
+}
+
+// round runs the calls of the round that have no result yet: on resume,
+// first the one the person answered. It returns an interrupt when a
+// command waits for a person; the other calls of the round have run.
+func (n *Node) round(ctx context.Context, run *nodes.NodeRun, st *roundState, tools []llm.Tool, lim *limits, calls *[]Call) (pause *nodes.Interrupt, unavailable, err error) {
+	tcs := st.Messages[len(st.Messages)-1].ToolCalls
+	if run.Resume != nil && st.Asked >= 0 && st.Results[st.Asked] == nil {
+		call, _, unavailable := n.runTool(ctx, run, tcs[st.Asked], tools, st, lim, n.answered(ctx, run, tcs[st.Asked]))
+		*calls = append(*calls, call)
+		st.Results[st.Asked] = &call.Response
+		if unavailable != nil {
+			return nil, unavailable, nil
+		}
+	}
+	var asked []int
+	var first nodes.ApprovalRequest
+	for i, tc := range tcs {
+		if st.Results[i] != nil {
+			continue
+		}
+		call, ask, unavailable := n.runTool(ctx, run, tc, tools, st, lim, toolRun{})
+		if ask != nil {
+			if len(asked) == 0 {
+				first = nodes.ApprovalRequest{ID: newApprovalID(), ToolCallID: tc.ID, Tool: tc.Function.Name, Command: ask.command,
+					Rule: ask.Verdict.Rule, Justification: ask.Verdict.Justification, Hint: ask.Verdict.Hint}
+				call.Approval = &Approval{ID: first.ID, Command: first.Command, Rule: first.Rule, Justification: first.Justification}
+			}
+			asked = append(asked, i)
+		} else {
+			st.Results[i] = &call.Response
+		}
+		*calls = append(*calls, call)
+		if unavailable != nil {
+			return nil, unavailable, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+	}
+	if len(asked) == 0 {
+		return nil, nil, nil
+	}
+	// One approval at a time: the other asked calls run again, and may
+	// ask again, once this one is answered.
+	st.Asked = asked[0]
+	state, err := json.Marshal(st)
+	if err != nil {
+		return nil, nil, fmt.Errorf("keep the paused run: %w", err)
+	}
+	run.Emit(first)
+	return &nodes.Interrupt{Request: first, State: state}, nil, nil
+}
+
+// toolRun is how a person's answer changes one tool call.
+type toolRun struct {
+	// command, when set, runs instead of the model's (an edit).
+	command string
+	// approved: a person approved the command that runs.
+	approved bool
+	// rejected, when set, is what the model reads instead of a result.
+	rejected string
+	approval *Approval
+}
+
+// answered is how the person's answer (run.Resume) runs the call asked
+// about.
+func (n *Node) answered(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) toolRun {
+	r := run.Resume
+	a := r.Answer
+	tr := toolRun{approval: &Approval{ID: r.Request.ID, Command: r.Request.Command, Rule: r.Request.Rule,
+		Justification: r.Request.Justification, Decision: a.Decision, Reason: a.Reason}}
+	switch a.Decision {
+	case nodes.Approve, nodes.ApproveChat:
+		tr.approved = true
+		if a.Decision == nodes.ApproveChat && n.cfg.Approvals != nil {
+			if err := n.cfg.Approvals.ApproveInChat(ctx, run.Chat.ChatID, r.Request.Command); err != nil {
+				// The command still runs once; it will be asked about
+				// again next time.
+				tr.approval.Reason = "not remembered for the chat: " + err.Error()
+			}
+		}
+	case nodes.Edit:
+		tr.approved, tr.command, tr.approval.Edited = true, a.Command, a.Command
+	default:
+		why := "The user rejected this command; it did not run."
+		switch {
+		case a.Decision == "expired":
+			why = "Nobody approved this command in time; it did not run."
+		case a.Reason != "":
+			why += " Their reason: " + a.Reason
+		}
+		tr.rejected = why
+	}
+	return tr
+}
+
+// runTool runs one tool call and reports it. ask is set when the command
+// waits for a person's approval (and did not run); unavailable when the
+// sandbox service could not run it.
+func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tools []llm.Tool, st *roundState, lim *limits, tr toolRun) (call Call, ask *askedCommand, unavailable error) {
+	call = Call{ID: tc.ID, Tool: tc.Function.Name, Arguments: tc.Function.Arguments, Approval: tr.approval}
+	if tr.command != "" {
+		call.Arguments = editedArgs(tc.Function.Arguments, tr.command)
+	}
+	run.Emit(nodes.ToolCallStarted{ID: tc.ID, Tool: tc.Function.Name, Params: call.Arguments})
+	run.Emit(nodes.ToolParams{ID: tc.ID, Params: call.Arguments})
 	start := n.cfg.Now()
 	var resp any
-	if !offered(tools, tc.Function.Name) {
+	counted := true
+	limit := ""
+	if tr.rejected == "" {
+		limit = lim.reached(ctx, run, st)
+	}
+	switch {
+	case tr.rejected != "":
+		call.Status = StatusRejected
+		resp = ShellResult{ExitCode: -1, Stderr: tr.rejected}
+	case limit != "":
+		counted = false
+		call.Status = StatusLimited
+		resp = toolError(limit)
+	case !offered(tools, tc.Function.Name):
 		call.Status = "error"
 		resp = toolError(fmt.Sprintf("unknown tool %q; the tools you have are: %s", tc.Function.Name, names(tools)))
-	} else {
-		resp, call.Status, unavailable = n.shell(ctx, run, tc)
+	default:
+		resp, call.Status, ask, unavailable = n.shell(ctx, run, tc, tr)
+	}
+	if ask != nil {
+		counted = false
+		call.Status = StatusAwaiting
+	}
+	if counted {
+		st.RunCalls++
 	}
 	call.DurationMs = n.cfg.Now().Sub(start).Milliseconds()
 	b, _ := json.Marshal(resp)
 	call.Response = string(b)
 	run.Emit(nodes.ToolResult{ID: tc.ID, Tool: tc.Function.Name, Response: call.Response, DurationMs: call.DurationMs, Status: call.Status})
-	return call, unavailable
+	return call, ask, unavailable
 }
 
 // ShellResult is what the model reads back from sandbox_shell (N4).
@@ -220,28 +394,42 @@ type ShellResult struct {
 	// stopped sooner, or ran longer, than it asked.
 	TimeoutClamped bool `json:"timeoutClamped,omitempty"`
 	TimeoutSeconds int  `json:"timeoutSeconds,omitempty"`
+	// EditedCommand is the command a person ran instead of the model's
+	// (P10): the output is its output.
+	EditedCommand string `json:"editedCommand,omitempty"`
 }
 
-func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (resp any, status string, unavailable error) {
+func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tr toolRun) (resp any, status string, ask *askedCommand, unavailable error) {
 	args, problem := ParseShellArgs(tc.Function.Arguments)
 	if problem != "" {
-		return toolError(problem), "error", nil
+		return toolError(problem), "error", nil, nil
 	}
 	cmd, timeout := args.Command, args.Timeout
-	if args.Clamped {
-		defer func() {
-			if r, ok := resp.(ShellResult); ok {
-				r.TimeoutClamped, r.TimeoutSeconds = true, int(timeout/time.Second)
-				resp = r
-			}
-		}()
+	if tr.command != "" {
+		cmd = tr.command
 	}
+	defer func() {
+		if r, ok := resp.(ShellResult); ok {
+			if args.Clamped {
+				r.TimeoutClamped, r.TimeoutSeconds = true, int(timeout/time.Second)
+			}
+			if tr.command != "" {
+				r.EditedCommand = tr.command
+			}
+			resp = r
+		}
+	}()
 	if n.cfg.Sandbox == nil {
 		err := fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
-		return ShellResult{ExitCode: -1, Stderr: sandbox.ErrUnavailable.Error()}, "failed", err
+		return ShellResult{ExitCode: -1, Stderr: sandbox.ErrUnavailable.Error()}, "failed", nil, err
 	}
-	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
-	res, err := n.cfg.Sandbox.Exec(ctx, scope, sandbox.ExecRequest{
+	approved := tr.approved
+	if !approved && n.cfg.Approvals != nil {
+		// Approved for the whole chat earlier: an unreadable store only
+		// means the person is asked again.
+		approved, _ = n.cfg.Approvals.ApprovedInChat(ctx, run.Chat.ChatID, cmd)
+	}
+	req := sandbox.ExecRequest{
 		Command: cmd, Timeout: timeout,
 		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via},
 		OnOutput: func(s sandbox.Stream, p []byte) {
@@ -251,30 +439,41 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall) (
 			}
 			run.Emit(nodes.ToolOutput{ID: tc.ID, Stream: stream, Text: string(p)})
 		},
-	})
+	}
+	if approved {
+		req.Approved = cmd
+	}
+	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
+	res, err := n.cfg.Sandbox.Exec(ctx, scope, req)
 	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated}
 	var limit *sandbox.LimitError
 	var refused *sandbox.RefusedError
+	var asks *policy.AskError
 	switch {
+	case errors.As(err, &asks):
+		// An ask rule matched: the command waits for a person. The
+		// model reads nothing yet; the run pauses after the round.
+		return AwaitingResult{AwaitingApproval: true, Rule: asks.Verdict.Rule, Justification: asks.Verdict.Justification},
+			StatusAwaiting, &askedCommand{AskError: asks, command: cmd}, nil
 	case errors.As(err, &refused):
 		// The policy refused the command; it did not run. The model reads
 		// the rule, why, and what is allowed.
-		return ShellResult{ExitCode: -1, Stderr: refused.Error()}, "refused", nil
+		return ShellResult{ExitCode: -1, Stderr: refused.Error()}, "refused", nil, nil
 	case errors.Is(err, sandbox.ErrUnavailable):
-		return out, "failed", err
+		return out, "failed", nil, err
 	case errors.As(err, &limit):
 		// A cap refused to start the sandbox: the model reads which, and
 		// what the user may do.
-		return ShellResult{ExitCode: -1, Stderr: limit.Error()}, "failed", nil
+		return ShellResult{ExitCode: -1, Stderr: limit.Error()}, "failed", nil, nil
 	case err != nil:
 		// Cancelled, or the scope was refused: the model sees why.
-		return ShellResult{ExitCode: -1, Stderr: err.Error()}, "failed", nil
+		return ShellResult{ExitCode: -1, Stderr: err.Error()}, "failed", nil, nil
 	case res.TimedOut:
-		return out, "timed out", nil
+		return out, "timed out", nil, nil
 	case res.ExitCode != 0:
-		return out, "failed", nil
+		return out, "failed", nil, nil
 	}
-	return out, "success", nil
+	return out, "success", nil, nil
 }
 
 // ShellArgs are sandbox_shell's arguments as the command will run.

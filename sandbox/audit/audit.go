@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/policy"
 )
 
 // Kind says what a record is of.
@@ -41,6 +42,16 @@ const (
 	// Refused: a policy rule (Rule says which) or a cap on running
 	// sandboxes ("cap:" and the cap) refused it; it did not run.
 	Refused Decision = "refused"
+	// Ask: an ask rule (Rule) matched; the command waits for a person
+	// (status pending) and did not run. The person's answer is a later
+	// record of the same tool call: Approved, or Rejected.
+	Ask Decision = "ask"
+	// Approved: a person approved the command an ask rule matched
+	// (sandbox.ExecRequest.Approved) and it ran.
+	Approved Decision = "approved"
+	// Rejected: a person rejected the command, or nobody answered in
+	// time (Reason "expired"); it did not run.
+	Rejected Decision = "rejected"
 )
 
 // Status is how a call ended.
@@ -66,11 +77,17 @@ const (
 	StatusClientGone Status = "client_gone"
 	// StatusError: any other error (a file not found, a bad path, ...).
 	StatusError Status = "error"
+	// StatusPending: an ask rule matched; the command waits for a
+	// person's approval (decision Ask).
+	StatusPending Status = "pending"
+	// StatusRejected: a person rejected the command, or its approval
+	// expired (decision Rejected).
+	StatusRejected Status = "rejected"
 )
 
 // Statuses lists every status, for the filters of the admin page.
 var Statuses = []Status{StatusSuccess, StatusFailed, StatusTimedOut, StatusRefused, StatusLimited,
-	StatusUnavailable, StatusDeleted, StatusClientGone, StatusError}
+	StatusUnavailable, StatusDeleted, StatusClientGone, StatusError, StatusPending, StatusRejected}
 
 // Record is one audited call, as stored in the collection.
 type Record struct {
@@ -127,7 +144,10 @@ type Record struct {
 func classify(res sandbox.ExecResult, err, ctxErr error) (Decision, string, string, Status) {
 	var refused *sandbox.RefusedError
 	var limit *sandbox.LimitError
+	var ask *policy.AskError
 	switch {
+	case errors.As(err, &ask):
+		return Ask, ask.Verdict.Rule, ask.Verdict.Justification, StatusPending
 	case errors.As(err, &refused):
 		return Refused, refused.Rule, refused.Justification, StatusRefused
 	case errors.Is(err, sandbox.ErrRefused):

@@ -71,7 +71,7 @@ func result(s Status) string {
 		return ResultFailed
 	case StatusTimedOut:
 		return ResultTimedOut
-	case StatusRefused, StatusLimited:
+	case StatusRefused, StatusLimited, StatusPending, StatusRejected:
 		return ResultRefused
 	}
 	return ResultError

@@ -91,6 +91,9 @@ func (cfg Config) exec(next sandbox.ExecFunc) sandbox.ExecFunc {
 
 		rec.DurationMs = time.Since(began).Milliseconds()
 		rec.Decision, rec.Rule, rec.Reason, rec.Status = classify(res, err, ctx.Err())
+		if rec.Decision == Allowed && call.Request.Approved != "" && call.Request.Approved == call.Request.Command {
+			rec.Decision = Approved
+		}
 		rec.Reason = cfg.Redact(rec.Reason)
 		rec.ExitCode = res.ExitCode
 		rec.StdoutBytes, rec.StderrBytes = int64(len(res.Stdout)), int64(len(res.Stderr))

@@ -13,10 +13,10 @@ import (
 // be read does not let commands through.
 type Source func(ctx context.Context, call *sandbox.Call) (Policy, *History, error)
 
-// AskError is the refusal of a command an ask rule matched. Approval is
-// not available yet, so the command does not run; Verdict is what an
-// approval step will show. It unwraps to a *sandbox.RefusedError, so
-// errors.Is(err, sandbox.ErrRefused) holds.
+// AskError is the refusal of a command an ask rule matched and no person
+// approved (ExecRequest.Approved): it does not run; Verdict is what the
+// person asked is shown. It unwraps to a *sandbox.RefusedError, so
+// errors.Is(err, sandbox.ErrRefused) holds for callers that cannot ask.
 type AskError struct {
 	Verdict Verdict
 	refused *sandbox.RefusedError
@@ -28,8 +28,10 @@ func (e *AskError) Unwrap() error { return e.refused }
 // Middleware judges every command of the sandbox chain before it runs.
 // A forbidden command returns ExitCode -1 and a *sandbox.RefusedError
 // naming the rule, without reaching the provider; a command an ask rule
-// matched returns an *AskError. An allowed one runs with its timeout
-// clamped to the policy's, and is then added to the history Source gave.
+// matched returns an *AskError unless a person approved exactly this
+// command line (ExecRequest.Approved). An allowed one runs with its
+// timeout clamped to the policy's, and is then added to the history
+// Source gave.
 func Middleware(src Source) sandbox.Middleware {
 	return sandbox.Middleware{Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
 		return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
@@ -42,9 +44,12 @@ func Middleware(src Source) sandbox.Middleware {
 			case Forbid:
 				return sandbox.ExecResult{ExitCode: -1}, &sandbox.RefusedError{Rule: v.Rule, Justification: v.Justification, Hint: v.Hint}
 			case Ask:
+				if call.Request.Approved != "" && call.Request.Approved == call.Request.Command {
+					break
+				}
 				return sandbox.ExecResult{ExitCode: -1}, &AskError{Verdict: v, refused: &sandbox.RefusedError{
 					Rule:          v.Rule,
-					Justification: "this command needs a person's approval, which is not available yet: " + v.Justification,
+					Justification: "this command needs a person's approval: " + v.Justification,
 					Hint:          v.Hint,
 				}}
 			}

@@ -84,12 +84,19 @@ function finishCard(card, response, status, durationMs) {
 }
 
 async function sendChat(form) {
-  const box = document.getElementById("messages");
   const input = form.querySelector("textarea");
   const question = input.value.trim();
   if (!question) return;
   input.value = "";
-  box.append(el("div", { class: "msg user" }, question));
+  await runChat(form, question, { messages: [{ role: "user", content: question }] });
+}
+
+// runChat posts one chat request (a message, or the answer to an
+// approval), draws the person's side and streams the answer into a new
+// assistant message: text, command cards, live output, approval cards.
+async function runChat(form, said, request) {
+  const box = document.getElementById("messages");
+  box.append(el("div", { class: "msg user" }, said));
   const answer = el("div", { class: "msg assistant" });
   const text = el("div", { class: "text" });
   answer.append(text);
@@ -99,9 +106,9 @@ async function sendChat(form) {
   const resp = await fetch((form.dataset.api || "") + "/api/v1/chat/completions", {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
-    body: JSON.stringify({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: form.dataset.tools !== "false", messages: [{ role: "user", content: question }] }),
+    body: JSON.stringify(Object.assign({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: form.dataset.tools !== "false" }, request)),
   });
-  if (!resp.ok) { const e = await resp.json().catch(() => ({})); text.textContent = e.message || resp.statusText; return; }
+  if (!resp.ok) { const e = await resp.json().catch(() => ({})); text.textContent = e.message || resp.statusText; return false; }
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buf = "", event = "";
@@ -130,6 +137,11 @@ async function sendChat(form) {
       } else if (event === "toolResponse") {
         const card = cards[data.tool.id];
         if (card) finishCard(card, data.tool.response, data.tool.status, data.tool.durationMs);
+      } else if (event === "interactive" && data.interactive && data.interactive.type === "commandApproval") {
+        const p = data.interactive.params;
+        const card = cards[p.toolCallId];
+        const ask = approvalCard(form, p);
+        answer.insertBefore(ask, card ? card.nextSibling : text);
       } else if (event === "error") {
         answer.append(el("div", { class: "error" }, data.message));
       }
@@ -137,6 +149,73 @@ async function sendChat(form) {
     }
   }
   refreshFiles();
+  return true;
+}
+
+// approvalCard asks the chat's owner about a command a rule wants a
+// person to approve (P10): approve, approve for this chat, edit (the
+// edited command is judged again) or reject with a reason. The answer is
+// the next chat request; the run goes on in a new message.
+function approvalCard(form, p) {
+  const card = el("div", { class: "approval", "data-approval-id": p.approvalId });
+  card.append(el("div", { class: "approval-title" }, T("approvalNeeded")),
+    el("pre", { class: "approval-command", "data-role": "approval-command" }, p.command),
+    el("div", { class: "hint", "data-role": "approval-why" }, (p.rule ? p.rule + ": " : "") + (p.justification || "")));
+  const buttons = el("div", { class: "approval-actions" });
+  const edit = el("textarea", { class: "approval-edit", "data-role": "approval-edit", hidden: "" });
+  edit.value = p.command;
+  const reason = el("input", { type: "text", class: "approval-reason", "data-role": "approval-reason", placeholder: T("rejectReason"), hidden: "" });
+  const outcome = el("div", { class: "approval-outcome", "data-role": "approval-outcome" });
+  const answer = async (decision, extra) => {
+    card.querySelectorAll("button, textarea, input").forEach((b) => { b.disabled = true; });
+    const said = { approve: T("approved"), approveChat: T("approvedChat"), edit: T("edited"), reject: T("rejectedAnswer") }[decision];
+    showOutcome(card, decision, extra.reason || extra.command || "");
+    const ok = await runChat(form, said + ": " + (extra.command || p.command) + (extra.reason ? " (" + extra.reason + ")" : ""),
+      { interactive: Object.assign({ approvalId: p.approvalId, decision }, extra) });
+    if (!ok) { card.querySelectorAll("button, textarea, input").forEach((b) => { b.disabled = false; }); outcome.textContent = ""; card.classList.remove("answered"); }
+  };
+  buttons.append(
+    el("button", { type: "button", "data-answer": "approve", onclick: () => answer("approve", {}) }, T("approve")),
+    el("button", { type: "button", class: "secondary", "data-answer": "approveChat", onclick: () => answer("approveChat", {}) }, T("approveChat")),
+    el("button", { type: "button", class: "secondary", "data-answer": "edit", onclick: () => {
+      if (edit.hidden) { edit.hidden = false; edit.focus(); return; }
+      if (edit.value.trim()) answer("edit", { command: edit.value.trim() });
+    } }, T("edit")),
+    el("button", { type: "button", class: "danger", "data-answer": "reject", onclick: () => {
+      if (reason.hidden) { reason.hidden = false; reason.focus(); return; }
+      answer("reject", reason.value.trim() ? { reason: reason.value.trim() } : {});
+    } }, T("reject")));
+  card.append(edit, reason, buttons, outcome);
+  return card;
+}
+
+// showOutcome marks an approval card answered (or lapsed).
+function showOutcome(card, decision, detail) {
+  card.classList.add("answered");
+  const label = { approve: T("approved"), approveChat: T("approvedChat"), edit: T("edited"), reject: T("rejectedAnswer"), expired: T("expired"), lapsed: T("lapsed") }[decision] || decision;
+  card.querySelector('[data-role="approval-outcome"]').textContent = label + (detail ? ": " + detail : "");
+  card.querySelectorAll(".approval-actions, textarea, input").forEach((n) => { n.hidden = true; });
+}
+
+// drawStoredApprovals draws the approval cards of a reloaded chat: the
+// one the chat waits for can still be answered; the others show what
+// became of them (the turn that answered carries the decision).
+function drawStoredApprovals(form) {
+  const answers = {};
+  document.querySelectorAll(".tool-card[data-approval-decision]").forEach((c) => {
+    if (c.dataset.approvalDecision) answers[c.dataset.approvalId] = c.dataset;
+  });
+  const assistants = document.querySelectorAll("#messages .msg.assistant");
+  const last = assistants[assistants.length - 1];
+  document.querySelectorAll('.tool-card[data-status="awaiting approval"][data-approval-id]').forEach((c) => {
+    const d = c.dataset;
+    const card = approvalCard(form, { approvalId: d.approvalId, command: d.approvalCommand, rule: d.approvalRule, justification: d.approvalJustification, toolCallId: d.toolId });
+    c.after(card);
+    const a = answers[d.approvalId];
+    if (a) showOutcome(card, a.approvalDecision, a.approvalEdited || a.approvalReason || "");
+    else if (d.approvalExpires && new Date(d.approvalExpires) < new Date()) showOutcome(card, "expired", "");
+    else if (c.closest(".msg.assistant") !== last) showOutcome(card, "lapsed", "");
+  });
 }
 
 // Files panel: the workspace tree, a text editor, downloads.
@@ -721,6 +800,8 @@ document.addEventListener("DOMContentLoaded", () => {
   on("#logout", "click", async () => { await api("POST", "/api/logout"); location.href = "/login"; });
   document.querySelectorAll(".history-answer").forEach((n) => renderMarkdown(n, n.dataset.text));
   document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
+  const chatForm = document.getElementById("chat-form");
+  if (chatForm) drawStoredApprovals(chatForm);
   document.querySelectorAll("[data-admin-action]").forEach((b) => b.addEventListener("click", async () => {
     try {
       await api("POST", "/admin/api/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction);

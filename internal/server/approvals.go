@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+)
+
+// toolCallLimits are the app's limits on tool calls (P9), from its
+// merged policy; an app whose policy cannot be read gets none here (its
+// commands are refused by the policy link).
+func (s *shellPolicy) toolCallLimits(ctx context.Context, appID string) (perRun, perChat int) {
+	ap, err := s.forApp(ctx, appID)
+	if err != nil {
+		return 0, 0
+	}
+	return ap.policy.Limits.ToolCallsPerRun, ap.policy.Limits.ToolCallsPerChat
+}
+
+// chatToolCalls counts the tool calls of a chat's stored turns, for the
+// per-chat limit. A call that paused for approval counts once: in the
+// turn that answered it; a call the limits refused does not count.
+func chatToolCalls(chats *history.Store) func(ctx context.Context, chatID string) (int, error) {
+	return func(ctx context.Context, chatID string) (int, error) {
+		chat, err := chats.Get(ctx, chatID)
+		if errors.Is(err, history.ErrNotFound) {
+			return 0, nil
+		} else if err != nil {
+			return 0, err
+		}
+		items, err := chats.Items(ctx, chat, 0, 1<<20)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, it := range items {
+			var calls []toolcall.Call
+			_ = json.Unmarshal(it.ToolCalls, &calls)
+			for _, c := range calls {
+				if c.Status != toolcall.StatusAwaiting && c.Status != toolcall.StatusLimited {
+					n++
+				}
+			}
+		}
+		return n, nil
+	}
+}

@@ -1,0 +1,219 @@
+// Package approval keeps the runs that wait for a person to approve a
+// command (P10) in MongoDB, so that any engine process resumes them: the
+// paused run, who may answer, until when, and the answer. It also keeps
+// the commands a person approved for a whole chat.
+//
+// An approval is answered at most once. The embedded database (FerretDB)
+// has no transactions and applies updates without a lock, so the answer
+// is claimed by inserting it under the approval's id: of two answers
+// racing, exactly one insert succeeds. It must never decide who may
+// answer: callers check the chat's owner first.
+package approval
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/flowbox/flowbox/nodes"
+)
+
+// Collections.
+const (
+	ApprovalsCollection = "approvals"
+	AnswersCollection   = "approval_answers"
+	ChatCommands        = "approved_commands"
+)
+
+var (
+	// ErrNotFound: no such approval.
+	ErrNotFound = errors.New("approval not found")
+	// ErrAnswered: the approval was answered (or expired) already.
+	ErrAnswered = errors.New("approval already answered")
+)
+
+// Expired is the decision recorded for an approval nobody answered in
+// time, and Superseded for one whose chat went on with a new message;
+// both count as rejections.
+const (
+	Expired    = "expired"
+	Superseded = "superseded"
+)
+
+// Approval is a paused run waiting for an answer.
+type Approval struct {
+	ID     string
+	ChatID string
+	AppID  string
+	UserID string // the chat's owner: who may answer
+	// Command is as shown to the person (redacted); Rule and
+	// Justification are the policy's reasons.
+	Command, Rule, Justification string
+	ToolCallID                   string
+	CreatedAt, ExpiresAt         time.Time
+	Paused                       nodes.Paused
+}
+
+// Answer is how an approval was answered.
+type Answer struct {
+	Decision string    `bson:"decision" json:"decision"` // nodes.Answers, Expired or Superseded
+	Command  string    `bson:"command,omitempty" json:"command,omitempty"`
+	Reason   string    `bson:"reason,omitempty" json:"reason,omitempty"`
+	By       string    `bson:"by,omitempty" json:"by,omitempty"`
+	At       time.Time `bson:"at" json:"at"`
+}
+
+// doc is an approval's document. The paused run is JSON text: its shape
+// is open and the embedded database refuses nested arrays.
+type doc struct {
+	ID            string    `bson:"_id"`
+	ChatID        string    `bson:"chatId"`
+	AppID         string    `bson:"appId"`
+	UserID        string    `bson:"userId"`
+	ToolCallID    string    `bson:"toolCallId"`
+	Command       string    `bson:"command"`
+	Rule          string    `bson:"rule,omitempty"`
+	Justification string    `bson:"justification,omitempty"`
+	CreatedAt     time.Time `bson:"createdAt"`
+	ExpiresAt     time.Time `bson:"expiresAt"`
+	Paused        string    `bson:"paused"`
+}
+
+type answerDoc struct {
+	ID     string `bson:"_id"`
+	Answer `bson:",inline"`
+}
+
+// pendingDoc names the approval a chat waits for, if any.
+type pendingDoc struct {
+	ID       string `bson:"_id"` // "pending:" + chat id
+	Approval string `bson:"approval"`
+}
+
+// Store is the MongoDB approval store. Every read and write is by _id.
+type Store struct {
+	approvals, answers, commands *mongo.Collection
+}
+
+// New returns a store over db.
+func New(db *mongo.Database) *Store {
+	return &Store{approvals: db.Collection(ApprovalsCollection), answers: db.Collection(AnswersCollection),
+		commands: db.Collection(ChatCommands)}
+}
+
+// Put records a paused run and makes it the chat's pending approval.
+func (s *Store) Put(ctx context.Context, a Approval) error {
+	paused, err := json.Marshal(a.Paused)
+	if err != nil {
+		return fmt.Errorf("record approval %s: %w", a.ID, err)
+	}
+	_, err = s.approvals.InsertOne(ctx, doc{ID: a.ID, ChatID: a.ChatID, AppID: a.AppID, UserID: a.UserID, ToolCallID: a.ToolCallID,
+		Command: a.Command, Rule: a.Rule, Justification: a.Justification, CreatedAt: a.CreatedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC(),
+		Paused: string(paused)})
+	if err != nil {
+		return fmt.Errorf("record approval %s: %w", a.ID, err)
+	}
+	_, err = s.approvals.ReplaceOne(ctx, bson.D{{Key: "_id", Value: pendingKey(a.ChatID)}},
+		pendingDoc{ID: pendingKey(a.ChatID), Approval: a.ID}, options.Replace().SetUpsert(true))
+	if err != nil {
+		return fmt.Errorf("record approval %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+func pendingKey(chatID string) string { return "pending:" + chatID }
+
+// Get returns an approval and its answer (nil while it waits).
+func (s *Store) Get(ctx context.Context, id string) (Approval, *Answer, error) {
+	var d doc
+	err := s.approvals.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && d.ChatID == "") {
+		return Approval{}, nil, fmt.Errorf("approval %s: %w", id, ErrNotFound)
+	} else if err != nil {
+		return Approval{}, nil, fmt.Errorf("read approval %s: %w", id, err)
+	}
+	a := Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, ToolCallID: d.ToolCallID, Command: d.Command,
+		Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
+	if err := json.Unmarshal([]byte(d.Paused), &a.Paused); err != nil {
+		return Approval{}, nil, fmt.Errorf("read approval %s: the paused run: %w", id, err)
+	}
+	var ans answerDoc
+	err = s.answers.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&ans)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return a, nil, nil
+	} else if err != nil {
+		return Approval{}, nil, fmt.Errorf("read the answer to approval %s: %w", id, err)
+	}
+	return a, &ans.Answer, nil
+}
+
+// Pending is the approval the chat waits for: its id, or "" when it
+// waits for none (answered ones included).
+func (s *Store) Pending(ctx context.Context, chatID string) (string, error) {
+	var p pendingDoc
+	err := s.approvals.FindOne(ctx, bson.D{{Key: "_id", Value: pendingKey(chatID)}}).Decode(&p)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("read chat %s's pending approval: %w", chatID, err)
+	}
+	if p.Approval == "" {
+		return "", nil
+	}
+	n, err := s.answers.CountDocuments(ctx, bson.D{{Key: "_id", Value: p.Approval}})
+	if err != nil {
+		return "", fmt.Errorf("read chat %s's pending approval: %w", chatID, err)
+	}
+	if n > 0 {
+		return "", nil
+	}
+	return p.Approval, nil
+}
+
+// Claim records the answer; ErrAnswered when the approval has one
+// already (the answer is unchanged then).
+func (s *Store) Claim(ctx context.Context, id string, a Answer) error {
+	a.At = a.At.UTC()
+	_, err := s.answers.InsertOne(ctx, answerDoc{ID: id, Answer: a})
+	if mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("approval %s: %w", id, ErrAnswered)
+	} else if err != nil {
+		return fmt.Errorf("record the answer to approval %s: %w", id, err)
+	}
+	return nil
+}
+
+// commandKey is the key of a command approved for a chat.
+func commandKey(chatID, command string) string {
+	sum := sha256.Sum256([]byte(command))
+	return chatID + "/" + hex.EncodeToString(sum[:])
+}
+
+// ApprovedInChat reports whether a person approved this exact command
+// line for the whole chat.
+func (s *Store) ApprovedInChat(ctx context.Context, chatID, command string) (bool, error) {
+	n, err := s.commands.CountDocuments(ctx, bson.D{{Key: "_id", Value: commandKey(chatID, command)}})
+	if err != nil {
+		return false, fmt.Errorf("read chat %s's approved commands: %w", chatID, err)
+	}
+	return n > 0, nil
+}
+
+// ApproveInChat remembers that identical command lines of the chat run
+// without asking.
+func (s *Store) ApproveInChat(ctx context.Context, chatID, command string) error {
+	_, err := s.commands.InsertOne(ctx, bson.D{{Key: "_id", Value: commandKey(chatID, command)}, {Key: "chatId", Value: chatID},
+		{Key: "at", Value: time.Now().UTC()}})
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("remember chat %s's approved command: %w", chatID, err)
+	}
+	return nil
+}

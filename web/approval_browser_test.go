@@ -1,0 +1,118 @@
+package web_test
+
+// The approval card on the chat page (P10): a command an ask rule matches
+// waits on the page for the chat's owner, who approves, edits or rejects
+// it; the run goes on in the page, and a reloaded chat shows what became
+// of each card.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// newApprovalBrowserEnv is newBrowserEnv with a policy that asks before
+// rm and forbids nc.
+func newApprovalBrowserEnv(t *testing.T) *browserEnv {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.Need(t, "chromium", fmt.Errorf("no Chromium (apt-get install chromium): %w", err))
+	}
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	shots := os.Getenv(ScreenshotDirEnv)
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	svc := env.Engine.Services
+	return &browserEnv{url: env.URL, engine: env.Engine, manager: svc.Manager, provider: svc.Provider,
+		apps: env.Engine.Apps, chats: env.Engine.Chats, browser: startChromium(t, chromium), shots: shots}
+}
+
+const lastAnswer = `#messages .msg.assistant:last-child`
+
+// askApproval sends a message whose command needs approval and waits for
+// its card.
+func (tb *tab) askApproval(t *testing.T, message string) {
+	t.Helper()
+	before := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages .approval").length`))
+	tb.do(t,
+		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), message),
+		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
+	)
+	run(t, tb, chromedp.PollFunction[bool](`(before) => document.querySelectorAll("#messages .approval").length > before &&
+		document.querySelector("#messages .msg.assistant:last-child .approval button[data-answer=approve]") !== null`,
+		chromedp.WithPollingArgs(before), chromedp.WithPollingTimeout(browserWait)))
+}
+
+// waitAnswer waits until the last answer's text holds want.
+func (tb *tab) waitAnswer(t *testing.T, want string) {
+	t.Helper()
+	run(t, tb, chromedp.PollFunction[bool](`(want) => {
+		const last = document.querySelector("#messages .msg.assistant:last-child .text");
+		return last !== null && last.textContent.includes(want);
+	}`, chromedp.WithPollingArgs(want), chromedp.WithPollingTimeout(browserWait)))
+}
+
+func TestApprovalBrowser(t *testing.T) {
+	t.Parallel()
+	e := newApprovalBrowserEnv(t)
+	tb := e.signIn(t, "alice")
+	e.openChat(t, tb, "demo")
+
+	// Approve.
+	tb.askApproval(t, "$ touch a.txt && rm -f a.txt && echo approved-in-page")
+	if got := tb.text(t, lastAnswer+` .approval [data-role=approval-command]`); got != "touch a.txt && rm -f a.txt && echo approved-in-page" {
+		t.Errorf("the card shows %q", got)
+	}
+	if got := tb.text(t, lastAnswer+` .approval [data-role=approval-why]`); !strings.Contains(got, "ask-rm") || !strings.Contains(got, "deleting files needs a person") {
+		t.Errorf("the card's reason %q", got)
+	}
+	if got := tb.text(t, lastAnswer+` .tool-card [data-role=status]`); got != "awaiting approval" {
+		t.Errorf("the command's badge %q", got)
+	}
+	e.screenshot(t, tb, "approval.png")
+	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=approve]`)))
+	tb.waitAnswer(t, "approved-in-page")
+
+	// Edit: the edited command runs instead.
+	tb.askApproval(t, "$ rm -rf build")
+	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=edit]`)),
+		chromedp.WaitVisible(chromedp.CSS(lastAnswer+` .approval textarea`)))
+	if got := tb.js(t, `document.querySelector("`+lastAnswer+` .approval textarea").value`); got != "rm -rf build" {
+		t.Errorf("the edit box holds %q, want the command", got)
+	}
+	tb.js(t, `(() => { document.querySelector("`+lastAnswer+` .approval textarea").value = "echo edited-in-page"; return ""; })()`)
+	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=edit]`)))
+	tb.waitAnswer(t, "edited-in-page")
+
+	// Reject, with a reason the model reads.
+	tb.askApproval(t, "$ rm -rf data")
+	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=reject]`)),
+		chromedp.WaitVisible(chromedp.CSS(lastAnswer+` .approval input`)),
+		chromedp.SendKeys(chromedp.CSS(lastAnswer+` .approval input`), "keep-the-data"),
+		chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=reject]`)))
+	tb.waitAnswer(t, "keep-the-data")
+
+	// One left waiting, then the page is reloaded: the answered cards
+	// show their outcome, the waiting one can still be answered.
+	tb.askApproval(t, "$ rm -f waiting.txt")
+	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("chat-form")))
+	outcomes := tb.js(t, `[...document.querySelectorAll("#messages .approval")].map((c) => c.querySelector("[data-role=approval-outcome]").textContent || "waiting").join("|")`)
+	if want := "Approved|Edited and approved: echo edited-in-page|Rejected: keep-the-data|waiting"; outcomes != want {
+		t.Errorf("reloaded cards %q, want %q", outcomes, want)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=approve]`)))
+	tb.waitAnswer(t, "waiting.txt")
+}
