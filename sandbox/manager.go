@@ -77,6 +77,11 @@ type Config struct {
 	// reach through the egress proxy (see Spec.Egress); empty: none.
 	// Exclusive with Network.
 	Egress []string
+	// LimitsFor, when set, tightens Limits for one scope (an app's
+	// policy): a field it gives below the operator's wins for a sandbox
+	// created from then on; it never raises one, nor sets one the
+	// operator left to the provider's default.
+	LimitsFor func(ctx context.Context, scope Scope) Limits
 	// EgressFor, when set, tightens Egress for one scope (an app's
 	// policy): of the patterns it returns, the manager keeps those that
 	// Egress covers; an empty non-nil list turns egress off. nil from it
@@ -246,6 +251,28 @@ func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
 	}
 }
 
+// limitsFor is the operator's limits tightened by the scope's (LimitsFor).
+func (m *Manager) limitsFor(ctx context.Context, scope Scope) Limits {
+	lim := m.cfg.Limits
+	if m.cfg.LimitsFor == nil {
+		return lim
+	}
+	app := m.cfg.LimitsFor(ctx, scope)
+	if app.CPUCount > 0 && lim.CPUCount > 0 && app.CPUCount < lim.CPUCount {
+		lim.CPUCount = app.CPUCount
+	}
+	if app.MemoryMiB > 0 && lim.MemoryMiB > 0 && app.MemoryMiB < lim.MemoryMiB {
+		lim.MemoryMiB = app.MemoryMiB
+	}
+	if app.Pids > 0 && lim.Pids > 0 && app.Pids < lim.Pids {
+		lim.Pids = app.Pids
+	}
+	if app.DiskGiB > 0 && lim.DiskGiB > 0 && app.DiskGiB < lim.DiskGiB {
+		lim.DiskGiB = app.DiskGiB
+	}
+	return lim
+}
+
 func (m *Manager) instance(scope Scope, id string) Instance {
 	return Instance{
 		Provider: m.cfg.Provider.Name(), SandboxID: id,
@@ -263,12 +290,15 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		fresh = errors.Is(err, ErrNotFound)
 	}
 	// Record first: a provider resource never exists without a record.
-	started, err := m.touch(ctx, m.instance(scope, id))
+	lim := m.limitsFor(ctx, scope)
+	inst := m.instance(scope, id)
+	inst.Limit = lim // written with a new record
+	started, err := m.touch(ctx, inst)
 	if err != nil {
 		return err
 	}
 	spec := Spec{
-		ID: id, Limits: m.cfg.Limits, Network: m.cfg.Network,
+		ID: id, Limits: lim, Network: m.cfg.Network,
 		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
 	}
 	spec.Egress = m.cfg.Egress

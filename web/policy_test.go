@@ -15,6 +15,7 @@ import (
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -176,5 +177,35 @@ func TestFileRedaction(t *testing.T) {
 	zip := expect(t, alice, "POST", "/api/core/ai/sandbox/download", map[string]any{"appId": appID, "chatId": chatID, "path": "conf"}, 403)
 	if !strings.Contains(string(zip.Body), "one at a time") {
 		t.Errorf("a folder's ZIP with file redaction on: %s", zip.Body)
+	}
+}
+
+// TestAppPolicyLimits: an app's policy lowers its sandboxes' memory and
+// processes below the operator's settings, never above.
+func TestAppPolicyLimits(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	owner := env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	for _, tc := range []struct {
+		policy       string
+		memory, pids int64
+	}{
+		{`{"limits": {"memoryMiB": 64, "pids": 32}}`, 64, 32},
+		{`{"limits": {"memoryMiB": 100000}}`, env.Config.Sandbox.MemoryMiB, env.Config.Sandbox.Pids},
+	} {
+		var app struct {
+			ID string `json:"appId"`
+		}
+		expect(t, alice, "POST", "/api/apps", map[string]any{"name": "limited", "graph": withPolicy(tc.policy)}, 201).JSON(t, &app)
+		chatID, _ := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "messages": message("$ echo hi")}, 200)
+		svc := env.Engine.Services
+		inst, err := svc.Store.Get(t.Context(), svc.Provider.Name(), sandbox.IDFor(app.ID, owner, chatID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.Limit.MemoryMiB != tc.memory || inst.Limit.Pids != tc.pids {
+			t.Errorf("policy %s: the sandbox's limits are %+v, want memory %d MiB and %d processes", tc.policy, inst.Limit, tc.memory, tc.pids)
+		}
 	}
 }

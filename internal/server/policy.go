@@ -238,6 +238,17 @@ func (s *shellPolicy) RedactorFor(ctx context.Context, appID string) *redact.Red
 	return s.Redactor
 }
 
+// LimitsFor is the app's sandbox limits (memory, CPUs, processes) from
+// its merged policy; the manager keeps the lower of these and the
+// operator's settings.
+func (s *shellPolicy) LimitsFor(ctx context.Context, scope sandbox.Scope) sandbox.Limits {
+	ap, err := s.forApp(ctx, scope.AppID)
+	if err != nil {
+		return sandbox.Limits{}
+	}
+	return ap.policy.Limits.Sandbox()
+}
+
 // redactCommand is the audit's view of a command: the operator's
 // detectors applied.
 func (s *shellPolicy) redactCommand(cmd string) string {

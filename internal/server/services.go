@@ -144,6 +144,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		Egress:   cfg.Sandbox.Egress,
 		// An app's policy may narrow the operator's egress allowlist.
 		EgressFor: s.Policy.EgressFor,
+		// ... and lower its sandboxes' memory, CPUs and processes.
+		LimitsFor: s.Policy.LimitsFor,
 		Caps:      sandboxCaps(cfg.Caps),
 		// The apps' startup and shutdown commands, read as the sandboxes
 		// need them (the workers' stops and deletions included).
