@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -207,5 +208,32 @@ func TestAppPolicyLimits(t *testing.T) {
 		if inst.Limit.MemoryMiB != tc.memory || inst.Limit.Pids != tc.pids {
 			t.Errorf("policy %s: the sandbox's limits are %+v, want memory %d MiB and %d processes", tc.policy, inst.Limit, tc.memory, tc.pids)
 		}
+	}
+}
+
+// TestAppPolicyOutputLimit: an app's limits.outputBytes cuts each stream
+// of a command, live and in the result, with a note of what was left out.
+func TestAppPolicyOutputLimit(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "terse", "graph": withPolicy(`{"limits": {"outputBytes": 100}}`)}, 201).JSON(t, &app)
+	resp := expect(t, alice, "POST", "/api/v1/chat/completions", map[string]any{"appId": app.ID, "stream": true, "detail": true,
+		"messages": message("$ seq 1 1000")}, 200)
+	body := string(resp.Body)
+	if strings.Contains(body, "999") || !strings.Contains(body, "bytes left out: the app's policy limits output to 100 bytes") {
+		t.Errorf("the stream of a command past the app's output limit:\n%s", clip(resp.Body))
+	}
+	chatID := regexp.MustCompile(`"id":"([0-9a-f]+)"`).FindStringSubmatch(body)
+	if chatID == nil {
+		t.Fatalf("no chat id in the stream")
+	}
+	if _, responses := toolStatuses(t, alice, app.ID, chatID[1]); len(responses) != 1 || strings.Contains(responses[0], "999") ||
+		!strings.Contains(responses[0], "bytes left out") {
+		t.Errorf("the model's tool result past the app's output limit: %v", responses)
 	}
 }

@@ -226,7 +226,16 @@ func (s *shellPolicy) middleware() []sandbox.Middleware {
 		}
 		return nil
 	}, maxRedactedFile))
-	return []sandbox.Middleware{judge, redaction}
+	limit := outputLimit(func(ctx context.Context, call *sandbox.Call) int64 {
+		ap, err := s.forApp(ctx, call.Scope.AppID)
+		if err != nil {
+			return 0 // the judge refuses the call before it runs
+		}
+		return ap.policy.Limits.OutputBytes
+	})
+	// The cut is outside the redaction: the redaction sees the whole
+	// output, so a secret the cut would split is redacted before it.
+	return []sandbox.Middleware{judge, limit, redaction}
 }
 
 // RedactorFor is the app's redaction (the operator's when the app's
