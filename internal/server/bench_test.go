@@ -28,22 +28,7 @@ func BenchmarkShellPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	testenv.Need(b, "bwrap", p.Fingerprint(context.Background()))
-	db := mongotest.DB(b)
-	store, err := mongostore.New(context.Background(), db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pol, err := loadShellPolicy("", noApps{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	records, err := audit.New(context.Background(), db)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := audit.NewWriter(audit.WriterConfig{Store: records})
-	b.Cleanup(w.Close)
-	chain := append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: w, Redact: pol.redactCommand})}, pol.middleware()...)
+	store, chain := benchChain(b)
 	// 32 KiB of log-like lines, a secret among them.
 	cmd := `for i in $(seq 1 450); do echo "2026-11-23 01:02:03 INFO worker-$i processed batch $i in 12ms status=ok"; done; echo token=sk-proj-Ab3dE6gH9jK2mN5pQ8sT1vW4Ab3dE6gH9jK2mN5pQ8sT1vW4`
 	for _, tc := range []struct {
@@ -79,22 +64,7 @@ func BenchmarkShellPolicy(b *testing.B) {
 //
 //	go test -run '^$' -bench ShellPolicyOverhead -benchtime 2000x ./internal/server/
 func BenchmarkShellPolicyOverhead(b *testing.B) {
-	db := mongotest.DB(b)
-	store, err := mongostore.New(context.Background(), db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pol, err := loadShellPolicy("", noApps{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	records, err := audit.New(context.Background(), db)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := audit.NewWriter(audit.WriterConfig{Store: records})
-	b.Cleanup(w.Close)
-	chain := append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: w, Redact: pol.redactCommand})}, pol.middleware()...)
+	store, chain := benchChain(b)
 	var out strings.Builder
 	for out.Len() < 32<<10-200 {
 		fmt.Fprintf(&out, "2026-11-23 01:02:03 INFO worker-%d processed batch in 12ms status=ok\n", out.Len())
@@ -126,6 +96,28 @@ func BenchmarkShellPolicyOverhead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchChain is a record store and the chain the product builds (audit,
+// command policy, redaction, with the defaults) on a fresh database.
+func benchChain(b *testing.B) (*mongostore.Store, []sandbox.Middleware) {
+	b.Helper()
+	db := mongotest.DB(b)
+	store, err := mongostore.New(context.Background(), db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, err := loadShellPolicy("", noApps{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	records, err := audit.New(context.Background(), db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := audit.NewWriter(audit.WriterConfig{Store: records})
+	b.Cleanup(w.Close)
+	return store, append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: w, Redact: pol.redactCommand})}, pol.middleware()...)
 }
 
 // memProvider answers every command with the same output, streamed in
