@@ -136,6 +136,9 @@ type Capabilities struct {
 	// command returned, until the sandbox stops: a server started with &
 	// can still be there for the next command.
 	CommandProcessesEnd bool `json:"commandProcessesEnd"`
+	// ReportsExhaustion: results say when a command met the sandbox's
+	// memory or process limit (ExecResult.OOMKilled, PidsLimited).
+	ReportsExhaustion bool `json:"reportsExhaustion"`
 	// Unsafe marks a provider that gives commands the engine's own
 	// privileges (host). Prompts and logs must say so.
 	Unsafe bool `json:"unsafe"`
@@ -178,6 +181,14 @@ type ExecResult struct {
 	Duration  time.Duration `json:"-"`
 	TimedOut  bool          `json:"timedOut,omitempty"`
 	Truncated bool          `json:"truncated,omitempty"`
+	// OOMKilled: the OOM killer of the sandbox's memory limit killed a
+	// process while the command ran. PidsLimited: a fork failed at the
+	// sandbox's process limit meanwhile. Both are read from counters of
+	// the whole sandbox, so a command running at the same time in the
+	// same sandbox may be the one that caused them. Set only by providers
+	// whose Capabilities say ReportsExhaustion.
+	OOMKilled   bool `json:"oomKilled,omitempty"`
+	PidsLimited bool `json:"pidsLimited,omitempty"`
 }
 
 // Resource is one sandbox a provider holds, as found by List.

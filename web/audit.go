@@ -58,6 +58,8 @@ type auditRecord struct {
 	Bytes       int64     `json:"bytes,omitempty"`
 	Truncated   bool      `json:"truncated,omitempty"`
 	TimedOut    bool      `json:"timedOut,omitempty"`
+	OOMKilled   bool      `json:"oomKilled,omitempty"`
+	PidsLimited bool      `json:"pidsLimited,omitempty"`
 	Error       string    `json:"error,omitempty"`
 }
 
@@ -68,13 +70,15 @@ func wireAudit(r audit.Record) auditRecord {
 		AppID: r.AppID, ChatID: r.ChatID, UserID: r.UserID, SandboxID: r.SandboxID,
 		Tool: r.Tool, Command: r.Command, Op: r.Op, Path: r.Path,
 		Decision: string(r.Decision), Rule: r.Rule, Reason: r.Reason, Status: string(r.Status), ExitCode: r.ExitCode,
-		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, Bytes: r.Bytes, Truncated: r.Truncated, TimedOut: r.TimedOut, Error: r.Error,
+		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, Bytes: r.Bytes, Truncated: r.Truncated, TimedOut: r.TimedOut,
+		OOMKilled: r.OOMKilled, PidsLimited: r.PidsLimited, Error: r.Error,
 	}
 }
 
 // auditFilter reads the filters of the query string: user, actor, app,
-// chat, decision, status, kind, since and until (RFC 3339). It answers
-// the client itself when one is wrong.
+// chat, decision, status, kind, exhausted (oom: the commands during which
+// the OOM killer struck, pids: those that hit the process limit), since
+// and until (RFC 3339). It answers the client itself when one is wrong.
 func auditFilter(c *gin.Context) (audit.Filter, bool) {
 	f := audit.Filter{
 		UserID: c.Query("user"), ActorID: c.Query("actor"), AppID: c.Query("app"), ChatID: c.Query("chat"),
@@ -92,6 +96,15 @@ func auditFilter(c *gin.Context) (audit.Filter, bool) {
 	}
 	if f.Kind != "" && f.Kind != audit.KindCommand && f.Kind != audit.KindFile {
 		return bad("kind must be command or file")
+	}
+	switch c.Query("exhausted") {
+	case "":
+	case "oom":
+		f.OOMKilled = true
+	case "pids":
+		f.PidsLimited = true
+	default:
+		return bad("exhausted must be oom or pids")
 	}
 	for _, b := range []struct {
 		key string

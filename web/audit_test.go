@@ -250,6 +250,8 @@ func TestAuditAdminAPI(t *testing.T) {
 		if i%10 == 1 {
 			r.Kind, r.Op, r.Path, r.Command = audit.KindFile, "read", "/workspace/x", ""
 		}
+		// A few commands met their sandbox's limits.
+		r.OOMKilled, r.PidsLimited = i%50 == 7, i%100 == 9
 		recs = append(recs, r)
 	}
 	if err := env.Engine.Services.Audit.Insert(ctx, recs...); err != nil {
@@ -288,6 +290,8 @@ func TestAuditAdminAPI(t *testing.T) {
 		{"refused", url.Values{"decision": {"refused"}, "limit": {"500"}}, 120, 1},
 		{"status", url.Values{"status": {"refused"}, "limit": {"500"}}, 120, 1},
 		{"files", url.Values{"kind": {"file"}, "limit": {"500"}}, 60, 1},
+		{"OOM kills", url.Values{"exhausted": {"oom"}, "limit": {"500"}}, 12, 1},
+		{"pids limit hits", url.Values{"exhausted": {"pids"}, "limit": {"500"}}, 6, 1},
 		{"chat and user", url.Values{"chat": {"c3"}, "user": {"u:x"}, "limit": {"500"}}, 86, 1},
 		{"last 10 days", url.Values{"since": {now.Add(-10 * day).Format(time.RFC3339)}, "limit": {"500"}}, 201, 1},
 		{"days 10 to 20", url.Values{"since": {now.Add(-20 * day).Format(time.RFC3339)}, "until": {now.Add(-10 * day).Format(time.RFC3339)}, "limit": {"500"}}, 200, 1},
@@ -297,7 +301,7 @@ func TestAuditAdminAPI(t *testing.T) {
 			t.Errorf("%s: %d records in %d pages, want %d in %d", tc.name, n, pages, tc.want, tc.pages)
 		}
 	}
-	for _, q := range []string{"limit=501", "limit=0", "cursor=nonsense", "status=fine", "decision=maybe", "kind=x", "since=yesterday"} {
+	for _, q := range []string{"limit=501", "limit=0", "cursor=nonsense", "status=fine", "decision=maybe", "kind=x", "exhausted=cpu", "since=yesterday"} {
 		if resp := admin.Do(t, "GET", "/admin/api/audit?"+q, nil); resp.Status != http.StatusBadRequest {
 			t.Errorf("?%s: %d %s, want 400", q, resp.Status, clipped(resp.Body))
 		}

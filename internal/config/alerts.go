@@ -21,7 +21,7 @@ type Alerts struct {
 	// FLOWBOX_ALERT_WEBHOOK_SECRET; required with WebhookURL.
 	WebhookSecret string
 	// Events are what is alerted on. FLOWBOX_ALERT_EVENTS,
-	// comma-separated (default refused,limited,failure_rate); see
+	// comma-separated (default refused,limited,oom,failure_rate); see
 	// audit.AlertEvents.
 	Events []audit.AlertEvent
 	// FailureCount failed or timed-out commands of one app within
@@ -48,7 +48,7 @@ func alerts(str func(key, def string) string, errs *[]string) Alerts {
 			*errs = append(*errs, "FLOWBOX_ALERT_WEBHOOK_SECRET is required with FLOWBOX_ALERT_WEBHOOK_URL: every alert is signed with it, so that the receiver can tell it came from this engine")
 		}
 	}
-	for _, name := range strings.Split(str("FLOWBOX_ALERT_EVENTS", "refused,limited,failure_rate"), ",") {
+	for _, name := range strings.Split(str("FLOWBOX_ALERT_EVENTS", "refused,limited,oom,failure_rate"), ",") {
 		e := audit.AlertEvent(strings.TrimSpace(name))
 		switch {
 		case e == "" || slices.Contains(a.Events, e):

@@ -17,7 +17,7 @@ func TestAlertConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := c.Alerts
-	if a.WebhookURL != "" || !slices.Equal(a.Events, []audit.AlertEvent{audit.AlertRefused, audit.AlertLimited, audit.AlertFailureRate}) ||
+	if a.WebhookURL != "" || !slices.Equal(a.Events, []audit.AlertEvent{audit.AlertRefused, audit.AlertLimited, audit.AlertOOM, audit.AlertFailureRate}) ||
 		a.FailureCount != 10 || a.FailureWindow != 5*time.Minute || a.RetryDelay != 0 {
 		t.Fatalf("defaults = %+v", a)
 	}
@@ -42,7 +42,7 @@ func TestAlertConfig(t *testing.T) {
 		{map[string]string{"FLOWBOX_ALERT_WEBHOOK_URL": "hooks.example.com/t0ken", "FLOWBOX_ALERT_WEBHOOK_SECRET": "s"}, "FLOWBOX_ALERT_WEBHOOK_URL is not an absolute"},
 		{map[string]string{"FLOWBOX_ALERT_WEBHOOK_URL": "ftp://hooks.example.com/t0ken", "FLOWBOX_ALERT_WEBHOOK_SECRET": "s"}, "FLOWBOX_ALERT_WEBHOOK_URL is not an absolute"},
 		{map[string]string{"FLOWBOX_ALERT_WEBHOOK_URL": "https:///t0ken", "FLOWBOX_ALERT_WEBHOOK_SECRET": "s"}, "FLOWBOX_ALERT_WEBHOOK_URL is not an absolute"},
-		{map[string]string{"FLOWBOX_ALERT_EVENTS": "refused,oom"}, `FLOWBOX_ALERT_EVENTS: "oom" is not an event`},
+		{map[string]string{"FLOWBOX_ALERT_EVENTS": "refused,swap"}, `FLOWBOX_ALERT_EVENTS: "swap" is not an event`},
 		{map[string]string{"FLOWBOX_ALERT_FAILURE_RATE": "10"}, "FLOWBOX_ALERT_FAILURE_RATE"},
 		{map[string]string{"FLOWBOX_ALERT_FAILURE_RATE": "0/5m"}, "FLOWBOX_ALERT_FAILURE_RATE"},
 		{map[string]string{"FLOWBOX_ALERT_FAILURE_RATE": "10/five minutes"}, "FLOWBOX_ALERT_FAILURE_RATE"},

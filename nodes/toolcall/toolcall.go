@@ -389,6 +389,10 @@ type ShellResult struct {
 	DurationMs int64  `json:"durationMs"`
 	TimedOut   bool   `json:"timedOut,omitempty"`
 	Truncated  bool   `json:"truncated,omitempty"`
+	// OOMKilled and PidsLimited say the command met its sandbox's memory
+	// or process limit (sandbox.ExecResult): the model learns why it died.
+	OOMKilled   bool `json:"oomKilled,omitempty"`
+	PidsLimited bool `json:"pidsLimited,omitempty"`
 	// TimeoutClamped says the model asked for a timeout outside 1–300 s
 	// and got TimeoutSeconds instead (S6): the model learns why a command
 	// stopped sooner, or ran longer, than it asked.
@@ -445,7 +449,8 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, t
 	}
 	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
 	res, err := n.cfg.Sandbox.Exec(ctx, scope, req)
-	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated}
+	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated,
+		OOMKilled: res.OOMKilled, PidsLimited: res.PidsLimited}
 	var limit *sandbox.LimitError
 	var refused *sandbox.RefusedError
 	var asks *policy.AskError

@@ -28,6 +28,13 @@ type agentEnv struct {
 
 func startAgent(t *testing.T, env ...string) agentEnv {
 	t.Helper()
+	return startAgentWith(t, Config{Env: env})
+}
+
+// startAgentWith starts an agent with cfg, its socket and directories
+// temporary.
+func startAgentWith(t *testing.T, cfg Config) agentEnv {
+	t.Helper()
 	dir := t.TempDir()
 	e := agentEnv{
 		sock:  filepath.Join(dir, "agent.sock"),
@@ -42,7 +49,8 @@ func startAgent(t *testing.T, env ...string) agentEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, Config{Socket: e.sock, Shell: "/bin/sh", StateDir: e.state, WorkDir: e.work, Env: env})
+		cfg.Socket, cfg.Shell, cfg.StateDir, cfg.WorkDir = e.sock, "/bin/sh", e.state, e.work
+		done <- Serve(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -13,9 +13,9 @@ import (
 
 // Config configures Serve; see the Linux build.
 type Config struct {
-	Socket, Shell, StateDir, WorkDir string
-	Env                              []string
-	Logger                           *slog.Logger
+	Socket, Shell, StateDir, WorkDir, Cgroup string
+	Env                                      []string
+	Logger                                   *slog.Logger
 }
 
 // Serve reports that the agent runs on Linux only.

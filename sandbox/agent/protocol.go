@@ -26,7 +26,9 @@
 //	1 stdout   bytes the command wrote to its standard output
 //	2 stderr   bytes the command wrote to its standard error
 //	3 exit     int32 exit code (big-endian), then a flags byte:
-//	           1 timed out, 2 cancelled; always the last frame
+//	           1 timed out, 2 cancelled, 4 OOM kill, 8 pids limit
+//	           hit (while the command ran, in the agent's cgroups);
+//	           always the last frame
 //	4 error    a message: the request was refused or the command could
 //	           not start; the agent closes the connection after it
 //
@@ -66,6 +68,8 @@ const (
 const (
 	flagTimedOut byte = 1 << iota
 	flagCancelled
+	flagOOMKilled
+	flagPidsLimited
 )
 
 // cancelByte is what the client sends to cancel; any byte does.
@@ -101,6 +105,12 @@ type Result struct {
 	TimedOut bool
 	// Cancelled: the client cancelled the command before it ended.
 	Cancelled bool
+	// OOMKilled and PidsLimited: the agent's cgroups counted an OOM kill
+	// or a fork refused at the pids limit while the command ran (see
+	// sandbox.ExecResult). Like the rest of the answer, they are the
+	// sandbox's word: a command that replaced the agent can set them.
+	OOMKilled   bool
+	PidsLimited bool
 }
 
 // wireRequest is the request line.
@@ -144,6 +154,12 @@ func exitPayload(r Result) []byte {
 	if r.Cancelled {
 		p[4] |= flagCancelled
 	}
+	if r.OOMKilled {
+		p[4] |= flagOOMKilled
+	}
+	if r.PidsLimited {
+		p[4] |= flagPidsLimited
+	}
 	return p
 }
 
@@ -152,9 +168,11 @@ func parseExit(p []byte) (Result, error) {
 		return Result{}, fmt.Errorf("%w: an exit frame of %d bytes, want 5", ErrProtocol, len(p))
 	}
 	return Result{
-		ExitCode:  int(int32(binary.BigEndian.Uint32(p))),
-		TimedOut:  p[4]&flagTimedOut != 0,
-		Cancelled: p[4]&flagCancelled != 0,
+		ExitCode:    int(int32(binary.BigEndian.Uint32(p))),
+		TimedOut:    p[4]&flagTimedOut != 0,
+		Cancelled:   p[4]&flagCancelled != 0,
+		OOMKilled:   p[4]&flagOOMKilled != 0,
+		PidsLimited: p[4]&flagPidsLimited != 0,
 	}, nil
 }
 

@@ -64,6 +64,10 @@ type Config struct {
 	// Logger receives what the agent cannot tell a client. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Cgroup is where the agent reads its cgroups' counters of OOM kills
+	// and refused forks, to report them with each command. Default
+	// /sys/fs/cgroup: in a container, the container's own groups.
+	Cgroup string
 }
 
 // Serve runs the agent until ctx ends: it listens on cfg.Socket and runs
@@ -87,6 +91,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Cgroup == "" {
+		cfg.Cgroup = "/sys/fs/cgroup"
 	}
 	if err := watchChildren(); err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -241,6 +248,9 @@ func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Resu
 	}
 	defer errR.Close()
 	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	// Commands running at the same time share the counters: what one
+	// hits is reported for the others too.
+	before := readExhaustion(s.cfg.Cgroup)
 	cmd := &exec.Cmd{
 		Path:        argv[0],
 		Args:        argv,
@@ -293,6 +303,7 @@ func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Resu
 		s.log.Error("agent: orphaned processes survive", "err", err)
 	}
 	res.ExitCode = exitCode(cmd.ProcessState)
+	res.OOMKilled, res.PidsLimited = before.during(readExhaustion(s.cfg.Cgroup))
 
 	drained := make(chan struct{})
 	go func() {

@@ -17,6 +17,10 @@ const (
 	AlertEgressRefused AlertEvent = "egress_refused"
 	// AlertUnavailable: the provider could not run a call.
 	AlertUnavailable AlertEvent = "unavailable"
+	// AlertOOM: a command met its sandbox's memory limit (an OOM kill);
+	// AlertPidsLimit: its process limit.
+	AlertOOM       AlertEvent = "oom"
+	AlertPidsLimit AlertEvent = "pids_limit"
 	// AlertFailureRate: an app's commands failed or timed out
 	// AlertConfig.FailureCount times within AlertConfig.FailureWindow.
 	AlertFailureRate AlertEvent = "failure_rate"
@@ -24,7 +28,7 @@ const (
 
 // AlertEvents lists every event an Alerter knows. Running out of memory
 // is not among them: a record does not say why a command was killed.
-var AlertEvents = []AlertEvent{AlertRefused, AlertLimited, AlertEgressRefused, AlertUnavailable, AlertFailureRate}
+var AlertEvents = []AlertEvent{AlertRefused, AlertLimited, AlertEgressRefused, AlertUnavailable, AlertOOM, AlertPidsLimit, AlertFailureRate}
 
 // AlertEvery is how long an alert of one event and app silences the next
 // ones (failure_rate: AlertConfig.FailureWindow).
@@ -114,6 +118,10 @@ func NewAlerter(cfg AlertConfig) *Alerter {
 // if any.
 func AlertEventOf(r Record) (AlertEvent, bool) {
 	switch {
+	case r.OOMKilled:
+		return AlertOOM, true
+	case r.PidsLimited:
+		return AlertPidsLimit, true
 	case r.Kind == KindEgress && r.Status == StatusRefused:
 		return AlertEgressRefused, true
 	case r.Status == StatusRefused:

@@ -75,6 +75,16 @@ func TestAlertEventOf(t *testing.T) {
 			t.Errorf("%s %s: %q %v, want %q", tc.kind, tc.status, got, ok, tc.want)
 		}
 	}
+	// A command that met its sandbox's limits, whatever its status.
+	oom := rec("a", audit.KindCommand, audit.StatusFailed)
+	oom.OOMKilled = true
+	pids := rec("a", audit.KindCommand, audit.StatusTimedOut)
+	pids.PidsLimited = true
+	for r, want := range map[*audit.Record]audit.AlertEvent{&oom: audit.AlertOOM, &pids: audit.AlertPidsLimit} {
+		if got, ok := audit.AlertEventOf(*r); got != want || !ok {
+			t.Errorf("%+v: %q %v, want %q", *r, got, ok, want)
+		}
+	}
 }
 
 // TestAlertDedup: one alert per event and app per minute; the others are

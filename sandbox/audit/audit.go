@@ -134,6 +134,13 @@ type Record struct {
 	Bytes       int64 `bson:"bytes,omitempty"`
 	Truncated   bool  `bson:"truncated,omitempty"`
 	TimedOut    bool  `bson:"timedOut,omitempty"`
+	// OOMKilled and PidsLimited: while the command ran, the OOM killer
+	// of its sandbox's memory limit killed a process, or a fork failed at
+	// its process limit, as the provider read its cgroups (see
+	// sandbox.ExecResult: only providers that report it, and a command
+	// running at the same time in the sandbox may have caused it).
+	OOMKilled   bool `bson:"oomKilled,omitempty"`
+	PidsLimited bool `bson:"pidsLimited,omitempty"`
 	// Error is the error's text, redacted, when the call failed with one.
 	Error string `bson:"error,omitempty"`
 }

@@ -16,3 +16,5 @@ func value(c prometheus.Counter) float64 {
 func (m *Metrics) BufferFull() float64         { return value(m.bufferFull) }
 func (m *Metrics) WriteFailures() float64      { return value(m.writeFailures) }
 func (m *Metrics) Commands(res string) float64 { return value(m.commands.WithLabelValues(res)) }
+func (m *Metrics) OOMKills() float64           { return value(m.oomKills) }
+func (m *Metrics) PidsLimitHits() float64      { return value(m.pidsLimitHits) }

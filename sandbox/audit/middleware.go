@@ -98,10 +98,17 @@ func (cfg Config) exec(next sandbox.ExecFunc) sandbox.ExecFunc {
 		rec.ExitCode = res.ExitCode
 		rec.StdoutBytes, rec.StderrBytes = int64(len(res.Stdout)), int64(len(res.Stderr))
 		rec.Truncated, rec.TimedOut = res.Truncated, res.TimedOut
+		rec.OOMKilled, rec.PidsLimited = res.OOMKilled, res.PidsLimited
 		if err != nil {
 			rec.Error = cfg.Redact(err.Error())
 		}
 		cfg.Metrics.commands.WithLabelValues(result(rec.Status)).Inc()
+		if rec.OOMKilled {
+			cfg.Metrics.oomKills.Inc()
+		}
+		if rec.PidsLimited {
+			cfg.Metrics.pidsLimitHits.Inc()
+		}
 		cfg.emit(ctx, rec)
 		return res, err
 	}

@@ -106,6 +106,9 @@ type Filter struct {
 	Decision                       Decision
 	Status                         Status
 	Kind                           Kind
+	// OOMKilled and PidsLimited, when set, select the commands that met
+	// their sandbox's memory or process limit.
+	OOMKilled, PidsLimited bool
 	// Since and Until bound the records' time: Since <= time < Until.
 	Since, Until time.Time
 }
@@ -124,6 +127,12 @@ func (f Filter) query() bson.D {
 	eq("decision", string(f.Decision))
 	eq("status", string(f.Status))
 	eq("kind", string(f.Kind))
+	if f.OOMKilled {
+		q = append(q, bson.E{Key: "oomKilled", Value: true})
+	}
+	if f.PidsLimited {
+		q = append(q, bson.E{Key: "pidsLimited", Value: true})
+	}
 	var t bson.D
 	if !f.Since.IsZero() {
 		t = append(t, bson.E{Key: "$gte", Value: f.Since.UTC()})

@@ -57,7 +57,8 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Name() string { return "bwrap" }
 
 func (p *Provider) Capabilities() sandbox.Capabilities {
-	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true, CommandProcessesEnd: true}
+	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true,
+		CommandProcessesEnd: true, ReportsExhaustion: true}
 }
 
 // probe finds bwrap and the cgroup controllers once.
@@ -321,6 +322,15 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	cmd.Stdout = col.Stdout()
 	cmd.Stderr = io.MultiWriter(col.Stderr(), &stderrBuf)
 
+	// The sandbox's counters of exhaustion, read around the command: with
+	// other commands running in the sandbox meanwhile, what they hit is
+	// reported for this one too.
+	before := p.cg.exhaustion(id)
+	result := func(exitCode int, timedOut bool, duration time.Duration) sandbox.ExecResult {
+		res := col.Result(exitCode, timedOut, timeout, duration)
+		res.OOMKilled, res.PidsLimited = before.during(p.cg.exhaustion(id))
+		return res
+	}
 	start := time.Now()
 	err = cmd.Start()
 	statusW.Close()
@@ -368,7 +378,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	case joinErr != nil:
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: put the command in the sandbox's cgroups: %w", sandbox.ErrUnavailable, joinErr)
 	case timedOut:
-		return col.Result(-1, true, timeout, duration), nil
+		return result(-1, true, duration), nil
 	case !started:
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: bwrap failed before the command started (%v): %s",
 			sandbox.ErrUnavailable, waitErr, strings.TrimSpace(stderrBuf.String()))
@@ -376,7 +386,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if exitCode < 0 && cmd.ProcessState != nil {
 		exitCode = cmd.ProcessState.ExitCode()
 	}
-	return col.Result(exitCode, false, timeout, duration), nil
+	return result(exitCode, false, duration), nil
 }
 
 // argv returns the bwrap command line for one command.

@@ -64,7 +64,11 @@ func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecReq
 		// became of the container.
 		return sandbox.ExecResult{}, true, fmt.Errorf("exec in sandbox %s through its agent: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
-	return col.Result(r.ExitCode, r.TimedOut, req.Timeout, time.Since(started)), true, nil
+	res = col.Result(r.ExitCode, r.TimedOut, req.Timeout, time.Since(started))
+	// The agent reads them from the container's cgroups, which Docker
+	// shows it read-only at /sys/fs/cgroup.
+	res.OOMKilled, res.PidsLimited = r.OOMKilled, r.PidsLimited
+	return res, true, nil
 }
 
 // dialAgent connects to the sandbox's agent. When that fails, it asks the

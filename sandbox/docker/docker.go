@@ -216,6 +216,9 @@ func (p *Provider) Capabilities() sandbox.Capabilities {
 		// Through the agent only; a Docker exec's background processes
 		// live on in the container.
 		CommandProcessesEnd: p.agent != "",
+		// Through the agent only: a Docker exec's result carries no
+		// counters of the container's cgroups.
+		ReportsExhaustion: p.agent != "",
 	}
 }
 

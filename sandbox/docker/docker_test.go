@@ -843,6 +843,10 @@ func TestMemoryHogIsKilled(t *testing.T) {
 			if res.ExitCode == 0 || res.TimedOut {
 				t.Errorf("%q under a 64 MiB limit: exit=%d timedOut=%v stdout=%q; want it killed", command, res.ExitCode, res.TimedOut, res.Stdout)
 			}
+			// Only the agent reports it; ReportsExhaustion must say so.
+			if want := usesAgent(cfg); res.OOMKilled != want || e.p.Capabilities().ReportsExhaustion != want {
+				t.Errorf("%q under a 64 MiB limit: oomKilled=%v, ReportsExhaustion=%v; want both %v", command, res.OOMKilled, e.p.Capabilities().ReportsExhaustion, want)
+			}
 			if res := e.run(t, id, "echo survived", 10*time.Second); res.Stdout != "survived\n" {
 				t.Fatalf("after %q: stdout=%q stderr=%q, want the sandbox to live on", command, res.Stdout, res.Stderr)
 			}
@@ -939,6 +943,9 @@ func TestForkBombIsContained(t *testing.T) {
 		}
 		if !res.TimedOut || res.ExitCode != 124 {
 			t.Errorf("the bomb's result: timedOut=%v exit=%d; want it killed at its timeout (true, 124)", res.TimedOut, res.ExitCode)
+		}
+		if res.PidsLimited != agent {
+			t.Errorf("the bomb's result: pidsLimited=%v, want %v (reported through the agent only)", res.PidsLimited, agent)
 		}
 		c := e.inspect(t, id)
 		if agent && (killed || !c.State.Running || c.State.StartedAt != startedAt) {

@@ -389,8 +389,15 @@ func testMemoryHog(t *testing.T, h Harness) {
 	if res.ExitCode == 0 && strings.TrimSpace(res.Stdout) == "268435456" {
 		t.Fatalf("a 256 MiB allocation succeeded under a 64 MiB limit: %+v", res)
 	}
-	if res := run(t, p, id, "echo survived", 10*time.Second); res.Stdout != "survived\n" {
+	if p.Capabilities().ReportsExhaustion && !res.OOMKilled {
+		t.Errorf("the memory hog's result: oomKilled=false (exit %d, stderr %q); the provider declares ReportsExhaustion", res.ExitCode, res.Stderr)
+	}
+	res = run(t, p, id, "echo survived", 10*time.Second)
+	if res.Stdout != "survived\n" {
 		t.Fatalf("after the memory hog: stdout=%q stderr=%q, want the sandbox to live on", res.Stdout, res.Stderr)
+	}
+	if res.OOMKilled || res.PidsLimited {
+		t.Errorf("echo after the memory hog: oomKilled=%v pidsLimited=%v, want neither", res.OOMKilled, res.PidsLimited)
 	}
 }
 
@@ -398,7 +405,11 @@ func testForkBomb(t *testing.T, h Harness) {
 	p, id := started(t, h, sandbox.Limits{Pids: 64})
 	needs(t, p, p.Capabilities().ResourceLimits, "resource limits")
 	res := run(t, p, id, "bomb() { bomb | bomb & }; bomb; sleep 3", 10*time.Second)
-	_ = res // the bomb may end either way; what matters is what follows
+	// The bomb may end either way; what matters is that forks failed at
+	// the limit, and what follows.
+	if p.Capabilities().ReportsExhaustion && !res.PidsLimited {
+		t.Errorf("the fork bomb's result: pidsLimited=false (exit %d, timedOut %v); the provider declares ReportsExhaustion", res.ExitCode, res.TimedOut)
+	}
 	var last sandbox.ExecResult
 	eventually(t, ctxFor(t), "after a fork bomb the sandbox runs commands", func() bool {
 		last = run(t, p, id, "echo contained", 10*time.Second)
