@@ -303,7 +303,7 @@ func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Resu
 		s.log.Error("agent: orphaned processes survive", "err", err)
 	}
 	res.ExitCode = exitCode(cmd.ProcessState)
-	res.OOMKilled, res.PidsLimited = before.during(readExhaustion(s.cfg.Cgroup))
+	res.OOMKilled, res.PidsLimited = before.During(readExhaustion(s.cfg.Cgroup))
 
 	drained := make(chan struct{})
 	go func() {

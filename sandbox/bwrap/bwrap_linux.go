@@ -328,7 +328,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	before := p.cg.exhaustion(id)
 	result := func(exitCode int, timedOut bool, duration time.Duration) sandbox.ExecResult {
 		res := col.Result(exitCode, timedOut, timeout, duration)
-		res.OOMKilled, res.PidsLimited = before.during(p.cg.exhaustion(id))
+		res.OOMKilled, res.PidsLimited = before.During(p.cg.exhaustion(id))
 		return res
 	}
 	start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/cgroupstat"
 )
 
 // cgroups places a sandbox's processes in per-sandbox cgroup v1 groups
@@ -191,41 +192,13 @@ func (c cgroups) exists(id string) bool {
 // processes the OOM killer of its memory group killed (memory.oom_control
 // "oom_kill", kernels from 4.13) and forks its pids group refused
 // (pids.events "max"). -1: the counter is not there to read.
-type exhaustion struct {
-	oomKills, pidsMax int64
-}
+type exhaustion = cgroupstat.Counters
 
 // exhaustion reads the sandbox's counters. They only grow while the
 // groups exist, so a command's share is the difference of two readings.
 func (c cgroups) exhaustion(id string) exhaustion {
 	return exhaustion{
-		oomKills: readCounter(filepath.Join(c.dir("memory", id), "memory.oom_control"), "oom_kill"),
-		pidsMax:  readCounter(filepath.Join(c.dir("pids", id), "pids.events"), "max"),
+		OOMKills: cgroupstat.Read(filepath.Join(c.dir("memory", id), "memory.oom_control"), "oom_kill"),
+		PidsMax:  cgroupstat.Read(filepath.Join(c.dir("pids", id), "pids.events"), "max"),
 	}
-}
-
-// during says which counters moved between e (before a command) and
-// after; a counter missing from either reading says nothing.
-func (e exhaustion) during(after exhaustion) (oomKilled, pidsLimited bool) {
-	moved := func(before, after int64) bool { return before >= 0 && after > before }
-	return moved(e.oomKills, after.oomKills), moved(e.pidsMax, after.pidsMax)
-}
-
-// readCounter reads the value of key in a cgroup file of "key value"
-// lines; -1 when the file or the key is missing.
-func readCounter(path, key string) int64 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if !ok || k != key {
-			continue
-		}
-		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-			return n
-		}
-	}
-	return -1
 }
