@@ -219,8 +219,17 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		return
 	}
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxChatBody))
-	if err := dec.Decode(&req); err != nil {
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, maxChatBody)
+	dec := json.NewDecoder(body)
+	err := dec.Decode(&req)
+	if err == nil {
+		// Read the body to its end: the server watches the connection for
+		// a client going away during a long run only once the body is
+		// consumed, and the decoder stops at the value's end (whatever
+		// follows it is ignored, as before).
+		_, err = io.Copy(io.Discard, body)
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			apiError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", maxChatBody))

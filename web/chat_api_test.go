@@ -289,6 +289,17 @@ func TestChatAPIRefusesBadRequests(t *testing.T) {
 // killed with everything it started; nothing keeps running for it.
 func TestClientDisconnectStopsTheCommand(t *testing.T) {
 	t.Parallel()
+	// A body with a length, and a chunked one: either way the server
+	// learns that the client went away.
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			t.Parallel()
+			clientDisconnect(t, chunked)
+		})
+	}
+}
+
+func clientDisconnect(t *testing.T, chunked bool) {
 	e := chatAPIStart(t,
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo started; sleep 977","timeout":120}`)}},
 		llmtest.Reply{Text: "never"},
@@ -297,8 +308,26 @@ func TestClientDisconnectStopsTheCommand(t *testing.T) {
 	sandboxID := sandbox.IDFor(e.scripted, "api", "gone")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp := chatAPIPost(t, ctx, e.service,
-		fmt.Sprintf(`{"appId":%q,"chatId":"gone","stream":true,"detail":true,"messages":[{"role":"user","content":"go"}]}`, e.scripted))
+	body := fmt.Sprintf(`{"appId":%q,"chatId":"gone","stream":true,"detail":true,"messages":[{"role":"user","content":"go"}]}`, e.scripted)
+	var resp *http.Response
+	if chunked {
+		req, err := http.NewRequestWithContext(ctx, "POST", e.service.URL+"/api/v1/chat/completions", io.MultiReader(strings.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, vs := range e.service.Header {
+			req.Header[k] = vs
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err = e.service.HTTP.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Request.TransferEncoding) == 0 && resp.Request.ContentLength > 0 {
+			t.Fatal("the request was not sent chunked")
+		}
+	} else {
+		resp = chatAPIPost(t, ctx, e.service, body)
+	}
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
