@@ -6,38 +6,19 @@ package web_test
 // of each card.
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/internal/testenv"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // newApprovalBrowserEnv is newBrowserEnv with a policy that asks before
 // rm and forbids nc.
 func newApprovalBrowserEnv(t *testing.T) *browserEnv {
 	t.Helper()
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.Need(t, "chromium", fmt.Errorf("no Chromium (apt-get install chromium): %w", err))
-	}
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
-	env.CreateUser(t, "alice", auth.RoleUser)
-	shots := os.Getenv(ScreenshotDirEnv)
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	svc := env.Engine.Services
-	return &browserEnv{url: env.URL, engine: env.Engine, manager: svc.Manager, provider: svc.Provider,
-		apps: env.Engine.Apps, chats: env.Engine.Chats, browser: startChromium(t, chromium), shots: shots}
+	return newBrowserEnvWith(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
 }
 
 const lastAnswer = `#messages .msg.assistant:last-child`

@@ -69,11 +69,17 @@ type browserEnv struct {
 // run once a scenario starts them.
 func newBrowserEnv(t *testing.T) *browserEnv {
 	t.Helper()
+	return newBrowserEnvWith(t, servertest.Options{})
+}
+
+// newBrowserEnvWith is newBrowserEnv with the product started with opts.
+func newBrowserEnvWith(t *testing.T, opts servertest.Options) *browserEnv {
+	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		testenv.Need(t, "chromium", fmt.Errorf("no Chromium (apt-get install chromium): %w", err))
 	}
-	env := servertest.Start(t, servertest.Options{})
+	env := servertest.Start(t, opts)
 	env.CreateUser(t, "alice", auth.RoleUser)
 	shots := os.Getenv(ScreenshotDirEnv)
 	if shots == "" {
