@@ -125,6 +125,47 @@ func (s *shellPolicy) forApp(ctx context.Context, appID string) (appPolicy, erro
 	return ap, ap.err
 }
 
+// resolvedKey holds, in a call's context, the app policy resolved once for
+// the call by the chain's first policy link.
+type resolvedKey struct{}
+
+type resolved struct {
+	appID string
+	ap    appPolicy
+	err   error
+}
+
+// forCall is forApp for a call going through the chain: the policy the
+// first link resolved, so that the links below do not each read the app
+// again on the exec path.
+func (s *shellPolicy) forCall(ctx context.Context, appID string) (appPolicy, error) {
+	if r, ok := ctx.Value(resolvedKey{}).(*resolved); ok && r.appID == appID {
+		return r.ap, r.err
+	}
+	return s.forApp(ctx, appID)
+}
+
+// resolve is the first policy link: it reads the app's policy once for
+// the call and the file operation.
+func (s *shellPolicy) resolve() sandbox.Middleware {
+	with := func(ctx context.Context, appID string) context.Context {
+		ap, err := s.forApp(ctx, appID)
+		return context.WithValue(ctx, resolvedKey{}, &resolved{appID: appID, ap: ap, err: err})
+	}
+	return sandbox.Middleware{
+		Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
+			return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
+				return next(with(ctx, call.Scope.AppID), call)
+			}
+		},
+		File: func(next sandbox.FileFunc) sandbox.FileFunc {
+			return func(ctx context.Context, call *sandbox.FileCall) (sandbox.FileResult, error) {
+				return next(with(ctx, call.Scope.AppID), call)
+			}
+		},
+	}
+}
+
 // compile merges an app's policy input (nil: none) into the operator's.
 func (s *shellPolicy) compile(raw []byte) appPolicy {
 	if raw == nil {
@@ -211,23 +252,24 @@ func (s *shellPolicy) history(sandboxID string) *policy.History {
 // output redacted before anything else sees it.
 func (s *shellPolicy) middleware() []sandbox.Middleware {
 	judge := policy.Middleware(func(ctx context.Context, call *sandbox.Call) (policy.Policy, *policy.History, error) {
-		ap, err := s.forApp(ctx, call.Scope.AppID)
+		ap, err := s.forCall(ctx, call.Scope.AppID)
 		if err != nil {
 			return policy.Policy{}, nil, err
 		}
 		return ap.policy, s.history(call.SandboxID), nil
 	})
 	redaction := redact.Middleware(func(ctx context.Context, call *sandbox.Call) *redact.Redactor {
-		return s.RedactorFor(ctx, call.Scope.AppID)
+		return s.redactorOf(s.forCall(ctx, call.Scope.AppID))
 	}, redact.WithFiles(func(ctx context.Context, call *sandbox.FileCall) *redact.Redactor {
 		// Files are redacted when the operator or the app says so.
-		if ap, err := s.forApp(ctx, call.Scope.AppID); err == nil && ap.files || err != nil && s.baseRedact.Files {
-			return s.RedactorFor(ctx, call.Scope.AppID)
+		ap, err := s.forCall(ctx, call.Scope.AppID)
+		if err == nil && ap.files || err != nil && s.baseRedact.Files {
+			return s.redactorOf(ap, err)
 		}
 		return nil
 	}, maxRedactedFile))
 	limit := outputLimit(func(ctx context.Context, call *sandbox.Call) int64 {
-		ap, err := s.forApp(ctx, call.Scope.AppID)
+		ap, err := s.forCall(ctx, call.Scope.AppID)
 		if err != nil {
 			return 0 // the judge refuses the call before it runs
 		}
@@ -235,13 +277,19 @@ func (s *shellPolicy) middleware() []sandbox.Middleware {
 	})
 	// The cut is outside the redaction: the redaction sees the whole
 	// output, so a secret the cut would split is redacted before it.
-	return []sandbox.Middleware{judge, limit, redaction}
+	return []sandbox.Middleware{s.resolve(), judge, limit, redaction}
 }
 
 // RedactorFor is the app's redaction (the operator's when the app's
 // policy cannot be read).
 func (s *shellPolicy) RedactorFor(ctx context.Context, appID string) *redact.Redactor {
-	if ap, err := s.forApp(ctx, appID); err == nil && ap.redactor != nil {
+	return s.redactorOf(s.forApp(ctx, appID))
+}
+
+// redactorOf is an app policy's redactor, or the operator's when the
+// app's policy cannot be read.
+func (s *shellPolicy) redactorOf(ap appPolicy, err error) *redact.Redactor {
+	if err == nil && ap.redactor != nil {
 		return ap.redactor
 	}
 	return s.Redactor
