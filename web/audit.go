@@ -27,6 +27,20 @@ type AuditHandler struct {
 	Records AuditRecords
 	Apps    AppReader
 	Access  *Access
+	// Pending, when set, writes the records this process still holds
+	// (audit.Writer.Flush) before a read, so that a page shows the
+	// commands that just ended; a failure to is no reason not to answer.
+	Pending func(context.Context) error
+}
+
+// flush writes the records still held, for at most a second.
+func (h *AuditHandler) flush(ctx context.Context) {
+	if h.Pending == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = h.Pending(ctx)
 }
 
 // auditRecord is a record on the wire.
@@ -166,6 +180,7 @@ func (h *AuditHandler) page(c *gin.Context, f audit.Filter) {
 		}
 		limit = n
 	}
+	h.flush(c.Request.Context())
 	p, err := h.Records.Query(c.Request.Context(), f, c.Query("cursor"), limit)
 	switch {
 	case errors.Is(err, audit.ErrBadCursor):
@@ -191,6 +206,7 @@ func (h *AuditHandler) Export(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	h.flush(ctx)
 	enc := json.NewEncoder(c.Writer)
 	n := 0
 	start := func() {

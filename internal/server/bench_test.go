@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/testenv"
@@ -57,10 +59,13 @@ func BenchmarkShellPolicy(b *testing.B) {
 }
 
 // BenchmarkShellPolicyOverhead isolates what the chain adds: the same
-// manager and the same 32 KiB of output (in 4 KiB live chunks, a secret
-// among them) from an in-memory provider, with and without the chain, in
-// the same run. The difference between the two is the cost of parse +
-// judge + redact + audit per command.
+// 32 KiB of output (in 4 KiB live chunks, a secret among them) from an
+// in-memory provider, through two managers on one database, one with the
+// chain and one without. Each iteration runs the command through both, in
+// turn, so that both see the same machine and the same database; the
+// benchmark reports the median and 99th percentile of each and the median
+// of the differences (the cost of parse + judge + redact + audit per
+// command).
 //
 //	go test -run '^$' -bench ShellPolicyOverhead -benchtime 2000x ./internal/server/
 func BenchmarkShellPolicyOverhead(b *testing.B) {
@@ -72,30 +77,50 @@ func BenchmarkShellPolicyOverhead(b *testing.B) {
 	out.WriteString("token=sk-proj-Ab3dE6gH9jK2mN5pQ8sT1vW4Ab3dE6gH9jK2mN5pQ8sT1vW4\n")
 	p := &memProvider{out: out.String()}
 	cmd := `cd /workspace && grep -rn "TODO" src | head -20 && python3 -c 'print(1)' | tee out.txt`
-	for _, tc := range []struct {
-		name string
-		mw   []sandbox.Middleware
-	}{{"bare", nil}, {"policy", chain}} {
-		b.Run(tc.name, func(b *testing.B) {
-			m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, Middleware: tc.mw})
-			if err != nil {
-				b.Fatal(err)
-			}
-			scope := sandbox.Scope{AppID: "bench", UserID: "u:bench", ChatID: "overhead-" + tc.name}
-			live := 0
-			req := sandbox.ExecRequest{Command: cmd, OnOutput: func(_ sandbox.Stream, p []byte) { live += len(p) }}
-			if _, err := m.Exec(context.Background(), scope, req); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				res, err := m.Exec(context.Background(), scope, req)
-				if err != nil || len(res.Stdout) < 32000 {
-					b.Fatalf("%v, %d bytes", err, len(res.Stdout))
-				}
-			}
-		})
+	type variant struct {
+		m     *sandbox.Manager
+		scope sandbox.Scope
+		times []time.Duration
 	}
+	var variants [2]*variant
+	for i, mw := range [][]sandbox.Middleware{nil, chain} {
+		m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, Middleware: mw})
+		if err != nil {
+			b.Fatal(err)
+		}
+		variants[i] = &variant{m: m, scope: sandbox.Scope{AppID: "bench", UserID: "u:bench", ChatID: fmt.Sprint("overhead-", i)}}
+	}
+	req := sandbox.ExecRequest{Command: cmd, OnOutput: func(sandbox.Stream, []byte) {}}
+	run := func(v *variant) time.Duration {
+		start := time.Now()
+		res, err := v.m.Exec(context.Background(), v.scope, req)
+		d := time.Since(start)
+		if err != nil || len(res.Stdout) < 32000 || strings.Contains(res.Stdout, "sk-proj-") == (v == variants[1]) {
+			b.Fatalf("%v, %d bytes", err, len(res.Stdout))
+		}
+		return d
+	}
+	for _, v := range variants {
+		run(v) // create the sandbox's record
+	}
+	added := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		bare, chained := run(variants[0]), run(variants[1])
+		variants[0].times = append(variants[0].times, bare)
+		variants[1].times = append(variants[1].times, chained)
+		added = append(added, chained-bare)
+	}
+	b.StopTimer()
+	quantile := func(ts []time.Duration, q int) float64 {
+		slices.Sort(ts)
+		return float64(ts[len(ts)*q/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(quantile(variants[0].times, 50), "bare-p50-ms")
+	b.ReportMetric(quantile(variants[1].times, 50), "chain-p50-ms")
+	b.ReportMetric(quantile(variants[0].times, 99), "bare-p99-ms")
+	b.ReportMetric(quantile(variants[1].times, 99), "chain-p99-ms")
+	b.ReportMetric(quantile(added, 50), "added-p50-ms")
 }
 
 // benchChain is a record store and the chain the product builds (audit,

@@ -87,7 +87,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		UI:      ui,
 		Admin:   e.Workers,
 		Publish: publish,
-		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access},
+		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
 		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
 			Limits: &web.RateLimiter{}, Now: time.Now},
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},

@@ -151,8 +151,9 @@ func TestAuditEachAndPrune(t *testing.T) {
 // failingStore fails its first fails inserts, then keeps what it gets.
 type failingStore struct {
 	mu    sync.Mutex
-	fails int
-	kept  []audit.Record
+	fails   int
+	kept    []audit.Record
+	inserts int // the inserts that succeeded
 	// block, when set, holds every insert until closed; entered hears of
 	// each insert that starts.
 	block, entered chan struct{}
@@ -172,7 +173,14 @@ func (f *failingStore) Insert(ctx context.Context, recs ...audit.Record) error {
 		return errors.New("database down")
 	}
 	f.kept = append(f.kept, recs...)
+	f.inserts++
 	return nil
+}
+
+func (f *failingStore) counts() (records, inserts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.kept), f.inserts
 }
 
 // TestAuditWriter: records are written in the background and flushed on
@@ -208,6 +216,38 @@ func TestAuditWriter(t *testing.T) {
 		}
 		if len(st.kept) != 4 {
 			t.Errorf("%d records kept, want all 4", len(st.kept))
+		}
+	})
+
+	t.Run("linger", func(t *testing.T) {
+		// Records that come within the linger go in one insert; a Flush
+		// ends the wait at once, however long the linger.
+		st := &failingStore{}
+		w := audit.NewWriter(audit.WriterConfig{Store: st, Linger: time.Hour})
+		for i := range 5 {
+			w.Write(ctx, audit.Record{Command: fmt.Sprint(i)})
+		}
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := w.Flush(fctx); err != nil {
+			t.Fatalf("Flush did not end the linger: %v", err)
+		}
+		if recs, inserts := st.counts(); recs != 5 || inserts != 1 {
+			t.Errorf("%d records in %d inserts, want 5 in 1", recs, inserts)
+		}
+		w.Close()
+
+		// Without a Flush, a record is written when the linger ends.
+		st = &failingStore{}
+		w = audit.NewWriter(audit.WriterConfig{Store: st, Linger: 20 * time.Millisecond})
+		defer w.Close()
+		w.Write(ctx, audit.Record{Command: "alone"})
+		deadline := time.Now().Add(10 * time.Second)
+		for recs, _ := st.counts(); recs != 1; recs, _ = st.counts() {
+			if time.Now().After(deadline) {
+				t.Fatal("a lone record was not written after the linger")
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	})
 

@@ -23,6 +23,12 @@ type WriterConfig struct {
 	Batch int
 	// WriteTimeout bounds one insert. Default 10 seconds.
 	WriteTimeout time.Duration
+	// Linger is how long the writer waits, after the first record of a
+	// batch, for more to write in the same insert. An insert costs the
+	// database about as much for one record as for dozens, so waiting
+	// a little keeps that work off the commands' cores while they run.
+	// A Flush ends the wait. Default 100 ms; negative: no wait.
+	Linger time.Duration
 	// Metrics counts failures; nil: NewMetrics(), registered nowhere.
 	Metrics *Metrics
 	// Logger defaults to slog.Default().
@@ -64,6 +70,9 @@ func NewWriter(cfg WriterConfig) *Writer {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = 100 * time.Millisecond
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
@@ -144,22 +153,41 @@ func (w *Writer) run() {
 			batch = append(batch, it.rec)
 		}
 	}
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for it := range w.ch {
 		take(it)
-		// Take what else is queued, up to a batch: under load the
-		// inserts grow, idle a record is written at once.
+		// Take more, up to a batch, for as long as the linger lasts (a
+		// Flush or a closed queue ends it): under load a batch fills at
+		// once, idle a record waits the linger at most.
+		if w.cfg.Linger > 0 {
+			linger.Reset(w.cfg.Linger)
+		}
 	more:
-		for len(batch) < w.cfg.Batch {
+		for len(batch) < w.cfg.Batch && len(markers) == 0 {
+			if w.cfg.Linger <= 0 {
+				select {
+				case it, ok := <-w.ch:
+					if !ok {
+						break more
+					}
+					take(it)
+				default:
+					break more
+				}
+				continue
+			}
 			select {
 			case it, ok := <-w.ch:
 				if !ok {
 					break more
 				}
 				take(it)
-			default:
+			case <-linger.C:
 				break more
 			}
 		}
+		linger.Stop()
 		w.write(context.Background(), batch)
 		for _, m := range markers {
 			close(m)
