@@ -87,6 +87,9 @@ type Config struct {
 	// Egress covers; an empty non-nil list turns egress off. nil from it
 	// keeps Egress.
 	EgressFor func(ctx context.Context, scope Scope) []string
+	// MountsFor, when set, gives the host directories a scope's sandbox
+	// sees (Spec.Mounts), when it is created.
+	MountsFor func(ctx context.Context, scope Scope) ([]Mount, error)
 	// Caps bound the sandboxes running at once (see Caps); the zero
 	// value caps nothing. With any cap set, Store must implement
 	// RunningCounter.
@@ -289,6 +292,13 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
 		fresh = errors.Is(err, ErrNotFound)
 	}
+	var mounts []Mount
+	if m.cfg.MountsFor != nil {
+		var err error
+		if mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
+			return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
+		}
+	}
 	// Record first: a provider resource never exists without a record.
 	lim := m.limitsFor(ctx, scope)
 	inst := m.instance(scope, id)
@@ -301,6 +311,7 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		ID: id, Limits: lim, Network: m.cfg.Network,
 		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
 	}
+	spec.Mounts = mounts
 	spec.Egress = m.cfg.Egress
 	if m.cfg.EgressFor != nil && len(m.cfg.Egress) > 0 {
 		if app := m.cfg.EgressFor(ctx, scope); app != nil {

@@ -121,7 +121,31 @@ type Spec struct {
 	// Labels identify the owner (appId, userId, chatId) on the provider's
 	// resources so that orphans can be traced.
 	Labels map[string]string
+	// Mounts are host directories the sandbox sees (the chat's uploads
+	// and intermediate files, the skills), fixed when the sandbox is
+	// created.
+	Mounts []Mount
 }
+
+// Mount is a host directory a sandbox sees at Target.
+type Mount struct {
+	// Source is the directory as the engine sees it; a provider whose
+	// daemon sees the engine's files at other paths maps it.
+	Source string `json:"source"`
+	// Target is the absolute path inside the sandbox: UploadsDir,
+	// IntermediateDir or SkillsDir.
+	Target string `json:"target"`
+	// ReadOnly: a write to it fails inside the sandbox.
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+// The workspace's mounts inside every sandbox (K1): the chat's uploads
+// and intermediate files (read-write) and the skills (read-only).
+const (
+	UploadsDir      = WorkspaceDir + "/uploads"
+	IntermediateDir = WorkspaceDir + "/intermediate"
+	SkillsDir       = WorkspaceDir + "/skills"
+)
 
 // Capabilities are fixed facts about a provider; callers read them instead
 // of type-switching on providers.
