@@ -15,7 +15,6 @@ import (
 	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
-	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
 
@@ -186,14 +185,7 @@ func (h *ChatHandler) auditRejection(ctx context.Context, a approval.Approval, b
 	if h.Audit == nil {
 		return
 	}
-	scope := sandbox.Scope{AppID: a.AppID, UserID: a.UserID, ChatID: a.ChatID}
-	h.Audit.Write(context.WithoutCancel(ctx), audit.Record{
-		Time: h.Now(), Instance: audit.DefaultInstance(), Kind: audit.KindCommand,
-		ActorID: by, ActorKind: string(sandbox.ActorAgent), ToolCallID: a.ToolCallID,
-		AppID: a.AppID, ChatID: a.ChatID, UserID: a.UserID, SandboxID: scope.SandboxID(),
-		Tool: toolcall.ShellToolName, Command: a.Command,
-		Decision: audit.Rejected, Rule: a.Rule, Reason: reason, Status: audit.StatusRejected, ExitCode: -1,
-	})
+	h.Audit.Write(context.WithoutCancel(ctx), approval.RejectionRecord(a, by, reason, h.Now()))
 }
 
 // keepPaused stores a paused run so that an answer resumes it, in any

@@ -79,8 +79,16 @@ func (w *Workers) enqueue(ctx context.Context, task *asynq.Task, taskID string) 
 	}
 }
 
+// ChatData is a store that keeps something of a chat besides its sandbox.
+// Both deletions are idempotent: a retried task deletes again.
+type ChatData interface {
+	DeleteChats(ctx context.Context, appID string, chatIDs []string) error
+	DeleteApp(ctx context.Context, appID string) error
+}
+
 // HandleDeleteChat deletes the sandboxes and then the records of the
-// payload's chats, and marks their intents done. It is idempotent.
+// payload's chats, then what Config.ChatData keeps of them, and marks
+// their intents done. It is idempotent.
 func (w *Workers) HandleDeleteChat(ctx context.Context, t *asynq.Task) error {
 	var p DeleteChatPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
@@ -95,6 +103,11 @@ func (w *Workers) HandleDeleteChat(ctx context.Context, t *asynq.Task) error {
 	}
 	if err := w.deleteRecords(ctx, records); err != nil {
 		return err
+	}
+	for _, d := range w.cfg.ChatData {
+		if err := d.DeleteChats(ctx, p.AppID, p.ChatIDs); err != nil {
+			return err
+		}
 	}
 	keys := make([]string, len(p.ChatIDs))
 	for i, chatID := range p.ChatIDs {
@@ -126,6 +139,11 @@ func (w *Workers) HandleDeleteApp(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for _, d := range w.cfg.ChatData {
+		if err := d.DeleteApp(ctx, p.AppID); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +27,8 @@ func TestDeleteChat(t *testing.T) {
 		t.Run(pv.name, func(t *testing.T) {
 			forEachRedis(t, func(t *testing.T, addr string) {
 				e := newEnv(t, pv.new(t, appPrefix(t)), addr)
-				w, _, reg := e.workers(t, nil)
+				data := &chatData{failures: 1}
+				w, _, reg := e.workers(t, func(c *workers.Config) { c.ChatData = []workers.ChatData{data} })
 				start(t, w)
 				gone := e.use(t, "doomed")
 				kept := []string{e.use(t, "kept")}
@@ -62,6 +65,11 @@ func TestDeleteChat(t *testing.T) {
 					d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "doomed"))
 					return err == nil && d.State == mongostore.DeletionDone
 				})
+				// What the chat kept elsewhere was deleted too, retried after
+				// its first failure.
+				if got := data.deleted(); len(got) != 2 || got[1] != e.app+"/doomed" {
+					t.Errorf("chat data deletions %v, want a failed one and then %s/doomed", got, e.app)
+				}
 				if got := metric(t, reg, "flowbox_sandboxes_deleted_total"); got != 1 {
 					t.Errorf("flowbox_sandboxes_deleted_total = %v, want 1", got)
 				}
@@ -87,7 +95,8 @@ func TestDeleteChat(t *testing.T) {
 func TestDeleteApp(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, addr string) {
 		e := newEnv(t, bwrapProvider(t), addr)
-		w, _, reg := e.workers(t, func(c *workers.Config) { c.AppBatch = 7 })
+		data := &chatData{}
+		w, _, reg := e.workers(t, func(c *workers.Config) { c.AppBatch = 7; c.ChatData = []workers.ChatData{data} })
 		start(t, w)
 		const n = 25
 		var ids []string
@@ -119,6 +128,9 @@ func TestDeleteApp(t *testing.T) {
 			d, err := e.store.GetDeletion(ctx(t), mongostore.AppDeletionKey(e.app))
 			return err == nil && d.State == mongostore.DeletionDone
 		})
+		if got := data.deleted(); !slices.Equal(got, []string{e.app + "/*"}) {
+			t.Errorf("chat data deletions %v, want the app's", got)
+		}
 		// Counted once the task is done: a record goes just before its
 		// deletion is counted.
 		if got := metric(t, reg, "flowbox_sandboxes_deleted_total"); got != n {
@@ -158,6 +170,36 @@ func (f *faultyDelete) Delete(ctx context.Context, id string) error {
 }
 
 func (f *faultyDelete) Calls() int { f.mu.Lock(); defer f.mu.Unlock(); return f.calls }
+
+// chatData records the deletions of what chats keep besides their
+// sandboxes; its first failures calls fail.
+type chatData struct {
+	mu       sync.Mutex
+	failures int
+	calls    []string // "app/chat" or "app/*"
+}
+
+func (d *chatData) record(what string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, what)
+	if len(d.calls) <= d.failures {
+		return fmt.Errorf("delete chat data %s: injected failure", what)
+	}
+	return nil
+}
+
+func (d *chatData) DeleteChats(_ context.Context, appID string, chatIDs []string) error {
+	return d.record(appID + "/" + strings.Join(chatIDs, ","))
+}
+
+func (d *chatData) DeleteApp(_ context.Context, appID string) error { return d.record(appID + "/*") }
+
+func (d *chatData) deleted() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.calls)
+}
 
 // TestDeleteReturnsFirst: the caller gets its answer once the intent is
 // recorded, while the provider has not even started.

@@ -80,6 +80,17 @@ type Config struct {
 	// Alerts is where TypeAlertWebhook tasks are delivered.
 	Alerts AlertWebhook
 
+	// Approvals, when set, has the approvals nobody answered in time
+	// settled as rejected (TypeApprovalExpire) at ApprovalSchedule
+	// (default every minute).
+	Approvals        ApprovalExpirer
+	ApprovalSchedule string
+
+	// ChatData are the stores that keep something of a chat besides its
+	// sandbox (approvals, uploaded files): a chat's or an app's deletion
+	// task clears them once the sandboxes are gone.
+	ChatData []ChatData
+
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -120,6 +131,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.AuditSchedule == "" {
 		c.AuditSchedule = "30 3 * * *"
+	}
+	if c.ApprovalSchedule == "" {
+		c.ApprovalSchedule = "* * * * *"
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
@@ -183,6 +197,7 @@ func (w *Workers) ServeMux() *asynq.ServeMux {
 	mux.HandleFunc(TypeDeleteApp, w.HandleDeleteApp)
 	mux.HandleFunc(TypeReconcile, w.HandleReconcile)
 	mux.HandleFunc(TypeAuditPrune, w.HandleAuditPrune)
+	mux.HandleFunc(TypeApprovalExpire, w.HandleApprovalExpire)
 	mux.HandleFunc(TypeAlertWebhook, w.HandleAlertWebhook)
 	return mux
 }
@@ -237,6 +252,13 @@ func (w *Workers) Start() error {
 			task *asynq.Task
 			opts []asynq.Option
 		}{w.cfg.AuditSchedule, NewAuditPruneTask(), []asynq.Option{asynq.Unique(12 * time.Hour)}})
+	}
+	if w.cfg.Approvals != nil {
+		entries = append(entries, struct {
+			spec string
+			task *asynq.Task
+			opts []asynq.Option
+		}{w.cfg.ApprovalSchedule, NewApprovalExpireTask(), []asynq.Option{asynq.Unique(30 * time.Second)}})
 	}
 	for _, e := range entries {
 		if _, err := w.sched.Register(e.spec, e.task, e.opts...); err != nil {

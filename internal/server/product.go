@@ -8,7 +8,6 @@ import (
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
@@ -35,7 +34,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	env.Egress = cfg.Sandbox.Egress
 	types := nodes.Builtins(models)
 	chats := history.New(svc.DB)
-	approvals := approval.New(svc.DB)
+	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
 		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats)})
 	engine := &nodes.Engine{Templates: templates, Types: types}

@@ -16,6 +16,7 @@ import (
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/redisconn"
+	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/audit"
@@ -50,6 +51,8 @@ type Services struct {
 	// Policy is the shell policy: the operator's command rules, limits
 	// and redaction, tightened per app.
 	Policy *shellPolicy
+	// Approvals keeps the runs paused for a person's approval.
+	Approvals *approval.Store
 	// MongoDesc and RedisDesc say, for the logs, which database and Redis
 	// are in use (no secrets).
 	MongoDesc, RedisDesc string
@@ -113,6 +116,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	s.AuditMetrics = audit.NewMetrics()
 	s.AuditWriter = audit.NewWriter(audit.WriterConfig{Store: s.Audit, Metrics: s.AuditMetrics, Logger: log})
 	s.closers = append(s.closers, s.AuditWriter.Close) // before the database closes
+	s.Approvals = approval.New(db)
 	startAlerts(s, cfg.Alerts, log)
 	var proxy *egress.Proxy
 	if len(cfg.Sandbox.Egress) > 0 {

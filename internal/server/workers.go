@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -41,10 +44,20 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		Audit:           svc.Audit,
 		AuditRetention:  cfg.Workers.AuditRetention,
 		Alerts:          alertWebhook(svc, cfg.Alerts),
+		Approvals:       approvalExpirer{svc},
+		ChatData:        []workers.ChatData{svc.Approvals},
 		Logger:          log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	return w, nil
+}
+
+// approvalExpirer settles the approvals nobody answered in time and
+// audits each as a rejection.
+type approvalExpirer struct{ svc *Services }
+
+func (e approvalExpirer) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+	return e.svc.Approvals.Expire(ctx, now, func(r audit.Record) { e.svc.AuditWriter.Write(ctx, r) })
 }

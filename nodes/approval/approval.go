@@ -24,6 +24,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/audit"
 )
 
 // Collections.
@@ -85,6 +88,9 @@ type doc struct {
 	CreatedAt     time.Time `bson:"createdAt"`
 	ExpiresAt     time.Time `bson:"expiresAt"`
 	Paused        string    `bson:"paused"`
+	// Settled is set once the approval has an answer, so that the expiry
+	// sweep skips it without reading the answers.
+	Settled bool `bson:"settled,omitempty"`
 }
 
 type answerDoc struct {
@@ -98,7 +104,9 @@ type pendingDoc struct {
 	Approval string `bson:"approval"`
 }
 
-// Store is the MongoDB approval store. Every read and write is by _id.
+// Store is the MongoDB approval store. Every read and write of one
+// approval is by _id; the expiry sweep and the deletion of chats query
+// by expiry and by chat.
 type Store struct {
 	approvals, answers, commands *mongo.Collection
 }
@@ -188,7 +196,157 @@ func (s *Store) Claim(ctx context.Context, id string, a Answer) error {
 	} else if err != nil {
 		return fmt.Errorf("record the answer to approval %s: %w", id, err)
 	}
+	// Only a hint for the sweep: the answer above is the truth.
+	_, _ = s.approvals.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "settled", Value: true}}}})
 	return nil
+}
+
+// Lapsed returns up to limit approvals that expired at or before now and
+// have no answer yet, oldest first, for the expiry sweep; their paused
+// runs are not read.
+func (s *Store) Lapsed(ctx context.Context, now time.Time, limit int) ([]Approval, error) {
+	filter := bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now.UTC()}}}, {Key: "settled", Value: bson.D{{Key: "$ne", Value: true}}}}
+	cur, err := s.approvals.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "expiresAt", Value: 1}}).SetLimit(int64(limit)).
+		SetProjection(bson.D{{Key: "paused", Value: 0}}))
+	if err != nil {
+		return nil, fmt.Errorf("find expired approvals: %w", err)
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("find expired approvals: %w", err)
+	}
+	out := make([]Approval, len(docs))
+	for i, d := range docs {
+		out[i] = Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, ToolCallID: d.ToolCallID, Command: d.Command,
+			Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
+	}
+	return out, nil
+}
+
+// Expire settles the approvals that expired at or before now and that
+// nobody answered: each is answered Expired (a rejection) and audited
+// through record. It returns how many it settled. An approval answered
+// meanwhile is left as it was answered. Several processes expiring at
+// once settle each approval once: the answer is claimed.
+func (s *Store) Expire(ctx context.Context, now time.Time, record func(audit.Record)) (int, error) {
+	const batch = 100
+	n := 0
+	for {
+		lapsed, err := s.Lapsed(ctx, now, batch)
+		if err != nil {
+			return n, err
+		}
+		for _, a := range lapsed {
+			err := s.Claim(ctx, a.ID, Answer{Decision: Expired, At: now})
+			switch {
+			case errors.Is(err, ErrAnswered):
+				if err := s.Settle(ctx, a.ID); err != nil {
+					return n, err
+				}
+			case err != nil:
+				return n, err
+			default:
+				n++
+				if record != nil {
+					record(RejectionRecord(a, "", Expired, now))
+				}
+			}
+		}
+		if len(lapsed) < batch {
+			return n, nil
+		}
+	}
+}
+
+// Settle marks an approval answered for the sweep, when its answer was
+// recorded by an earlier Claim that could not mark it.
+func (s *Store) Settle(ctx context.Context, id string) error {
+	if _, err := s.approvals.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "settled", Value: true}}}}); err != nil {
+		return fmt.Errorf("settle approval %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteChats removes what the chats of app left here: their approvals,
+// the answers, the pending marks and the commands approved for them.
+// Deleting twice is harmless.
+func (s *Store) DeleteChats(ctx context.Context, appID string, chatIDs []string) error {
+	if len(chatIDs) == 0 {
+		return nil
+	}
+	return s.deleteWhere(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "chatId", Value: bson.D{{Key: "$in", Value: chatIDs}}}}, chatIDs)
+}
+
+// DeleteApp removes what every chat of app left here.
+func (s *Store) DeleteApp(ctx context.Context, appID string) error {
+	return s.deleteWhere(ctx, bson.D{{Key: "appId", Value: appID}}, nil)
+}
+
+// deleteWhere deletes the approvals filter selects, their answers and
+// their chats' pending marks and approved commands (of chatIDs too, when
+// given). The answers go first: an approval left without its answer
+// would look pending again.
+func (s *Store) deleteWhere(ctx context.Context, filter bson.D, chatIDs []string) error {
+	cur, err := s.approvals.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "chatId", Value: 1}}))
+	if err != nil {
+		return fmt.Errorf("find approvals to delete: %w", err)
+	}
+	var docs []struct {
+		ID     string `bson:"_id"`
+		ChatID string `bson:"chatId"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return fmt.Errorf("find approvals to delete: %w", err)
+	}
+	ids := make([]string, 0, len(docs))
+	chats := map[string]bool{}
+	for _, c := range chatIDs {
+		chats[c] = true
+	}
+	for _, d := range docs {
+		ids = append(ids, d.ID)
+		chats[d.ChatID] = true
+	}
+	pending := make([]string, 0, len(chats))
+	chatList := make([]string, 0, len(chats))
+	for c := range chats {
+		pending = append(pending, pendingKey(c))
+		chatList = append(chatList, c)
+	}
+	if len(ids) > 0 {
+		if _, err := s.answers.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}); err != nil {
+			return fmt.Errorf("delete approval answers: %w", err)
+		}
+	}
+	if len(chatList) > 0 {
+		if _, err := s.commands.DeleteMany(ctx, bson.D{{Key: "chatId", Value: bson.D{{Key: "$in", Value: chatList}}}}); err != nil {
+			return fmt.Errorf("delete approved commands: %w", err)
+		}
+		if _, err := s.approvals.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: pending}}}}); err != nil {
+			return fmt.Errorf("delete pending approvals: %w", err)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := s.approvals.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}); err != nil {
+			return fmt.Errorf("delete approvals: %w", err)
+		}
+	}
+	return nil
+}
+
+// RejectionRecord is the audit record of a command that did not run
+// because a person rejected it or nobody answered in time (reason): the
+// sandbox chain never saw that end, so whoever settles the approval
+// records it.
+func RejectionRecord(a Approval, by, reason string, at time.Time) audit.Record {
+	scope := sandbox.Scope{AppID: a.AppID, UserID: a.UserID, ChatID: a.ChatID}
+	return audit.Record{
+		Time: at, Instance: audit.DefaultInstance(), Kind: audit.KindCommand,
+		ActorID: by, ActorKind: string(sandbox.ActorAgent), ToolCallID: a.ToolCallID,
+		AppID: a.AppID, ChatID: a.ChatID, UserID: a.UserID, SandboxID: scope.SandboxID(),
+		Tool: toolcall.ShellToolName, Command: a.Command,
+		Decision: audit.Rejected, Rule: a.Rule, Reason: reason, Status: audit.StatusRejected, ExitCode: -1,
+	}
 }
 
 // commandKey is the key of a command approved for a chat.

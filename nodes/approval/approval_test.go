@@ -1,0 +1,109 @@
+package approval_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/approval"
+	"github.com/flowbox/flowbox/sandbox/audit"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+func put(t *testing.T, s *approval.Store, id, app, chat string, expires time.Time) {
+	t.Helper()
+	err := s.Put(context.Background(), approval.Approval{ID: id, AppID: app, ChatID: chat, UserID: "u:alice", Command: "rm x",
+		Rule: "ask-rm", ToolCallID: "call_" + id, CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires,
+		Paused: nodes.Paused{Request: nodes.ApprovalRequest{ID: id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExpire: the sweep settles the approvals past their expiry that
+// nobody answered, each once and audited as an expired rejection; it
+// leaves answered and future ones alone.
+func TestExpire(t *testing.T) {
+	ctx := context.Background()
+	s := approval.New(mongotest.DB(t))
+	now := time.Now()
+	put(t, s, "apr_old", "app", "c1", now.Add(-time.Hour))
+	put(t, s, "apr_answered", "app", "c2", now.Add(-time.Hour))
+	put(t, s, "apr_future", "app", "c3", now.Add(time.Hour))
+	if err := s.Claim(ctx, "apr_answered", approval.Answer{Decision: nodes.Approve, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []audit.Record
+	n, err := s.Expire(ctx, now, func(r audit.Record) { recs = append(recs, r) })
+	if err != nil || n != 1 {
+		t.Fatalf("Expire = %d, %v; want 1", n, err)
+	}
+	if len(recs) != 1 || recs[0].ChatID != "c1" || recs[0].Reason != approval.Expired || recs[0].Status != audit.StatusRejected ||
+		recs[0].Rule != "ask-rm" || recs[0].ToolCallID != "call_apr_old" {
+		t.Errorf("records %+v, want one expired rejection of c1", recs)
+	}
+	if _, ans, err := s.Get(ctx, "apr_old"); err != nil || ans == nil || ans.Decision != approval.Expired {
+		t.Errorf("apr_old answer %+v, %v; want expired", ans, err)
+	}
+	if _, ans, _ := s.Get(ctx, "apr_answered"); ans == nil || ans.Decision != nodes.Approve {
+		t.Errorf("apr_answered answer %+v, want its approval kept", ans)
+	}
+	if id, _ := s.Pending(ctx, "c3"); id != "apr_future" {
+		t.Errorf("c3 pending %q, want apr_future still waiting", id)
+	}
+	if n, err := s.Expire(ctx, now, func(audit.Record) { t.Error("a second sweep audited again") }); err != nil || n != 0 {
+		t.Errorf("second Expire = %d, %v; want 0", n, err)
+	}
+}
+
+// TestDeleteChats: deleting chats removes their approvals, answers,
+// pending marks and approved commands, and nothing of other chats or
+// apps; deleting an app removes all of its chats'.
+func TestDeleteChats(t *testing.T) {
+	ctx := context.Background()
+	s := approval.New(mongotest.DB(t))
+	later := time.Now().Add(time.Hour)
+	put(t, s, "apr_1", "app", "gone", later)
+	put(t, s, "apr_2", "app", "kept", later)
+	put(t, s, "apr_3", "other", "gone", later) // the same chat id in another app
+	put(t, s, "apr_4", "app", "also", later)
+	if err := s.Claim(ctx, "apr_1", approval.Answer{Decision: nodes.ApproveChat, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApproveInChat(ctx, "gone", "rm x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteChats(ctx, "app", []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "apr_1"); !errors.Is(err, approval.ErrNotFound) {
+		t.Errorf("apr_1 after deleting its chat: %v, want not found", err)
+	}
+	if ok, _ := s.ApprovedInChat(ctx, "gone", "rm x"); ok {
+		t.Error("the chat's approved command survived its deletion")
+	}
+	for _, id := range []string{"apr_2", "apr_3", "apr_4"} {
+		if _, _, err := s.Get(ctx, id); err != nil {
+			t.Errorf("%s of another chat or app: %v", id, err)
+		}
+	}
+	if err := s.DeleteChats(ctx, "app", []string{"gone"}); err != nil {
+		t.Errorf("deleting twice: %v", err)
+	}
+	if err := s.DeleteApp(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"apr_2": false, "apr_4": false, "apr_3": true} {
+		_, _, err := s.Get(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("%s exists %v after deleting app, want %v (%v)", id, got, want, err)
+		}
+	}
+	if id, _ := s.Pending(ctx, "kept"); id != "" {
+		t.Errorf("kept's pending mark survived its app: %q", id)
+	}
+}
