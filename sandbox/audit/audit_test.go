@@ -150,7 +150,7 @@ func TestAuditEachAndPrune(t *testing.T) {
 
 // failingStore fails its first fails inserts, then keeps what it gets.
 type failingStore struct {
-	mu    sync.Mutex
+	mu      sync.Mutex
 	fails   int
 	kept    []audit.Record
 	inserts int // the inserts that succeeded
