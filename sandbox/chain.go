@@ -316,6 +316,11 @@ func (m *Manager) fileCore(ctx context.Context, call *FileCall) (FileResult, err
 	if call.files == nil {
 		return FileResult{}, errors.New("sandbox files: a file call reached the provider without the sandbox it came for")
 	}
+	if mt, ok, err := m.mountFor(ctx, call.Scope, call.Path); err != nil {
+		return FileResult{}, err
+	} else if ok {
+		return mountFile(ctx, mt, call)
+	}
 	files, err := call.files.get(ctx)
 	if err != nil {
 		return FileResult{}, err
@@ -324,6 +329,9 @@ func (m *Manager) fileCore(ctx context.Context, call *FileCall) (FileResult, err
 	switch call.Op {
 	case FileList:
 		r.Entries, err = files.List(ctx, call.Path)
+		if rel, _ := WorkspaceRel(call.Path); err == nil && rel == "." {
+			r.Entries = m.withMounts(ctx, call.Scope, r.Entries)
+		}
 	case FileStat:
 		r.Info, err = files.Stat(ctx, call.Path)
 	case FileRead:

@@ -46,12 +46,38 @@ func WorkspaceRel(p string) (string, error) {
 	return path.Clean(p), nil
 }
 
-// sandboxPath is the inverse of WorkspaceRel.
-func sandboxPath(rel string) string {
-	if rel == "." {
+// at is where the directory appears in the sandbox.
+func (d DirFiles) at() string {
+	if d.At == "" {
 		return WorkspaceDir
 	}
-	return WorkspaceDir + "/" + rel
+	return d.At
+}
+
+// rel turns a path given by a caller into one relative to the directory
+// ("." for the directory itself): as WorkspaceRel, and inside At.
+func (d DirFiles) rel(p string) (string, error) {
+	rel, err := WorkspaceRel(p)
+	if err != nil || d.at() == WorkspaceDir {
+		return rel, err
+	}
+	at := strings.TrimPrefix(d.at(), WorkspaceDir+"/")
+	if rel == at {
+		return ".", nil
+	}
+	inner, ok := strings.CutPrefix(rel, at+"/")
+	if !ok {
+		return "", fmt.Errorf("%w: %q is outside %s", ErrInvalidPath, p, d.at())
+	}
+	return inner, nil
+}
+
+// path is the inverse of rel.
+func (d DirFiles) path(rel string) string {
+	if rel == "." {
+		return d.at()
+	}
+	return d.at() + "/" + rel
 }
 
 // DirFiles implements Files on a host directory that is the sandbox's
@@ -60,6 +86,9 @@ func sandboxPath(rel string) string {
 // without being opened for blocking I/O.
 type DirFiles struct {
 	Dir string
+	// At is where Dir appears inside the sandbox: WorkspaceDir when
+	// empty, or a mount's target below it (the chat's uploads).
+	At string
 }
 
 var _ Files = DirFiles{}
@@ -74,12 +103,12 @@ func (d DirFiles) root() (*os.Root, error) {
 
 // fileErr maps os errors to the package's sentinels with a message a user
 // can act on.
-func fileErr(op, p string, err error) error {
+func (d DirFiles) fileErr(op, p string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s %s: %w", op, p, ErrNotFound)
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
-		return fmt.Errorf("%s %s: %w: it leads outside %s through a link", op, p, ErrInvalidPath, WorkspaceDir)
+		return fmt.Errorf("%s %s: %w: it leads outside %s through a link", op, p, ErrInvalidPath, d.at())
 	case errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("%s %s: %w: a parent is not a directory", op, p, ErrInvalidPath)
 	case errors.Is(err, syscall.ELOOP):
@@ -88,7 +117,7 @@ func fileErr(op, p string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, p, err)
 }
 
-func infoOf(rel string, fi fs.FileInfo) FileInfo {
+func (d DirFiles) infoOf(rel string, fi fs.FileInfo) FileInfo {
 	t := "other"
 	switch {
 	case fi.Mode().IsRegular():
@@ -98,13 +127,13 @@ func infoOf(rel string, fi fs.FileInfo) FileInfo {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		t = "symlink"
 	}
-	return FileInfo{Name: path.Base(sandboxPath(rel)), Path: sandboxPath(rel), Type: t, Size: fi.Size(), ModTime: fi.ModTime().UTC()}
+	return FileInfo{Name: path.Base(d.path(rel)), Path: d.path(rel), Type: t, Size: fi.Size(), ModTime: fi.ModTime().UTC()}
 }
 
 // List lists a directory, directories first, then by name. Entries are
 // described without following links.
 func (d DirFiles) List(ctx context.Context, p string) ([]FileInfo, error) {
-	rel, err := WorkspaceRel(p)
+	rel, err := d.rel(p)
 	if err != nil {
 		return nil, err
 	}
@@ -115,19 +144,19 @@ func (d DirFiles) List(ctx context.Context, p string) ([]FileInfo, error) {
 	defer r.Close()
 	f, err := r.Open(rel)
 	if err != nil {
-		return nil, fileErr("list", sandboxPath(rel), err)
+		return nil, d.fileErr("list", d.path(rel), err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fileErr("list", sandboxPath(rel), err)
+		return nil, d.fileErr("list", d.path(rel), err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("list %s: %w: not a directory", sandboxPath(rel), ErrInvalidPath)
+		return nil, fmt.Errorf("list %s: %w: not a directory", d.path(rel), ErrInvalidPath)
 	}
 	entries, err := f.ReadDir(-1)
 	if err != nil {
-		return nil, fileErr("list", sandboxPath(rel), err)
+		return nil, d.fileErr("list", d.path(rel), err)
 	}
 	out := make([]FileInfo, 0, len(entries))
 	for _, e := range entries {
@@ -135,7 +164,7 @@ func (d DirFiles) List(ctx context.Context, p string) ([]FileInfo, error) {
 		if err != nil {
 			continue // removed while listing
 		}
-		out = append(out, infoOf(path.Join(rel, e.Name()), fi))
+		out = append(out, d.infoOf(path.Join(rel, e.Name()), fi))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if (out[i].Type == "directory") != (out[j].Type == "directory") {
@@ -148,7 +177,7 @@ func (d DirFiles) List(ctx context.Context, p string) ([]FileInfo, error) {
 
 // Stat describes the entry at p, following links that stay inside.
 func (d DirFiles) Stat(ctx context.Context, p string) (FileInfo, error) {
-	rel, err := WorkspaceRel(p)
+	rel, err := d.rel(p)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -159,38 +188,38 @@ func (d DirFiles) Stat(ctx context.Context, p string) (FileInfo, error) {
 	defer r.Close()
 	fi, err := r.Stat(rel)
 	if err != nil {
-		return FileInfo{}, fileErr("stat", sandboxPath(rel), err)
+		return FileInfo{}, d.fileErr("stat", d.path(rel), err)
 	}
-	return infoOf(rel, fi), nil
+	return d.infoOf(rel, fi), nil
 }
 
 // openRegular opens rel for reading only if it is a regular file. The
 // open is non-blocking so that a FIFO swapped in after a check cannot
 // hang the engine; the type is checked on the opened descriptor.
-func openRegular(r *os.Root, rel string) (*os.File, fs.FileInfo, error) {
+func (d DirFiles) openRegular(r *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		return nil, nil, fileErr("open", sandboxPath(rel), err)
+		return nil, nil, d.fileErr("open", d.path(rel), err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fileErr("open", sandboxPath(rel), err)
+		return nil, nil, d.fileErr("open", d.path(rel), err)
 	}
 	switch {
 	case st.IsDir():
 		f.Close()
-		return nil, nil, fmt.Errorf("open %s: %w: it is a directory", sandboxPath(rel), ErrInvalidPath)
+		return nil, nil, fmt.Errorf("open %s: %w: it is a directory", d.path(rel), ErrInvalidPath)
 	case !st.Mode().IsRegular():
 		f.Close()
-		return nil, nil, fmt.Errorf("open %s: %w: not a regular file (%s)", sandboxPath(rel), ErrInvalidPath, st.Mode().Type())
+		return nil, nil, fmt.Errorf("open %s: %w: not a regular file (%s)", d.path(rel), ErrInvalidPath, st.Mode().Type())
 	}
 	return f, st, nil
 }
 
 // Open opens a regular file for streaming.
 func (d DirFiles) Open(ctx context.Context, p string) (io.ReadCloser, FileInfo, error) {
-	rel, err := WorkspaceRel(p)
+	rel, err := d.rel(p)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
@@ -199,11 +228,11 @@ func (d DirFiles) Open(ctx context.Context, p string) (io.ReadCloser, FileInfo, 
 		return nil, FileInfo{}, err
 	}
 	defer r.Close() // the opened file stays valid
-	f, st, err := openRegular(r, rel)
+	f, st, err := d.openRegular(r, rel)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	return f, infoOf(rel, st), nil
+	return f, d.infoOf(rel, st), nil
 }
 
 // ReadFile reads a regular file of at most max bytes (max <= 0: no bound).
@@ -233,12 +262,12 @@ func (d DirFiles) ReadFile(ctx context.Context, p string, max int64) ([]byte, er
 // WriteFile writes data to a temporary file beside p and renames it over
 // p, so readers see the old content or the new, never half of it.
 func (d DirFiles) WriteFile(ctx context.Context, p string, data []byte) error {
-	rel, err := WorkspaceRel(p)
+	rel, err := d.rel(p)
 	if err != nil {
 		return err
 	}
 	if rel == "." {
-		return fmt.Errorf("write %s: %w: it is the workspace directory", WorkspaceDir, ErrInvalidPath)
+		return fmt.Errorf("write %s: %w: it is a directory", d.at(), ErrInvalidPath)
 	}
 	r, err := d.root()
 	if err != nil {
@@ -247,16 +276,16 @@ func (d DirFiles) WriteFile(ctx context.Context, p string, data []byte) error {
 	defer r.Close()
 	if dir := path.Dir(rel); dir != "." {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return fileErr("write", sandboxPath(rel), err)
+			return d.fileErr("write", d.path(rel), err)
 		}
 	}
 	if fi, err := r.Lstat(rel); err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
-		return fmt.Errorf("write %s: %w: it exists and is not a regular file", sandboxPath(rel), ErrInvalidPath)
+		return fmt.Errorf("write %s: %w: it exists and is not a regular file", d.path(rel), ErrInvalidPath)
 	}
 	tmp := path.Join(path.Dir(rel), ".flowbox-write-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fileErr("write", sandboxPath(rel), err)
+		return d.fileErr("write", d.path(rel), err)
 	}
 	_, werr := f.Write(data)
 	if werr == nil {
@@ -270,7 +299,7 @@ func (d DirFiles) WriteFile(ctx context.Context, p string, data []byte) error {
 	}
 	if werr != nil {
 		_ = r.Remove(tmp)
-		return fileErr("write", sandboxPath(rel), werr)
+		return d.fileErr("write", d.path(rel), werr)
 	}
 	return nil
 }
@@ -278,7 +307,7 @@ func (d DirFiles) WriteFile(ctx context.Context, p string, data []byte) error {
 // Zip streams the directory (or single file) at p to w. Entries are named
 // from the base name of p down; links, FIFOs and devices are left out.
 func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
-	rel, err := WorkspaceRel(p)
+	rel, err := d.rel(p)
 	if err != nil {
 		return err
 	}
@@ -289,12 +318,12 @@ func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
 	defer r.Close()
 	st, err := r.Stat(rel)
 	if err != nil {
-		return fileErr("zip", sandboxPath(rel), err)
+		return d.fileErr("zip", d.path(rel), err)
 	}
-	base := path.Base(sandboxPath(rel))
+	base := path.Base(d.path(rel))
 	zw := zip.NewWriter(w)
 	addFile := func(fileRel, name string) error {
-		f, fi, err := openRegular(r, fileRel)
+		f, fi, err := d.openRegular(r, fileRel)
 		if err != nil {
 			if errors.Is(err, ErrInvalidPath) {
 				return nil // became something else while walking: leave it out
@@ -345,7 +374,7 @@ func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("zip %s: %w", sandboxPath(rel), err)
+		return fmt.Errorf("zip %s: %w", d.path(rel), err)
 	}
 	return zw.Close()
 }
