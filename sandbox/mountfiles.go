@@ -52,7 +52,7 @@ func mountFile(ctx context.Context, mt Mount, call *FileCall) (FileResult, error
 		r.Reader, r.Info, err = files.Open(ctx, call.Path)
 	case FileWrite:
 		if mt.ReadOnly {
-			return r, fmt.Errorf("write %s: %w: %s is read-only", call.Path, ErrRefused, mt.Target)
+			return r, fmt.Errorf("write %s: %w: %s is read-only for everyone, the sandbox included; write to %s instead", call.Path, ErrReadOnly, mt.Target, IntermediateDir)
 		}
 		err = files.WriteFile(ctx, call.Path, call.Data)
 	case FileZip:

@@ -71,8 +71,8 @@ func TestMountFiles(t *testing.T) {
 	if st, err := files.Stat(ctx, "/workspace/skills/csv/SKILL.md"); err != nil || st.Path != "/workspace/skills/csv/SKILL.md" {
 		t.Errorf("stat a skill file = %+v, %v", st, err)
 	}
-	if err := files.WriteFile(ctx, "/workspace/skills/csv/SKILL.md", []byte("x")); !errors.Is(err, sandbox.ErrRefused) {
-		t.Errorf("write into the read-only skills: %v, want ErrRefused", err)
+	if err := files.WriteFile(ctx, "/workspace/skills/csv/SKILL.md", []byte("x")); !errors.Is(err, sandbox.ErrReadOnly) {
+		t.Errorf("write into the read-only skills: %v, want ErrReadOnly", err)
 	}
 	if _, err := m.Lookup(ctx, scope); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("the mounts' files created the sandbox: Lookup = %v", err)

@@ -31,6 +31,8 @@ var (
 	// ErrRefused: a policy refused the call before it ran. The error is a
 	// *RefusedError that names the rule.
 	ErrRefused = errors.New("refused by policy")
+	// ErrReadOnly: a write to a read-only mount (the skills).
+	ErrReadOnly = errors.New("read-only")
 )
 
 // RefusedError is a policy's refusal: the rule that decided, why, and

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,9 @@ import (
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/redact"
+	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web/auth"
 	"github.com/flowbox/flowbox/web/share"
 )
@@ -73,6 +76,9 @@ type ChatHandler struct {
 	Approvals       Approvals
 	ApprovalTimeout time.Duration
 	Audit           AuditRecorder
+	// Uploads holds the chats' uploaded files, which a message may
+	// attach by name (K2); nil: messages attach none.
+	Uploads Workspace
 	// DefaultApp answers requests that name no app.
 	DefaultApp string
 	Now        func() time.Time
@@ -112,7 +118,11 @@ type chatRequest struct {
 // without error and keeps what is wrong in problem, so that the refusal
 // can name the message (the decoder does not know its index).
 type messageContent struct {
-	Text    string
+	Text string
+	// Files are the names of files already uploaded to the chat that
+	// the message attaches (K2): parts {"type":"file_url","name":...}
+	// as FastGPT sends them, or {"type":"file","name":...}.
+	Files   []string
 	problem string // "content...: what is wrong"; empty when the content is usable
 }
 
@@ -131,10 +141,14 @@ func (m *messageContent) UnmarshalJSON(b []byte) error {
 		}
 		texts := make([]string, 0, len(parts))
 		for i, raw := range parts {
-			text, problem := textPart(raw)
+			text, file, problem := textPart(raw)
 			if problem != "" {
 				m.problem = fmt.Sprintf("content[%d]: %s", i, problem)
 				return nil
+			}
+			if file != "" {
+				m.Files = append(m.Files, file)
+				continue
 			}
 			texts = append(texts, text)
 		}
@@ -146,24 +160,62 @@ func (m *messageContent) UnmarshalJSON(b []byte) error {
 	}
 }
 
-// textPart returns the text of a content part, or what is wrong with it.
-func textPart(raw json.RawMessage) (text, problem string) {
+// attachments checks that the files a message attaches are uploaded to
+// the chat and says where the agent finds them; it answers the client
+// itself when one is missing.
+func (h *ChatHandler) attachments(c *gin.Context, chat history.Chat, names []string) (string, bool) {
+	if h.Uploads == nil {
+		apiError(c, http.StatusBadRequest, "this engine keeps no uploaded files; send text only")
+		return "", false
+	}
+	scope := sandbox.Scope{AppID: chat.AppID, UserID: chat.UserID, ChatID: chat.ID}
+	entries, err := h.Uploads.List(c.Request.Context(), scope, workspace.Uploads, "")
+	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		h.Log.Error("list uploads", "chatId", chat.ID, "err", err)
+		apiError(c, http.StatusInternalServerError, "could not read the chat's uploaded files; retry later")
+		return "", false
+	}
+	lines := make([]string, 0, len(names))
+	for _, name := range names {
+		i := slices.IndexFunc(entries, func(e workspace.Entry) bool {
+			return !e.IsDir && (e.Name == name || e.Path == name || e.SandboxPath == name)
+		})
+		if i < 0 {
+			apiError(c, http.StatusBadRequest, fmt.Sprintf("file %q is not uploaded to chat %q: upload it first (POST /api/uploads/%s), then name it here", name, chat.ID, chat.ID))
+			return "", false
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s)", entries[i].SandboxPath, workspace.HumanSize(entries[i].Size)))
+	}
+	return "Attached files: " + strings.Join(lines, ", "), true
+}
+
+// textPart returns the text of a content part, or the name of the file
+// it attaches, or what is wrong with it.
+func textPart(raw json.RawMessage) (text, file, problem string) {
 	var part map[string]json.RawMessage
 	if kind := jsonKind(bytes.TrimSpace(raw)); kind != "object" || json.Unmarshal(raw, &part) != nil {
-		return "", "a content part must be an object like {\"type\":\"text\",\"text\":\"...\"}, not " + an(kind)
+		return "", "", "a content part must be an object like {\"type\":\"text\",\"text\":\"...\"}, not " + an(kind)
 	}
 	var typ string
 	if t, ok := part["type"]; !ok || jsonKind(bytes.TrimSpace(t)) != "string" || json.Unmarshal(t, &typ) != nil {
-		return "", `the part has no string "type"; send {"type":"text","text":"..."}`
+		return "", "", `the part has no string "type"; send {"type":"text","text":"..."}`
 	}
-	if typ != "text" {
-		return "", fmt.Sprintf("parts of type %q are not supported; send text parts only", typ)
+	switch typ {
+	case "text":
+	case "file_url", "file":
+		n, ok := part["name"]
+		if !ok || jsonKind(bytes.TrimSpace(n)) != "string" || json.Unmarshal(n, &file) != nil || file == "" {
+			return "", "", fmt.Sprintf(`a part of type %q needs the "name" of a file uploaded to the chat (POST /api/uploads/{chatId})`, typ)
+		}
+		return "", file, ""
+	default:
+		return "", "", fmt.Sprintf("parts of type %q are not supported; send text parts, and files uploaded to the chat as {\"type\":\"file_url\",\"name\":\"data.csv\"}", typ)
 	}
 	t, ok := part["text"]
 	if !ok || jsonKind(bytes.TrimSpace(t)) != "string" || json.Unmarshal(t, &text) != nil {
-		return "", `a part of type "text" needs a string "text"`
+		return "", "", `a part of type "text" needs a string "text"`
 	}
-	return text, ""
+	return text, "", ""
 }
 
 // jsonKind names the kind of JSON value b starts with.
@@ -250,9 +302,10 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		return
 	}
 	question := ""
+	var attached []string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
-			question = req.Messages[i].Content.Text
+			question, attached = req.Messages[i].Content.Text, req.Messages[i].Content.Files
 			break
 		}
 	}
@@ -266,7 +319,7 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 			apiError(c, http.StatusBadRequest, "an interactive answer needs the chatId of the chat that waits for it")
 			return
 		}
-	} else if strings.TrimSpace(question) == "" {
+	} else if strings.TrimSpace(question) == "" && len(attached) == 0 {
 		apiError(c, http.StatusBadRequest, `messages must end with a non-empty {"role":"user","content":"..."}`)
 		return
 	}
@@ -323,6 +376,13 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		h.Log.Error("read chat", "chatId", req.ChatID, "err", err)
 		apiError(c, http.StatusInternalServerError, "could not read the chat; retry later")
 		return
+	}
+	if len(attached) > 0 && req.Interactive == nil {
+		note, ok := h.attachments(c, chat, attached)
+		if !ok {
+			return
+		}
+		question = strings.TrimSpace(question + "\n\n" + note)
 	}
 
 	var paused approval.Approval

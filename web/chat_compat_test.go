@@ -84,13 +84,13 @@ func TestCompatContentParts(t *testing.T) {
 		name, messages, want string
 	}{
 		{"an image part", `[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]`,
-			`messages[0].content[1]: parts of type "image_url" are not supported; send text parts only`},
+			`messages[0].content[1]: parts of type "image_url" are not supported; send text parts, and files uploaded to the chat as {"type":"file_url","name":"data.csv"}`},
 		{"an audio part", `[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}]`,
-			`messages[0].content[0]: parts of type "input_audio" are not supported; send text parts only`},
+			`messages[0].content[0]: parts of type "input_audio" are not supported; send text parts, and files uploaded to the chat as {"type":"file_url","name":"data.csv"}`},
 		{"a file part in an earlier message", `[{"role":"user","content":"hi"},{"role":"assistant","content":"yes"},{"role":"user","content":[{"type":"text","text":"x"},{"type":"text","text":"y"},{"type":"file","file":{"file_id":"f1"}}]},{"role":"user","content":"last"}]`,
-			`messages[2].content[2]: parts of type "file" are not supported; send text parts only`},
-		{"FastGPT's file_url part", `[{"role":"user","content":[{"type":"file_url","name":"a.pdf","url":"https://example.com/a.pdf"}]}]`,
-			`messages[0].content[0]: parts of type "file_url" are not supported; send text parts only`},
+			`messages[2].content[2]: a part of type "file" needs the "name" of a file uploaded to the chat (POST /api/uploads/{chatId})`},
+		{"FastGPT's file_url part naming a file not uploaded", `[{"role":"user","content":[{"type":"file_url","name":"a.pdf","url":"https://example.com/a.pdf"}]}]`,
+			`file "a.pdf" is not uploaded to chat "refused": upload it first (POST /api/uploads/refused), then name it here`},
 		{"a number", `[{"role":"user","content":42}]`,
 			`messages[0].content: must be a string or an array of text parts like [{"type":"text","text":"..."}], not a number`},
 		{"an object", `[{"role":"user","content":{"type":"text","text":"hi"}}]`,

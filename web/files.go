@@ -110,7 +110,7 @@ func sandboxError(c *gin.Context, err error) {
 		apiError(c, http.StatusServiceUnavailable, sandbox.ErrUnavailable.Error())
 	case errors.Is(err, sandbox.ErrDeleted):
 		apiError(c, http.StatusGone, "this chat was deleted, and its sandbox and files with it")
-	case errors.Is(err, sandbox.ErrRefused):
+	case errors.Is(err, sandbox.ErrRefused), errors.Is(err, sandbox.ErrReadOnly):
 		apiError(c, http.StatusForbidden, err.Error())
 	case errors.Is(err, sandbox.ErrBusy):
 		apiError(c, http.StatusServiceUnavailable, "the sandbox is being stopped or repaired; retry in a few seconds")

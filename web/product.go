@@ -32,6 +32,8 @@ type Product struct {
 	Apps     *AppsHandler
 	Chats    *ChatsHandler
 	Files    *FilesHandler
+	Uploads  *UploadsHandler
+	Skills   *SkillsHandler
 	Users    *UsersHandler
 	UI       *UI
 	Admin    SandboxAdmin

@@ -98,6 +98,12 @@ func New(cfg Config) http.Handler {
 	// The audit of every sandbox call.
 	admin.GET("/api/audit", p.Audit.List)
 	admin.GET("/api/audit/export", p.Audit.Export)
+	// Skills every sandbox sees read-only (K4).
+	admin.GET("/skills", p.UI.Skills)
+	admin.GET("/api/skills", p.Skills.List)
+	admin.POST("/api/skills", p.Skills.Install)
+	admin.GET("/api/skills/:name", p.Skills.Get)
+	admin.DELETE("/api/skills/:name", p.Skills.Delete)
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
@@ -128,6 +134,7 @@ func New(cfg Config) http.Handler {
 	account.DELETE("/apps/:appId/links/:linkId", p.Publish.RevokeLink)
 	// The audit of the app's sandbox calls (owner and admins).
 	account.GET("/apps/:appId/audit", p.Audit.AppList)
+	account.GET("/skills", p.Skills.Choices)
 	api.GET("/apps/:appId/chats", p.Chats.List)
 	api.DELETE("/apps/:appId/chats", p.Chats.Delete)
 	api.GET("/apps/:appId/chats/:chatId", p.Chats.Get)
@@ -135,6 +142,10 @@ func New(cfg Config) http.Handler {
 	api.POST("/core/ai/sandbox/file", p.Files.File)
 	api.POST("/core/ai/sandbox/download", p.Files.Download)
 	api.POST("/core/ai/sandbox/status", p.Files.Status)
+	// Files a user gives the agent (K2), kept on the host.
+	api.POST("/uploads/:chatId", p.Uploads.Upload)
+	api.GET("/uploads/:chatId/files", p.Uploads.List)
+	api.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
 
 	// Share links: login-free visitors of one app, known by a cookie of
 	// the link's (or the link's identity hook). The API is the users' own
@@ -147,6 +158,9 @@ func New(cfg Config) http.Handler {
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)
+	visitors.POST("/uploads/:chatId", p.Uploads.Upload)
+	visitors.GET("/uploads/:chatId/files", p.Uploads.List)
+	visitors.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
 
 	// Pages for signed-in users; anonymous visitors go to /login.
 	pages := r.Group("/", Authenticate(auth), RequirePage(), RequireAccount())

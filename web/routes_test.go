@@ -8,6 +8,8 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
 )
@@ -85,6 +88,7 @@ type fixture struct {
 	link      string            // a share link to the shared app (files read-write)
 	expired   string            // a link to it that has expired
 	visited   string            // the visitor's chat through link
+	skillZip  []byte            // the markdown-report example skill, zipped
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -92,7 +96,11 @@ func newFixture(t *testing.T) *fixture {
 	env.CreateUser(t, "alice", auth.RoleUser)
 	carol := env.CreateUser(t, "carol", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	f := &fixture{env: env, clients: map[string]*servertest.Client{
+	zipped, err := skills.ZipDir(filepath.Join("..", "skills", "markdown-report"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{env: env, skillZip: zipped, clients: map[string]*servertest.Client{
 		anonymous:    env.Anonymous(),
 		wrongKey:     env.Bearer("fbk_not-a-key"),
 		userSession:  env.Login(t, "carol", servertest.Password("carol")),
@@ -230,6 +238,9 @@ type route struct {
 	// want is the status per caller; callers not named get def.
 	want map[string]int
 	def  int
+	// upload sends the body as one file of a multipart form (the upload
+	// API); body must then give []byte.
+	upload bool
 }
 
 // Statuses by who may call, reused by the rows.
@@ -364,6 +375,30 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/core/ai/sandbox/download", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/status", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 
+		// The chat's uploads (K2): as its files; a new chat's first upload
+		// creates it.
+		{method: "POST", path: "/api/uploads/" + f.chat + "?appId=" + f.shared, upload: true, body: func(*fixture, string) any { return []byte("x") },
+			want: chatWrite, def: 201},
+		{method: "GET", path: "/api/uploads/" + f.chat + "/files?appId=" + f.shared, want: chatRead, def: 200},
+		{method: "DELETE", path: "/api/uploads/:chatId/files", pathFor: func(f *fixture, t *testing.T, caller string) string {
+			r := upload(t, f.clients[adminSession], "/api/uploads/"+f.chat+"?appId="+f.shared, part{"doomed.txt", []byte("x")})
+			var u uploaded
+			r.JSON(t, &u)
+			if r.Status != 201 || len(u.Files) != 1 {
+				t.Fatalf("upload a file to delete: %d %s", r.Status, r.Body)
+			}
+			return "/api/uploads/" + f.chat + "/files?appId=" + f.shared + "&path=" + url.QueryEscape(u.Files[0].Name)
+		}, want: chatWrite, def: 200},
+
+		// The skills (K4): admins install and manage them, builders list
+		// them to choose an app's.
+		{method: "GET", path: "/admin/skills", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/skills", body: func(*fixture, string) any { return f.skillZip }, want: adminOnly, def: 201},
+		{method: "GET", path: "/admin/api/skills", want: adminOnly, def: 200},
+		{method: "GET", path: "/admin/api/skills/markdown-report", want: adminOnly, def: 200},
+		{method: "DELETE", path: "/admin/api/skills/no-such-skill", want: adminOnly, def: 404},
+		{method: "GET", path: "/api/skills", want: userRead, def: 200},
+
 		// Pages: anonymous visitors are sent to sign in.
 		{method: "GET", path: "/", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 		{method: "GET", path: "/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
@@ -444,6 +479,11 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared, open: true, upload: true,
+			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{visitor: 201, visitorOther: 404}, def: 401},
+		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared, open: true, want: visitorOnly, def: 401},
+		{method: "DELETE", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&path=" + url.QueryEscape("from "+visitor+".txt"), open: true,
+			want: map[string]int{visitor: 200, visitorOther: 404}, def: 401},
 		{method: "GET", path: "/share/" + f.expired, open: true, want: public, def: 410},
 		{method: "POST", path: "/share/" + f.expired + "/api/v1/chat/completions", open: true, body: jsonBody(map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}), want: public, def: 410},
 		// The pages give a caller without a visitor session one (a cookie
@@ -489,7 +529,12 @@ func TestRouteAccess(t *testing.T) {
 			if r.body != nil {
 				body = r.body(f, caller)
 			}
-			resp := f.clients[caller].Do(t, r.method, path, body)
+			var resp servertest.Response
+			if r.upload {
+				resp = upload(t, f.clients[caller], path, part{"from " + caller + ".txt", body.([]byte)})
+			} else {
+				resp = f.clients[caller].Do(t, r.method, path, body)
+			}
 			if resp.Status != want {
 				t.Errorf("%s %s as %s: status %d, want %d (%s)", r.method, path, caller, resp.Status, want, clip(resp.Body))
 			}
@@ -514,8 +559,12 @@ func pattern(f *fixture, path string) string {
 		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id",
 		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId", "no-such-link", ":linkId",
 		"/share/"+f.link, "/share/:linkId", "/share/"+f.expired, "/share/:linkId",
-		"/chat/"+f.visited, "/chat/:chatId")
+		"/chat/"+f.visited, "/chat/:chatId", "/uploads/"+f.chat, "/uploads/:chatId", "/uploads/"+f.visited, "/uploads/:chatId",
+		"/skills/markdown-report", "/skills/:name", "/skills/no-such-skill", "/skills/:name")
 	p := r.Replace(path)
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
 	if strings.HasPrefix(p, "/apps/:appId/chat/") {
 		p = "/apps/:appId/chat/:chatId"
 	}

@@ -124,7 +124,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit"} {
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit", "skills"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": translate}).ParseFS(templateFS, "ui/templates/layout.html", "ui/templates/"+name+".html")
 		if err != nil {
 			return err
@@ -209,6 +209,8 @@ type builderInputs struct {
 	StartupCommands, ShutdownCommands []string
 	// Policy is the node's command policy as indented JSON ("" for none).
 	Policy string
+	// Skills are the names of the skills the node may use.
+	Skills []string
 }
 
 // Builder edits an app's tool-call node: model, system prompt, rounds and
@@ -254,6 +256,7 @@ func (u *UI) Builder(c *gin.Context) {
 		}
 		_ = json.Unmarshal(n.Inputs["startupCommands"], &in.StartupCommands)
 		_ = json.Unmarshal(n.Inputs["shutdownCommands"], &in.ShutdownCommands)
+		_ = json.Unmarshal(n.Inputs["skills"], &in.Skills)
 		var indented bytes.Buffer
 		if raw := n.Inputs["policy"]; len(raw) > 0 && json.Indent(&indented, raw, "", "  ") == nil && indented.String() != "null" {
 			in.Policy = indented.String()
@@ -261,8 +264,12 @@ func (u *UI) Builder(c *gin.Context) {
 		break
 	}
 	graph, _ := json.Marshal(a.Graph)
+	if in.Skills == nil {
+		in.Skills = []string{}
+	}
+	chosen, _ := json.Marshal(in.Skills)
 	u.render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls, "Descriptions": descs,
-		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph)})
+		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph), "SkillsJSON": string(chosen)})
 }
 
 const llmDefault = "flowbox-demo"
@@ -337,12 +344,7 @@ func (u *UI) chatPage(c *gin.Context, a apps.App, view chatView) {
 				_ = json.Unmarshal(it.ToolCalls, &calls)
 			}
 			for _, call := range calls {
-				var args struct{ Command string }
-				cmd := call.Arguments
-				if json.Unmarshal([]byte(call.Arguments), &args) == nil && args.Command != "" {
-					cmd = args.Command
-				}
-				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: cmd})
+				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: callSummary(call.Tool, call.Arguments)})
 			}
 			items = append(items, pi)
 		}
@@ -351,6 +353,30 @@ func (u *UI) chatPage(c *gin.Context, a apps.App, view chatView) {
 		return
 	}
 	u.render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "Title": title, "Items": items, "View": view})
+}
+
+// callSummary is what a tool card shows of a call: a command's command
+// line, a skill tool's skill, script or file and arguments, or the
+// arguments as the model sent them. app.js draws live cards the same way.
+func callSummary(tool, arguments string) string {
+	var args struct {
+		Command, Name, Script, Path string
+		Args                        []string
+	}
+	if json.Unmarshal([]byte(arguments), &args) != nil {
+		return arguments
+	}
+	switch {
+	case args.Command != "":
+		return args.Command
+	case tool == toolcall.RunSkillScriptTool && args.Name != "":
+		return strings.Join(append([]string{args.Name, args.Script}, args.Args...), " ")
+	case tool == toolcall.LoadSkillTool || tool == toolcall.ReadSkillFileTool:
+		if args.Name != "" {
+			return strings.TrimSpace(args.Name + " " + args.Path)
+		}
+	}
+	return arguments
 }
 
 // Admin lists every sandbox with its state.

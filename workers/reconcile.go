@@ -39,6 +39,7 @@ func (w *Workers) reconcile(ctx context.Context) error {
 		w.dropStaleClaims(ctx),
 		w.reconcileProvider(ctx),
 		w.purgeTombstones(ctx),
+		w.removeOrphanedData(ctx),
 	)
 	w.log.Info("reconciliation done", "took", time.Since(start).Round(time.Millisecond), "err", err)
 	return err
@@ -316,4 +317,32 @@ func (w *Workers) purgeTombstones(ctx context.Context) error {
 		w.log.Info("old deletions purged", "count", n)
 	}
 	return nil
+}
+
+// OrphanedData is a ChatData that can find what it keeps of chats that
+// no longer exist (a deletion that crashed before its task was recorded,
+// files of a chat whose first message never completed) and remove it.
+type OrphanedData interface {
+	// RemoveOrphans removes what belongs to no chat and is older than
+	// before; it returns how much it removed.
+	RemoveOrphans(ctx context.Context, before time.Time) (int, error)
+}
+
+// removeOrphanedData removes the chat data no chat owns, past Grace (K6).
+func (w *Workers) removeOrphanedData(ctx context.Context) error {
+	var errs []error
+	for _, d := range w.cfg.ChatData {
+		o, ok := d.(OrphanedData)
+		if !ok {
+			continue
+		}
+		n, err := o.RemoveOrphans(ctx, w.cfg.Now().Add(-w.cfg.Grace))
+		if n > 0 {
+			w.log.Info("orphaned chat data removed", "count", n)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reconcile chat data: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

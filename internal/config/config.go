@@ -40,6 +40,23 @@ type Config struct {
 	Product Product
 	Caps    Caps
 	Alerts  Alerts
+	Files   Files
+}
+
+// Files configures the workspace (K1–K4): the chats' uploaded and
+// intermediate files and the installed skills, kept on the engine's host
+// and mounted into the sandboxes.
+type Files struct {
+	// Dir holds them: Dir/chats/{sandboxId}/{uploads,intermediate} and
+	// Dir/skills. FLOWBOX_FILES_DIR (default DataDir/files).
+	Dir string
+	// MaxFileMiB bounds one uploaded file, MaxChatMiB a chat's uploaded
+	// and intermediate files together. FLOWBOX_UPLOAD_MAX_FILE_MIB
+	// (default 100), FLOWBOX_UPLOAD_MAX_CHAT_MIB (default 1024).
+	MaxFileMiB, MaxChatMiB int64
+	// MaxSkillZipMiB bounds an uploaded skill archive.
+	// FLOWBOX_SKILL_MAX_ZIP_MIB (default 20).
+	MaxSkillZipMiB int64
 }
 
 // Caps keep one user, or one share link's visitors, from taking the
@@ -131,6 +148,11 @@ type Sandbox struct {
 	// runs in a container. FLOWBOX_DOCKER_DAEMON_AGENT_BINARY (default:
 	// the same path as in the engine).
 	DockerDaemonAgentBinary string
+	// DockerDaemonFilesDir is the files directory (uploads, intermediate
+	// files, skills), which sandboxes mount, as the Docker daemon sees it,
+	// for an engine that runs in a container.
+	// FLOWBOX_DOCKER_DAEMON_FILES_DIR (default: the files directory).
+	DockerDaemonFilesDir string
 
 	// Egress is the allowlist of host names sandboxes reach through the
 	// engine's egress proxy (sandbox/egress). FLOWBOX_SANDBOX_EGRESS,
@@ -202,6 +224,23 @@ func Parse(getenv func(string) string) (Config, error) {
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}
+	c.Files = Files{
+		Dir:            str("FLOWBOX_FILES_DIR", filepath.Join(c.DataDir, "files")),
+		MaxFileMiB:     integer("FLOWBOX_UPLOAD_MAX_FILE_MIB", 100),
+		MaxChatMiB:     integer("FLOWBOX_UPLOAD_MAX_CHAT_MIB", 1024),
+		MaxSkillZipMiB: integer("FLOWBOX_SKILL_MAX_ZIP_MIB", 20),
+	}
+	if abs, err := filepath.Abs(c.Files.Dir); err == nil {
+		c.Files.Dir = abs
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"FLOWBOX_UPLOAD_MAX_FILE_MIB", c.Files.MaxFileMiB}, {"FLOWBOX_UPLOAD_MAX_CHAT_MIB", c.Files.MaxChatMiB}, {"FLOWBOX_SKILL_MAX_ZIP_MIB", c.Files.MaxSkillZipMiB}} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Sprintf("%s=%d: use a positive number of MiB", f.name, f.v))
+		}
+	}
 	c.Product = Product{
 		APIKey:        str("FLOWBOX_API_KEY", ""),
 		AdminUser:     str("FLOWBOX_ADMIN_USER", "admin"),
@@ -254,6 +293,7 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
 	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
 	s.DockerDaemonAgentBinary = str("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY", "")
+	s.DockerDaemonFilesDir = str("FLOWBOX_DOCKER_DAEMON_FILES_DIR", "")
 
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -279,6 +319,9 @@ func Parse(getenv func(string) string) (Config, error) {
 	}
 	if b := s.DockerDaemonAgentBinary; b != "" && !filepath.IsAbs(b) {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY=%q: use an absolute path", b))
+	}
+	if d := s.DockerDaemonFilesDir; d != "" && !filepath.IsAbs(d) {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_DAEMON_FILES_DIR=%q: use an absolute path, where the Docker daemon sees the files directory", d))
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

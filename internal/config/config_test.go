@@ -142,3 +142,31 @@ func TestDockerAgent(t *testing.T) {
 		})
 	}
 }
+
+func TestDockerDaemonFilesDir(t *testing.T) {
+	const key = "FLOWBOX_DOCKER_DAEMON_FILES_DIR"
+	tests := []struct {
+		name, value, want, err string
+	}{
+		{"default: the files directory as the engine sees it", "", "", ""},
+		{"elsewhere for the daemon", "/srv/flowbox/files", "/srv/flowbox/files", ""},
+		{"a relative path", "files", "", key + `="files": use an absolute path`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(env(map[string]string{key: tc.value}))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want it to mention %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Sandbox.DockerDaemonFilesDir != tc.want {
+				t.Fatalf("DockerDaemonFilesDir = %q, want %q", c.Sandbox.DockerDaemonFilesDir, tc.want)
+			}
+		})
+	}
+}

@@ -36,7 +36,8 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	chats := history.New(svc.DB)
 	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
-		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats)})
+		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),
+		Workspace: promptWorkspace{svc.Workspace}, Skills: nodeSkills{svc.Skills}})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)
@@ -77,12 +78,14 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
-			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter},
+			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
 		Apps: &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
 			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
 		Chats:   &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
 		Users:   &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Now: time.Now},
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
+		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now},
+		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
 		UI:      ui,
 		Admin:   e.Workers,
 		Publish: publish,

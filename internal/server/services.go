@@ -25,6 +25,8 @@ import (
 	"github.com/flowbox/flowbox/sandbox/egress"
 	"github.com/flowbox/flowbox/sandbox/host"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/skills"
+	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -53,6 +55,10 @@ type Services struct {
 	Policy *shellPolicy
 	// Approvals keeps the runs paused for a person's approval.
 	Approvals *approval.Store
+	// Workspace keeps the chats' uploaded and intermediate files, Skills
+	// the installed skills, on the engine's host (K1–K4).
+	Workspace *workspace.Store
+	Skills    *skills.Catalog
 	// MongoDesc and RedisDesc say, for the logs, which database and Redis
 	// are in use (no secrets).
 	MongoDesc, RedisDesc string
@@ -140,12 +146,17 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	}
 	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
 		Redact: s.Policy.redactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.middleware()...), middleware...)
+	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files, log); err != nil {
+		return nil, err
+	}
 	s.Manager, err = sandbox.New(sandbox.Config{
 		Provider: s.Provider,
-		Store:    store,
-		Limits:   sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
-		Network:  cfg.Sandbox.Network,
-		Egress:   cfg.Sandbox.Egress,
+		// The chat's uploads and intermediate files, and the skills.
+		MountsFor: s.mountsFor,
+		Store:     store,
+		Limits:    sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
+		Network:   cfg.Sandbox.Network,
+		Egress:    cfg.Sandbox.Egress,
 		// An app's policy may narrow the operator's egress allowlist.
 		EgressFor: s.Policy.EgressFor,
 		// ... and lower its sandboxes' memory, CPUs and processes.
@@ -220,13 +231,20 @@ func openStore(ctx context.Context, db *mongo.Database, rdb *redis.Client, log *
 // run here. "auto" takes bwrap, then docker; it never picks host.
 func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy, log *slog.Logger) (sandbox.Provider, error) {
 	sc := cfg.Sandbox
+	// The daemon may see the chats' files elsewhere (an engine in a
+	// container).
+	var daemonPaths []docker.PathMap
+	if sc.DockerDaemonFilesDir != "" {
+		daemonPaths = []docker.PathMap{{Engine: cfg.Files.Dir, Daemon: sc.DockerDaemonFilesDir}}
+	}
 	build := map[string]func() (sandbox.Provider, error){
 		"bwrap": func() (sandbox.Provider, error) {
 			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy})
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,
-				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log, Egress: proxy})
+				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log, Egress: proxy,
+				DaemonPaths: daemonPaths})
 		},
 		"host": func() (sandbox.Provider, error) {
 			return host.New(host.Config{Root: filepath.Join(sc.Root, "host"), AllowUnsafe: sc.AllowUnsafeHost})

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/workers"
@@ -45,8 +46,9 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		AuditRetention:  cfg.Workers.AuditRetention,
 		Alerts:          alertWebhook(svc, cfg.Alerts),
 		Approvals:       approvalExpirer{svc},
-		ChatData:        []workers.ChatData{svc.Approvals},
-		Logger:          log,
+		ChatData: []workers.ChatData{svc.Approvals,
+			workspaceData{ws: svc.Workspace, chats: history.New(svc.DB), sandbox: svc.Store, provider: svc.Provider.Name()}},
+		Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)

@@ -196,6 +196,24 @@ func (c Chat) History(n int) []llm.Message {
 	return c.Recent[max(0, len(c.Recent)-n):]
 }
 
+// Create records a chat before its first turn (a user attached files to
+// it first), titled title, and returns it; an existing chat of the same
+// app and user is returned as it is, another's is ErrNotOwner.
+func (s *Store) Create(ctx context.Context, chat Chat, title string, now time.Time) (Chat, error) {
+	existing, err := s.Owned(ctx, chat.ID, chat.AppID, chat.UserID)
+	if err != nil || !existing.CreatedAt.IsZero() {
+		return existing, err
+	}
+	now = now.UTC()
+	chat = Chat{ID: chat.ID, AppID: chat.AppID, UserID: chat.UserID, Title: title, CreatedAt: now, UpdatedAt: now}
+	if _, err := s.chats.InsertOne(ctx, chat); mongo.IsDuplicateKeyError(err) {
+		return s.Owned(ctx, chat.ID, chat.AppID, chat.UserID) // created meanwhile
+	} else if err != nil {
+		return Chat{}, fmt.Errorf("record chat %s: %w", chat.ID, err)
+	}
+	return chat, nil
+}
+
 // AppendTurn records a question and its answer. The chat is created on
 // its first turn (chat.CreatedAt zero, as Owned returns a new chat),
 // titled after the question. The caller has checked ownership with
@@ -247,9 +265,14 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 		after.Recent = recent(existing.Recent)
 	}
 	// A bounded set, not a $push: nothing grows in place.
-	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.ID}}, bson.D{{Key: "$set", Value: bson.D{
-		{Key: "updatedAt", Value: now}, {Key: "items", Value: after.Items}, {Key: "recent", Value: after.Recent},
-	}}})
+	set := bson.D{{Key: "updatedAt", Value: now}, {Key: "items", Value: after.Items}, {Key: "recent", Value: after.Recent}}
+	if seq == 0 && !chat.CreatedAt.IsZero() {
+		// The first turn of a chat created for its files: named after
+		// the question, like any other chat.
+		after.Title = title(question.Text)
+		set = append(set, bson.E{Key: "title", Value: after.Title})
+	}
+	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.ID}}, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return Chat{}, fmt.Errorf("record turn of chat %s: %w", chat.ID, err)
 	}

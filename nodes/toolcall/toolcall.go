@@ -72,6 +72,15 @@ type Config struct {
 	// ChatToolCalls counts the tool calls of a chat's earlier turns, for
 	// the per-chat limit; nil: they are not counted.
 	ChatToolCalls func(ctx context.Context, chatID string) (int, error)
+	// Workspace lists the chat's files in the prompt (K3); nil: the
+	// prompt does not.
+	Workspace Workspace
+	// Skills are the installed skills the apps may choose from (K4);
+	// nil: no skill tools.
+	Skills Skills
+	// Extra gives the exec and MCP tools the apps choose from (N6);
+	// nil: none.
+	Extra ExtraTools
 	// Now is the clock for tool durations; default time.Now.
 	Now func() time.Time
 }
@@ -153,10 +162,22 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 	}
 	system := nodes.StringInput(in, "systemPrompt")
 	useSandbox := nodes.BoolInput(in, "useAgentSandbox")
-	var tools []llm.Tool
+	tb := &toolbox{extra: map[string]Extra{}}
 	if useSandbox {
-		tools = append(tools, ShellTool)
+		tb.defs = append(tb.defs, ShellTool)
 		system += n.PromptSuffix()
+	}
+	allowed := allowedSkills(in)
+	tb.defs = append(tb.defs, n.skillTools(allowed, useSandbox)...)
+	n.addExtra(ctx, run, tb)
+	if run.Resume == nil {
+		scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
+		if extra := n.workspacePrompt(ctx, scope, allowed, useSandbox); extra != "" {
+			if !useSandbox {
+				extra = "\n" + extra
+			}
+			system += extra
+		}
 	}
 	maxRounds := max(1, nodes.IntInput(in, "maxToolRounds"))
 	var calls []Call
@@ -181,7 +202,7 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 	for {
 		if st.Results == nil {
 			st.Round++
-			resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: st.Messages, Tools: tools, Temperature: nodes.FloatInput(in, "temperature")},
+			resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: st.Messages, Tools: tb.defs, Temperature: nodes.FloatInput(in, "temperature")},
 				func(s string) { run.Emit(nodes.AnswerDelta{Text: s}) })
 			if err != nil {
 				return nil, fmt.Errorf("model %s: %w", modelName, err)
@@ -200,7 +221,7 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 			st.Results = make([]*string, len(resp.Message.ToolCalls))
 			st.Asked = -1
 		}
-		pause, unavailable, err := n.round(ctx, run, &st, tools, lim, &calls)
+		pause, unavailable, err := n.round(ctx, run, &st, tb, lim, &calls)
 		if unavailable != nil {
 			// N5: the node ends with the error as its output; the rest
 			// of the workflow runs on.
@@ -244,36 +265,45 @@ type roundState struct {
 // round runs the calls of the round that have no result yet: on resume,
 // first the one the person answered. It returns an interrupt when a
 // command waits for a person; the other calls of the round have run.
-func (n *Node) round(ctx context.Context, run *nodes.NodeRun, st *roundState, tools []llm.Tool, lim *limits, calls *[]Call) (pause *nodes.Interrupt, unavailable, err error) {
+func (n *Node) round(ctx context.Context, run *nodes.NodeRun, st *roundState, tb *toolbox, lim *limits, calls *[]Call) (pause *nodes.Interrupt, unavailable, err error) {
 	tcs := st.Messages[len(st.Messages)-1].ToolCalls
 	if run.Resume != nil && st.Asked >= 0 && st.Results[st.Asked] == nil {
-		call, _, unavailable := n.runTool(ctx, run, tcs[st.Asked], tools, st, lim, n.answered(ctx, run, tcs[st.Asked]))
+		call, _, unavailable := n.runTool(ctx, run, tcs[st.Asked], tb, st, lim, n.answered(ctx, run, tcs[st.Asked]))
 		*calls = append(*calls, call)
 		st.Results[st.Asked] = &call.Response
 		if unavailable != nil {
 			return nil, unavailable, nil
 		}
 	}
+	var pending []int
+	for i := range tcs {
+		if st.Results[i] == nil {
+			pending = append(pending, i)
+		}
+	}
 	var asked []int
 	var first nodes.ApprovalRequest
-	for i, tc := range tcs {
-		if st.Results[i] != nil {
-			continue
+	for _, batch := range batches(pending, tcs, tb) {
+		group := make([]llm.ToolCall, len(batch))
+		for j, i := range batch {
+			group[j] = tcs[i]
 		}
-		call, ask, unavailable := n.runTool(ctx, run, tc, tools, st, lim, toolRun{})
-		if ask != nil {
-			if len(asked) == 0 {
-				first = nodes.ApprovalRequest{ID: newApprovalID(), ToolCallID: tc.ID, Tool: tc.Function.Name, Command: ask.command,
-					Rule: ask.Verdict.Rule, Justification: ask.Verdict.Justification, Hint: ask.Verdict.Hint}
-				call.Approval = &Approval{ID: first.ID, Command: first.Command, Rule: first.Rule, Justification: first.Justification}
+		for j, o := range n.runBatch(ctx, run, group, tb, st, lim) {
+			i, tc, call := batch[j], group[j], o.call
+			if o.ask != nil {
+				if len(asked) == 0 {
+					first = nodes.ApprovalRequest{ID: newApprovalID(), ToolCallID: tc.ID, Tool: tc.Function.Name, Command: o.ask.command,
+						Rule: o.ask.Verdict.Rule, Justification: o.ask.Verdict.Justification, Hint: o.ask.Verdict.Hint}
+					call.Approval = &Approval{ID: first.ID, Command: first.Command, Rule: first.Rule, Justification: first.Justification}
+				}
+				asked = append(asked, i)
+			} else {
+				st.Results[i] = &call.Response
 			}
-			asked = append(asked, i)
-		} else {
-			st.Results[i] = &call.Response
-		}
-		*calls = append(*calls, call)
-		if unavailable != nil {
-			return nil, unavailable, nil
+			*calls = append(*calls, call)
+			if o.unavailable != nil {
+				return nil, o.unavailable, nil
+			}
 		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
@@ -339,7 +369,7 @@ func (n *Node) answered(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall
 // runTool runs one tool call and reports it. ask is set when the command
 // waits for a person's approval (and did not run); unavailable when the
 // sandbox service could not run it.
-func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tools []llm.Tool, st *roundState, lim *limits, tr toolRun) (call Call, ask *askedCommand, unavailable error) {
+func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tb *toolbox, st *roundState, lim *limits, tr toolRun) (call Call, ask *askedCommand, unavailable error) {
 	call = Call{ID: tc.ID, Tool: tc.Function.Name, Arguments: tc.Function.Arguments, Approval: tr.approval}
 	if tr.command != "" {
 		call.Arguments = editedArgs(tc.Function.Arguments, tr.command)
@@ -348,31 +378,40 @@ func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 	run.Emit(nodes.ToolParams{ID: tc.ID, Params: call.Arguments})
 	start := n.cfg.Now()
 	var resp any
-	counted := true
+	// The call counts as it starts, so that calls running at the same
+	// time see it; one the limits refuse does not count, and one that
+	// waits for a person counts when it runs.
 	limit := ""
+	tb.mu.Lock()
 	if tr.rejected == "" {
 		limit = lim.reached(ctx, run, st)
 	}
+	if limit == "" {
+		st.RunCalls++
+	}
+	tb.mu.Unlock()
 	switch {
 	case tr.rejected != "":
 		call.Status = StatusRejected
 		resp = ShellResult{ExitCode: -1, Stderr: tr.rejected}
 	case limit != "":
-		counted = false
 		call.Status = StatusLimited
 		resp = toolError(limit)
-	case !offered(tools, tc.Function.Name):
+	case !offered(tb.defs, tc.Function.Name):
 		call.Status = "error"
-		resp = toolError(fmt.Sprintf("unknown tool %q; the tools you have are: %s", tc.Function.Name, names(tools)))
-	default:
+		resp = toolError(fmt.Sprintf("unknown tool %q; the tools you have are: %s", tc.Function.Name, names(tb.defs)))
+	case tc.Function.Name == ShellToolName:
 		resp, call.Status, ask, unavailable = n.shell(ctx, run, tc, tr)
+	case tb.extra[tc.Function.Name] != nil:
+		resp, call.Status, ask, unavailable = n.extraTool(ctx, run, tc, tb, tr)
+	default:
+		resp, call.Status, ask, unavailable = n.skillTool(ctx, run, tc, tr)
 	}
 	if ask != nil {
-		counted = false
+		tb.mu.Lock()
+		st.RunCalls--
+		tb.mu.Unlock()
 		call.Status = StatusAwaiting
-	}
-	if counted {
-		st.RunCalls++
 	}
 	call.DurationMs = n.cfg.Now().Sub(start).Milliseconds()
 	b, _ := json.Marshal(resp)
@@ -408,6 +447,12 @@ func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, t
 	if problem != "" {
 		return toolError(problem), "error", nil, nil
 	}
+	return n.command(ctx, run, tc, tr, args)
+}
+
+// command runs a command line in the chat's sandbox for a tool call:
+// sandbox_shell's, or the one execute_skill_script makes.
+func (n *Node) command(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tr toolRun, args ShellArgs) (resp any, status string, ask *askedCommand, unavailable error) {
 	cmd, timeout := args.Command, args.Timeout
 	if tr.command != "" {
 		cmd = tr.command

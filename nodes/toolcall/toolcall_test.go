@@ -55,6 +55,12 @@ func newManager(t testing.TB, bwrapPath string) *sandbox.Manager {
 
 func newFixture(t *testing.T, manager *sandbox.Manager, replies ...llmtest.Reply) *fixture {
 	t.Helper()
+	return newFixtureWith(t, manager, nil, replies...)
+}
+
+// newFixtureWith is newFixture with the node's configuration changed.
+func newFixtureWith(t *testing.T, manager *sandbox.Manager, change func(*toolcall.Config), replies ...llmtest.Reply) *fixture {
+	t.Helper()
 	srv := llmtest.New(t, replies...)
 	client, err := llm.NewClient(llm.Config{BaseURL: srv.BaseURL, RetryBase: time.Millisecond})
 	if err != nil {
@@ -68,6 +74,9 @@ func newFixture(t *testing.T, manager *sandbox.Manager, replies ...llmtest.Reply
 	cfg := toolcall.Config{Models: endpoint{client}, Env: toolcall.Environment{System: "Debian 12 (bookworm)", Tools: []string{"bash", "python3"}}}
 	if manager != nil {
 		cfg.Sandbox = manager
+	}
+	if change != nil {
+		change(&cfg)
 	}
 	types["tools"] = toolcall.New(cfg)
 	return &fixture{engine: &nodes.Engine{Templates: ts, Types: types}, model: srv, manager: manager}

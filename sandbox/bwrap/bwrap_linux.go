@@ -125,6 +125,10 @@ type meta struct {
 	// allowlist of the latest Ensure.
 	Egress []string       `json:"egress,omitempty"`
 	Limits sandbox.Limits `json:"limits"`
+	// Mounts are the host directories the sandbox was created with; a
+	// later Ensure's spec does not change them. Sandboxes created before
+	// mounts existed have none.
+	Mounts []sandbox.Mount `json:"mounts,omitempty"`
 }
 
 func checkID(id string) error {
@@ -136,7 +140,9 @@ func checkID(id string) error {
 
 // Ensure creates the sandbox's directories and cgroups, or restarts a
 // stopped one. Every step is idempotent, so concurrent callers (also in
-// other processes) converge on one sandbox.
+// other processes) converge on one sandbox. The spec's mounts are checked
+// every time but used only by the call that creates the sandbox: a
+// sandbox keeps the mounts it was created with.
 func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := checkID(spec.ID); err != nil {
 		return err
@@ -146,6 +152,10 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	}
 	id := spec.ID
 	if err := p.checkEgress(spec); err != nil {
+		return fmt.Errorf("bwrap ensure %s: %w", id, err)
+	}
+	mounts, err := sandbox.CheckMounts(spec.Mounts)
+	if err != nil {
 		return fmt.Errorf("bwrap ensure %s: %w", id, err)
 	}
 	if err := os.MkdirAll(p.cfg.Root, 0o755); err != nil {
@@ -187,7 +197,15 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		cleanup = append(cleanup, func() error { return p.cg.remove(id) })
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
-		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim}
+		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts}
+		// The mount points, before anything else can put a file where one
+		// goes: bwrap cannot bind a directory onto it.
+		for _, mnt := range mounts {
+			dir := filepath.Join(p.workspace(id), strings.TrimPrefix(mnt.Target, sandbox.WorkspaceDir+"/"))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("%w: create the mount point of %s: %w", sandbox.ErrUnavailable, mnt.Target, err)
+			}
+		}
 		if err := writeJSONAtomic(filepath.Join(p.dir(id), "meta.json"), m); err != nil {
 			return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 		}
@@ -307,7 +325,10 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 			return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 		}
 	}
-	argv := p.argv(id, m.Network, len(m.Egress) > 0, req.Command)
+	if err := checkSources(m.Mounts); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	argv := p.argv(id, m, req.Command)
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
@@ -389,10 +410,12 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return result(exitCode, false, duration), nil
 }
 
-// argv returns the bwrap command line for one command.
-func (p *Provider) argv(id string, network, withEgress bool, command string) []string {
+// argv returns the bwrap command line for one command in the sandbox
+// that m describes.
+func (p *Provider) argv(id string, m meta, command string) []string {
+	withEgress := len(m.Egress) > 0
 	argv := []string{p.bwrap, "--unshare-all"}
-	if network {
+	if m.Network {
 		argv = append(argv, "--share-net")
 	}
 	argv = append(argv,
@@ -406,6 +429,10 @@ func (p *Provider) argv(id string, network, withEgress bool, command string) []s
 		"--dev", "/dev",
 		"--size", strconv.FormatInt(p.cfg.TmpSizeMiB<<20, 10), "--tmpfs", "/tmp",
 		"--bind", p.workspace(id), sandbox.WorkspaceDir,
+	)
+	// Inside /workspace, so after its bind.
+	argv = append(argv, mountArgs(m.Mounts)...)
+	argv = append(argv,
 		"--bind", p.stateDir(id), sandbox.StateDir,
 		"--bind", p.homeDir(id), "/root",
 	)

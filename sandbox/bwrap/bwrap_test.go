@@ -4,6 +4,7 @@ package bwrap_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,4 +107,35 @@ func TestCommandRunsInSandboxCgroups(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("the command never showed up in the sandbox's pids cgroup")
+}
+
+// A sandbox keeps the mounts it was created with; when the engine removed
+// a source since, commands fail with an error that names it, instead of
+// running without the directory.
+func TestMountSourceGone(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	id := sandboxtest.NewID(t)
+	src := filepath.Join(t.TempDir(), "uploads")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id, Mounts: []sandbox.Mount{{Source: src, Target: sandbox.UploadsDir}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), id) })
+	if err := os.Remove(src); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "ls /workspace/uploads", Timeout: 10 * time.Second})
+	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), src) {
+		t.Fatalf("Exec with a mount source gone: err = %v; want ErrUnavailable naming %s", err, src)
+	}
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "ls /workspace/uploads && echo ok", Timeout: 10 * time.Second})
+	if err != nil || res.Stdout != "ok\n" {
+		t.Fatalf("Exec once the source is back: %+v, %v; want ok", res, err)
+	}
 }

@@ -2,7 +2,9 @@
 // namespaces per command, the host's system mounted read-only, a private
 // /tmp, no network unless asked, and memory, process-count and CPU limits
 // through a per-sandbox cgroup (v1). The sandbox's workspace, shell state
-// and home are host directories under Config.Root.
+// and home are host directories under Config.Root; the engine's
+// directories in the spec's mounts are bound inside /workspace, those
+// marked read-only read-only.
 //
 // It must never expose the host's /etc wholesale, its network, or any
 // process outside the command's own PID namespace. Processes a command

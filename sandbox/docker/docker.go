@@ -3,7 +3,8 @@
 // unless the spec asks for it, no capabilities, no new privileges and
 // cgroup limits on CPU, memory and processes; the sandbox's workspace and
 // shell state are host directories bind-mounted into it, so they survive
-// stop and start.
+// stop and start, and so are the engine's directories in the spec's
+// mounts.
 //
 // Commands reach a container one of two ways. By default the container's
 // main process is the exec agent (sandbox/agent), run from this very
@@ -120,6 +121,14 @@ type Config struct {
 	// whose spec has an allowlist (sandbox.Spec.Egress) through their
 	// agent; nil: such a spec fails to ensure.
 	Egress *egress.Proxy
+	// DaemonPaths say where the Docker daemon sees the engine's
+	// directories that sandboxes mount (sandbox.Spec.Mounts): a source
+	// under a map's Engine directory is bound from the same place under
+	// its Daemon directory, the longest Engine directory winning; a
+	// source under none is bound as it is. They matter when the engine
+	// runs in a container with its files directory mounted from
+	// elsewhere on the host (docker-compose.yml). Default: none.
+	DaemonPaths []PathMap
 }
 
 // NoAgent as Config.AgentBinary runs every command as a Docker exec.
@@ -180,6 +189,14 @@ func newProvider(cfg Config, executable func() (string, error)) (*Provider, erro
 		}
 		*dir = filepath.Clean(*dir)
 	}
+	maps := make([]PathMap, 0, len(cfg.DaemonPaths))
+	for _, m := range cfg.DaemonPaths {
+		if !filepath.IsAbs(m.Engine) || !filepath.IsAbs(m.Daemon) {
+			return nil, fmt.Errorf("docker sandbox: the daemon's view of %q is %q: both must be absolute paths", m.Engine, m.Daemon)
+		}
+		maps = append(maps, PathMap{Engine: filepath.Clean(m.Engine), Daemon: filepath.Clean(m.Daemon)})
+	}
+	cfg.DaemonPaths = maps
 
 	// API version negotiation is on by default: the first request pings
 	// the daemon and the client downgrades to the daemon's version.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,9 +29,10 @@ var keepAlive = []string{"sleep", "2147483647"}
 // → start, paused → unpause, running → nothing. Concurrent calls, also
 // from other processes, leave exactly one container: the daemon refuses a
 // second container of the same name, and the loser starts the winner's.
-// An existing container keeps the image and limits it was created with,
-// and its network or egress forwarder; the egress allowlist is the
-// spec's, served by Config.Egress from here on.
+// An existing container keeps the image, limits and mounts it was created
+// with, and its network or egress forwarder; the egress allowlist is the
+// spec's, served by Config.Egress from here on. The spec's mounts are
+// checked on every call all the same.
 func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
 	id := spec.ID
 	if err := checkID(id); err != nil {
@@ -39,6 +41,13 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
 	if err := p.checkEgress(spec); err != nil {
 		return p.ensureErr(id, err)
 	}
+	mounts, err := sandbox.CheckMounts(spec.Mounts)
+	if err != nil {
+		// The caller's mistake: retrying will not help, so it is not
+		// ErrUnavailable.
+		return fmt.Errorf("ensure sandbox %s: %w", id, err)
+	}
+	spec.Mounts = mounts
 	if err := p.ensure(ctx, spec); err != nil {
 		return err
 	}
@@ -194,7 +203,12 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		return p.start(ctx, id)
 	}
 	if err != nil {
-		return p.apiErr("create the container", err)
+		err = p.apiErr("create the container", err)
+		if strings.Contains(err.Error(), "bind source path does not exist") {
+			// The daemon looked where this process sees the directory.
+			err = fmt.Errorf("%w; when the engine runs in a container, tell it where the daemon sees its directories (FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT, FLOWBOX_DOCKER_DAEMON_FILES_DIR)", err)
+		}
+		return err
 	}
 	for _, w := range created.Warnings {
 		p.log.Warn("docker warned while creating a sandbox", "sandbox", id, "warning", w)
@@ -237,6 +251,14 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "workspace"), Target: sandbox.WorkspaceDir},
 		{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "state"), Target: sandbox.StateDir},
+	}
+	// The daemon orders the binds by target, so these land inside the
+	// workspace's. They are the container's for good: a container created
+	// before sandboxes had mounts has none, and it is not recreated to get
+	// them, which would lose what commands changed outside /workspace
+	// (installed packages).
+	for _, m := range spec.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: daemonPath(p.cfg.DaemonPaths, m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	var env []string
 	if p.agent != "" {

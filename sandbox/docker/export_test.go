@@ -16,3 +16,6 @@ func ResolveAgent(cfg Config, executable string) (daemonPath string, fallback, e
 func NewRunningAs(cfg Config, executable string) (*Provider, error) {
 	return newProvider(cfg, func() (string, error) { return executable, nil })
 }
+
+// DaemonPath exposes daemonPath.
+var DaemonPath = daemonPath

@@ -4,6 +4,10 @@
 // Docker. New refuses unless the operator allows it explicitly, and every
 // log line and the sandbox prompt say it is unsafe. It must never be the
 // default, and the engine refuses it in production mode.
+//
+// A spec's mounts are links in the workspace to their sources: commands
+// reach them, but nothing keeps a read-only mount read-only
+// (Capabilities.FilesystemIsolation is false).
 package host
 
 import (
@@ -14,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,17 +83,61 @@ func check(id string) error {
 	return nil
 }
 
-func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
-	if err := check(spec.ID); err != nil {
+// Ensure makes the sandbox's directories, or restarts a stopped one. The
+// call that makes the sandbox's directory links the spec's mounts into
+// the workspace; a sandbox keeps the mounts it was created with.
+func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
+	id := spec.ID
+	if err := check(id); err != nil {
 		return err
 	}
-	for _, d := range []string{p.workspace(spec.ID), p.state(spec.ID)} {
+	mounts, err := sandbox.CheckMounts(spec.Mounts)
+	if err != nil {
+		return fmt.Errorf("host ensure %s: %w", id, err)
+	}
+	if err := os.MkdirAll(p.cfg.Root, 0o755); err != nil {
+		return fmt.Errorf("host ensure %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	// Whoever makes the directory is the creator, and only the creator
+	// links the mounts or rolls back.
+	mkErr := os.Mkdir(p.dir(id), 0o755)
+	fresh := mkErr == nil
+	if mkErr != nil && !errors.Is(mkErr, fs.ErrExist) {
+		return fmt.Errorf("host ensure %s: %w: %w", id, sandbox.ErrUnavailable, mkErr)
+	}
+	defer func() {
+		if err != nil && fresh {
+			err = errors.Join(err, os.RemoveAll(p.dir(id)))
+		}
+	}()
+	for _, d := range []string{p.workspace(id), p.state(id)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("host ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
+			return fmt.Errorf("host ensure %s: %w: %w", id, sandbox.ErrUnavailable, err)
 		}
 	}
-	if err := os.Remove(p.stopped(spec.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("host ensure %s: %w", spec.ID, err)
+	if fresh {
+		if err := p.link(id, mounts); err != nil {
+			return fmt.Errorf("host ensure %s: %w: %w", id, sandbox.ErrUnavailable, err)
+		}
+	}
+	if err := os.Remove(p.stopped(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("host ensure %s: %w", id, err)
+	}
+	return nil
+}
+
+// link makes each mount a link at its target's place in the workspace.
+// Delete removes the links, never what they point at.
+func (p *Provider) link(id string, mounts []sandbox.Mount) error {
+	for _, m := range mounts {
+		rel := strings.TrimPrefix(m.Target, sandbox.WorkspaceDir+"/")
+		at := filepath.Join(p.workspace(id), filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
+		}
+		if err := os.Symlink(m.Source, at); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
+		}
 	}
 	return nil
 }

@@ -19,6 +19,9 @@ type Source func(ctx context.Context, call *sandbox.Call) (Policy, *History, err
 // errors.Is(err, sandbox.ErrRefused) holds for callers that cannot ask.
 type AskError struct {
 	Verdict Verdict
+	// Command is the command line asked about, as judged: what a person
+	// approves, and what ExecRequest.Approved must then be.
+	Command string
 	refused *sandbox.RefusedError
 }
 
@@ -47,7 +50,7 @@ func Middleware(src Source) sandbox.Middleware {
 				if call.Request.Approved != "" && call.Request.Approved == call.Request.Command {
 					break
 				}
-				return sandbox.ExecResult{ExitCode: -1}, &AskError{Verdict: v, refused: &sandbox.RefusedError{
+				return sandbox.ExecResult{ExitCode: -1}, &AskError{Verdict: v, Command: call.Request.Command, refused: &sandbox.RefusedError{
 					Rule:          v.Rule,
 					Justification: "this command needs a person's approval: " + v.Justification,
 					Hint:          v.Hint,

@@ -7,11 +7,14 @@
 const csrf = () => document.querySelector('meta[name="csrf-token"]').content;
 const T = (key) => (window.FLOWBOX_I18N && window.FLOWBOX_I18N[key]) || key;
 
+// api calls the JSON API; a FormData body is sent as multipart/form-data.
 async function api(method, path, body) {
+  const form = body instanceof FormData;
+  const headers = { "X-CSRF-Token": csrf() };
+  if (!form) headers["Content-Type"] = "application/json";
   const resp = await fetch(path, {
-    method, credentials: "same-origin",
-    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    method, credentials: "same-origin", headers,
+    body: body === undefined || form ? body : JSON.stringify(body),
   });
   const data = await resp.json().catch(() => ({}));
   if (!resp.ok) throw Object.assign(new Error(data.message || resp.statusText), { status: resp.status });
@@ -42,17 +45,29 @@ function renderMarkdown(target, text) {
   });
 }
 
-// A command card: collapsed, with the command, a status badge, the
-// duration, a stdout block filled while the command runs, and a stderr
-// block drawn once there is stderr.
-function toolCard(id, params) {
-  let command = params;
-  try { command = JSON.parse(params).command || params; } catch (_) { /* broken arguments: show them as sent */ }
+// callSummary is what a card shows of a call: the command line, a skill
+// tool's skill, script or file and arguments, or the arguments as sent
+// (as callSummary in ui.go does for a chat's history).
+function callSummary(tool, params) {
+  let a;
+  try { a = JSON.parse(params); } catch (_) { return params; /* broken arguments: show them as sent */ }
+  if (!a || typeof a !== "object") return params;
+  if (a.command) return a.command;
+  if (tool === "execute_skill_script" && a.name) return [a.name, a.script || ""].concat(a.args || []).join(" ");
+  if ((tool === "load_skill" || tool === "read_skill_resource") && a.name) return (a.name + " " + (a.path || "")).trim();
+  return params;
+}
+
+// A tool card: collapsed, with the tool, what it was asked, a status
+// badge, the duration, a stdout block filled while a command runs, and a
+// stderr block drawn once there is stderr.
+function toolCard(id, params, tool) {
+  tool = tool || "sandbox_shell";
   const status = el("span", { class: "badge running", "data-role": "status" }, T("running"));
   const duration = el("span", { class: "duration", "data-role": "duration" });
   const card = el("details", { class: "tool-card", "data-tool-id": id },
-    el("summary", {}, el("span", { class: "label" }, "sandbox_shell"), status, duration,
-      el("code", { class: "command", "data-role": "command" }, command)),
+    el("summary", {}, el("span", { class: "label" }, tool), status, duration,
+      el("code", { class: "command", "data-role": "command" }, callSummary(tool, params))),
     el("div", { class: "out" }));
   streamBlock(card, "stdout");
   return card;
@@ -83,20 +98,80 @@ function finishCard(card, response, status, durationMs) {
   card.querySelector('[data-role="duration"]').textContent = (durationMs !== undefined ? durationMs : r.durationMs || 0) + " ms";
 }
 
+// sendChat sends the question with the files attached to it: uploaded
+// already, they go as file_url parts naming them. A request the server
+// refuses gives the files back to the form.
 async function sendChat(form) {
   const input = form.querySelector("textarea");
   const question = input.value.trim();
-  if (!question) return;
+  const list = document.getElementById("attachments");
+  const chips = list ? [...list.querySelectorAll(".attachment")] : [];
+  if (chips.some((c) => c.dataset.state === "uploading")) {
+    say(form.querySelector('[data-role="upload-status"]'), T("waitUploads"), false);
+    return;
+  }
+  const files = chips.filter((c) => c.dataset.state === "done")
+    .map((c) => ({ path: c.dataset.path, sandboxPath: c.dataset.sandboxPath, size: humanSize(Number(c.dataset.size)) }));
+  if (!question && !files.length) return;
   input.value = "";
-  await runChat(form, question, { messages: [{ role: "user", content: question }] });
+  chips.forEach((c) => c.remove());
+  const status = form.querySelector('[data-role="upload-status"]');
+  if (status) status.textContent = "";
+  let content = question;
+  if (files.length) {
+    content = (question ? [{ type: "text", text: question }] : []).concat(files.map((f) => ({ type: "file_url", name: f.path })));
+  }
+  const ok = await runChat(form, userMessage(question, files), { messages: [{ role: "user", content }] });
+  if (!ok && list) chips.filter((c) => c.dataset.state === "done").forEach((c) => list.append(c));
+}
+
+// userMessage is the person's side of a turn: the text, and the files it
+// attached as chips.
+function userMessage(text, files) {
+  const nodes = [text];
+  if (files.length) {
+    nodes.push(el("ul", { class: "msg-attachments", "aria-label": T("attachedFiles") },
+      ...files.map((f) => el("li", { class: "attachment", "data-path": f.sandboxPath, title: f.sandboxPath },
+        el("span", { class: "attachment-name", "data-role": "name" }, f.sandboxPath.split("/").pop()),
+        el("span", { class: "attachment-size", "data-role": "size" }, f.size)))));
+  }
+  return nodes;
+}
+
+// The server stores a message's attachments as its last paragraph,
+// "Attached files: /workspace/uploads/a.csv (12 B), ..."; splitAttached
+// finds them in a stored message (null when it has none).
+function splitAttached(text) {
+  const lead = "Attached files: ";
+  const at = text.lastIndexOf(lead);
+  if (at < 0 || (at > 0 && text.slice(at - 2, at) !== "\n\n")) return null;
+  const line = text.slice(at + lead.length);
+  const item = /(\/workspace\/uploads\/[^\n]+?) \((\d+(?:\.\d+)? (?:B|[KMGTPE]iB))\)(?:, |$)/g;
+  const files = [];
+  let m, end = 0;
+  while ((m = item.exec(line)) !== null && m.index === end) {
+    files.push({ sandboxPath: m[1], size: m[2] });
+    end = item.lastIndex;
+  }
+  if (!files.length || end !== line.length) return null;
+  return { text: text.slice(0, at).trimEnd(), files };
+}
+
+// humanSize writes a size as the server does (workspace.HumanSize).
+function humanSize(n) {
+  if (n < 1024) return n + " B";
+  let exp = 0, div = 1024;
+  for (let m = Math.floor(n / 1024); m >= 1024 && exp < 5; m = Math.floor(m / 1024)) { div *= 1024; exp++; }
+  return (n / div).toFixed(1).replace(/\.0$/, "") + " " + "KMGTPE"[exp] + "iB";
 }
 
 // runChat posts one chat request (a message, or the answer to an
-// approval), draws the person's side and streams the answer into a new
-// assistant message: text, command cards, live output, approval cards.
+// approval), draws the person's side (text, or nodes) and streams the
+// answer into a new assistant message: text, command cards, live output,
+// approval cards.
 async function runChat(form, said, request) {
   const box = document.getElementById("messages");
-  box.append(el("div", { class: "msg user" }, said));
+  box.append(el("div", { class: "msg user" }, ...[].concat(said)));
   const answer = el("div", { class: "msg assistant" });
   const text = el("div", { class: "text" });
   answer.append(text);
@@ -128,7 +203,7 @@ async function runChat(form, said, request) {
         const delta = data.choices && data.choices[0].delta.content;
         if (delta) { answerText += delta; renderMarkdown(text, answerText); }
       } else if (event === "toolCall") {
-        const card = toolCard(data.tool.id, data.tool.params);
+        const card = toolCard(data.tool.id, data.tool.params, data.tool.toolName);
         cards[data.tool.id] = card;
         answer.insertBefore(card, text);
       } else if (event === "toolOutput") {
@@ -220,6 +295,9 @@ function drawStoredApprovals(form) {
 
 // Files panel: the workspace tree, a text editor, downloads.
 let currentDir = "/workspace";
+// filesShown counts the panel's listings, so that an answer overtaken by
+// a later listing (a click while the chat refreshes) is dropped.
+let filesShown = 0;
 // filesAPI is the prefix of the file API: empty for signed-in users, the
 // share link's path for its visitors.
 const filesAPI = () => { const p = document.getElementById("files"); return (p && p.dataset.api) || ""; };
@@ -228,10 +306,14 @@ async function refreshFiles(dir) {
   if (!panel) return;
   if (dir) currentDir = dir;
   const { app, chat } = panel.dataset;
-  const list = panel.querySelector("ul");
+  const list = panel.querySelector('[data-role="file-list"]');
   panel.querySelector('[data-role="cwd"]').textContent = currentDir;
+  const target = panel.querySelector('[data-role="upload-target"]');
+  if (target) target.textContent = T("uploadTo").replace("{dir}", uploadDir());
+  const seq = ++filesShown;
   try {
     const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "list", appId: app, chatId: chat, path: currentDir });
+    if (seq !== filesShown) return;
     list.textContent = "";
     if (currentDir !== "/workspace") {
       list.append(el("li", {}, el("a", { href: "#", onclick: (e) => { e.preventDefault(); refreshFiles(currentDir.replace(/\/[^/]+$/, "")); } }, "..")));
@@ -242,7 +324,7 @@ async function refreshFiles(dir) {
         el("a", { href: "#", onclick: open }, f.name + (f.type === "directory" ? "/" : "")),
         el("button", { class: "download", title: T("download"), onclick: () => download(f.path, f.name, f.type) }, "⤓")));
     }
-  } catch (err) { list.textContent = err.message; }
+  } catch (err) { if (seq === filesShown) list.textContent = err.message; }
 }
 
 async function openFile(path) {
@@ -251,10 +333,13 @@ async function openFile(path) {
   const status = panel.querySelector('[data-role="file-status"]');
   try {
     const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "read", appId: panel.dataset.app, chatId: panel.dataset.chat, path });
-    editor.value = data.content; editor.dataset.path = path; status.textContent = path;
-  } catch (err) { status.textContent = err.message; }
+    editor.value = data.content; editor.dataset.path = path;
+    status.className = "status"; status.textContent = path;
+  } catch (err) { fail(status, err); }
 }
 
+// saveFile writes the open file; what the server refuses (a read-only
+// share link, the read-only skills) is shown with its reason.
 async function saveFile() {
   const panel = document.getElementById("files");
   const editor = panel.querySelector("textarea");
@@ -262,8 +347,148 @@ async function saveFile() {
   if (!editor.dataset.path) return;
   try {
     await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "write", appId: panel.dataset.app, chatId: panel.dataset.chat, path: editor.dataset.path, content: editor.value });
-    status.textContent = editor.dataset.path + " — " + T("saved");
-  } catch (err) { status.textContent = err.message; }
+    say(status, editor.dataset.path + " — " + T("saved"), true);
+  } catch (err) { fail(status, err); }
+}
+
+// Uploads (K2): files a person gives the agent go to the chat's
+// /workspace/uploads, stored on the host, one request per file so each
+// has its progress bar. The first upload of a new chat creates it, with
+// the id the page already has, which its first message then uses.
+const uploadsRoot = "/workspace/uploads";
+
+// uploadDir is where the files panel uploads: the directory shown when
+// it is inside the uploads, else the uploads themselves.
+function uploadDir() {
+  return currentDir === uploadsRoot || currentDir.startsWith(uploadsRoot + "/") ? currentDir : uploadsRoot;
+}
+
+// uploadFile sends one file of the chat that where (an element with
+// data-app, data-chat, data-api) names, drawn as a chip in list: a
+// progress bar while it goes, then its name and size, or the server's
+// reason. It resolves to the chip, whose data-state says how it ended.
+// XMLHttpRequest, because fetch reports no upload progress.
+function uploadFile(where, list, file, dir) {
+  const q = new URLSearchParams({ appId: where.dataset.app });
+  if (dir) q.set("dir", dir);
+  const url = (where.dataset.api || "") + "/api/uploads/" + encodeURIComponent(where.dataset.chat) + "?" + q;
+  const progress = el("progress", { max: "100", value: "0", "aria-label": T("uploading").replace("{name}", file.name) });
+  const remove = el("button", { type: "button", class: "chip-remove", "data-role": "remove", "aria-label": named("removeFile", file.name), title: named("removeFile", file.name) }, "×");
+  const chip = el("li", { class: "attachment", "data-state": "uploading", "data-name": file.name },
+    el("span", { class: "attachment-name", "data-role": "name" }, file.name), progress, remove);
+  list.append(chip);
+  const xhr = new XMLHttpRequest();
+  remove.addEventListener("click", () => removeUpload(where, chip, xhr));
+  return new Promise((resolve) => {
+    const failed = (reason) => {
+      chip.dataset.state = "error";
+      progress.replaceWith(el("span", { class: "attachment-error", "data-role": "error" }, T("uploadFailed").replace("{name}", file.name).replace("{reason}", reason)));
+      remove.setAttribute("aria-label", T("dismiss"));
+      remove.title = T("dismiss");
+      resolve(chip);
+    };
+    xhr.upload.addEventListener("progress", (e) => { if (e.lengthComputable) progress.value = Math.round((e.loaded / e.total) * 100); });
+    xhr.addEventListener("load", () => {
+      let data = {};
+      try { data = JSON.parse(xhr.responseText); } catch (_) { /* not JSON: a proxy's page */ }
+      if (xhr.status !== 201 || !data.files || !data.files.length) {
+        failed(data.message || xhr.status + " " + xhr.statusText);
+        return;
+      }
+      const f = data.files[0];
+      Object.assign(chip.dataset, { state: "done", path: f.path, sandboxPath: f.sandboxPath, size: String(f.size) });
+      chip.title = f.sandboxPath;
+      chip.querySelector('[data-role="name"]').textContent = f.name;
+      progress.replaceWith(el("span", { class: "attachment-size", "data-role": "size" }, humanSize(f.size)));
+      remove.setAttribute("aria-label", named("removeFile", f.name));
+      remove.title = named("removeFile", f.name);
+      resolve(chip);
+    });
+    xhr.addEventListener("error", () => failed(T("uploadNetwork")));
+    xhr.addEventListener("abort", () => { chip.dataset.state = "aborted"; resolve(chip); });
+    xhr.open("POST", url);
+    xhr.setRequestHeader("X-CSRF-Token", csrf());
+    const body = new FormData();
+    body.append("file", file);
+    xhr.send(body);
+  });
+}
+
+// removeUpload takes a chip back: an upload under way is cancelled, a
+// stored one deleted from the chat, a failed one just dismissed.
+async function removeUpload(where, chip, xhr) {
+  const state = chip.dataset.state;
+  if (state === "uploading") { xhr.abort(); chip.remove(); return; }
+  if (state !== "done") { chip.remove(); return; }
+  const q = new URLSearchParams({ appId: where.dataset.app, area: "uploads", path: chip.dataset.path });
+  const status = chip.closest("form, aside").querySelector('[data-role="upload-status"], [data-role="file-status"]');
+  try {
+    await api("DELETE", (where.dataset.api || "") + "/api/uploads/" + encodeURIComponent(where.dataset.chat) + "/files?" + q);
+    chip.remove();
+    if (status) status.textContent = "";
+    refreshFiles();
+  } catch (err) { if (status) fail(status, err); }
+}
+
+// attachFiles uploads files for the next message; their chips wait above
+// the input until it is sent.
+async function attachFiles(form, files) {
+  const list = document.getElementById("attachments");
+  form.querySelector('[data-role="upload-status"]').textContent = "";
+  const done = await Promise.all(files.map((f) => uploadFile(form, list, f, "")));
+  if (done.some((c) => c.dataset.state === "done")) refreshFiles();
+}
+
+// The chat page's attach button, and files dropped anywhere on the chat.
+function setupAttachments() {
+  const form = document.getElementById("chat-form");
+  if (!form || form.dataset.uploads !== "true") return;
+  const input = document.getElementById("attach-input");
+  document.getElementById("attach").addEventListener("click", () => input.click());
+  input.addEventListener("change", () => { attachFiles(form, [...input.files]); input.value = ""; });
+  const zone = form.closest(".chat-main");
+  const hint = zone.querySelector('[data-role="drop-hint"]');
+  const carriesFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  let depth = 0; // dragenter and dragleave come for every child crossed
+  const show = (on) => { zone.classList.toggle("dropping", on); hint.hidden = !on; };
+  zone.addEventListener("dragenter", (e) => { if (carriesFiles(e)) { e.preventDefault(); depth++; show(true); } });
+  zone.addEventListener("dragover", (e) => { if (carriesFiles(e)) { e.preventDefault(); e.dataTransfer.dropEffect = "copy"; } });
+  zone.addEventListener("dragleave", () => { if (depth > 0 && --depth === 0) show(false); });
+  zone.addEventListener("drop", (e) => {
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    depth = 0; show(false);
+    attachFiles(form, [...e.dataTransfer.files]);
+  });
+}
+
+// The files panel's "Upload here": into the directory shown when it is in
+// the uploads, else into the uploads; the panel then shows that
+// directory. Chips stay only for the files that failed.
+function setupPanelUploads() {
+  const panel = document.getElementById("files");
+  const input = document.getElementById("files-upload-input");
+  if (!panel || !input) return;
+  document.getElementById("files-upload").addEventListener("click", () => input.click());
+  input.addEventListener("change", async () => {
+    const files = [...input.files];
+    input.value = "";
+    const dir = uploadDir();
+    const list = document.getElementById("files-uploads");
+    const done = await Promise.all(files.map((f) => uploadFile(panel, list, f, dir)));
+    done.filter((c) => c.dataset.state === "done").forEach((c) => c.remove());
+    await refreshFiles(dir);
+  });
+}
+
+// A stored message's attachments are drawn as chips under its text.
+function drawStoredAttachments() {
+  document.querySelectorAll("#messages .msg.user").forEach((m) => {
+    const found = splitAttached(m.textContent);
+    if (!found) return;
+    m.textContent = "";
+    m.append(...userMessage(found.text, found.files));
+  });
 }
 
 async function download(path, name, type) {
@@ -293,6 +518,12 @@ async function saveApp(form) {
   const lines = (name) => form.elements[name].value.split("\n").map((l) => l.trim()).filter((l) => l !== "");
   node.inputs.startupCommands = lines("startupCommands");
   node.inputs.shutdownCommands = lines("shutdownCommands");
+  // The skills only once the checklist is drawn: a list the API could not
+  // give leaves the app's skills as they are.
+  const skills = document.getElementById("skills-choice");
+  if (skills && skills.dataset.loaded) {
+    node.inputs.skills = [...skills.querySelectorAll('input[type="checkbox"]:checked')].map((c) => c.value);
+  }
   const policy = form.elements.policy.value.trim();
   if (policy === "") delete node.inputs.policy;
   else {
@@ -802,6 +1033,9 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
   const chatForm = document.getElementById("chat-form");
   if (chatForm) drawStoredApprovals(chatForm);
+  drawStoredAttachments();
+  setupAttachments();
+  setupPanelUploads();
   document.querySelectorAll("[data-admin-action]").forEach((b) => b.addEventListener("click", async () => {
     try {
       await api("POST", "/admin/api/sandboxes/" + b.dataset.id + "/" + b.dataset.adminAction);
@@ -879,4 +1113,122 @@ document.addEventListener("DOMContentLoaded", () => {
   const next = document.getElementById("audit-next");
   next.addEventListener("click", () => loadAudit(next.dataset.cursor));
   loadAudit("");
+});
+
+// The builder's skills: a checklist of the installed skills, with those
+// the app chose checked; a chosen skill no longer installed stays listed,
+// marked, so saving does not drop it unseen.
+async function loadSkillChoices() {
+  const box = document.getElementById("skills-choice");
+  if (!box) return;
+  const chosen = JSON.parse(box.dataset.selected || "[]");
+  const line = box.querySelector('[data-role="skills-status"]');
+  let skills;
+  try { ({ skills } = await api("GET", "/api/skills")); } catch (err) {
+    say(line, T("skillsLoadFailed").replace("{reason}", err.message), false, err.status);
+    return;
+  }
+  const installed = new Set(skills.map((s) => s.name));
+  const rows = skills.concat(chosen.filter((n) => !installed.has(n)).map((name) => ({ name, missing: true })));
+  const list = box.querySelector('[data-role="skill-list"]');
+  list.textContent = "";
+  for (const s of rows) {
+    const id = "skill-choice-" + s.name;
+    const check = el("input", { type: "checkbox", id, value: s.name });
+    check.checked = chosen.includes(s.name);
+    list.append(el("li", { "data-skill": s.name }, check,
+      el("label", { for: id }, el("span", { class: "skill-name" }, s.name),
+        s.missing ? el("span", { class: "error" }, T("skillNotInstalled")) : el("span", { class: "hint" }, s.description))));
+  }
+  if (!rows.length) { line.className = "status hint"; line.textContent = T("skillsNoneInstalled"); }
+  box.dataset.loaded = "true";
+}
+document.addEventListener("DOMContentLoaded", loadSkillChoices);
+
+// The admins' skills page: the installed skills, the folders that are
+// not valid skills and why, installing a ZIP, viewing and deleting.
+async function loadSkills() {
+  const line = document.getElementById("skills-status");
+  let data;
+  try { data = await api("GET", "/admin/api/skills"); } catch (err) { fail(line, err); return; }
+  const body = document.getElementById("skills").tBodies[0];
+  body.textContent = "";
+  for (const s of data.skills) {
+    body.append(el("tr", { "data-skill": s.name },
+      el("td", { "data-role": "name" }, el("code", {}, s.name)),
+      el("td", { "data-role": "description" }, s.description),
+      el("td", { "data-role": "version" }, String(s.version)),
+      el("td", { "data-role": "files" }, String(s.files.length)),
+      el("td", { "data-role": "size" }, humanSize(s.size)),
+      el("td", { "data-role": "installed-at" }, when(s.installedAt)),
+      el("td", { "data-role": "installed-by" }, s.installedBy || "-"),
+      el("td", { class: "actions" },
+        el("button", { type: "button", class: "secondary", "data-skill-action": "view", "aria-label": T("skillView") + " " + s.name, onclick: () => viewSkill(s.name) }, T("skillView")), " ",
+        el("button", { type: "button", class: "secondary", "data-skill-action": "delete", "aria-label": T("delete") + " " + s.name, onclick: () => deleteSkill(s.name) }, T("delete")))));
+  }
+  document.getElementById("skills-empty").hidden = data.skills.length > 0;
+  const invalid = document.getElementById("invalid-skills");
+  const bad = invalid.querySelector("tbody");
+  bad.textContent = "";
+  for (const v of data.invalid || []) {
+    bad.append(el("tr", { "data-dir": v.dir }, el("td", { "data-role": "dir" }, el("code", {}, v.dir)), el("td", { "data-role": "reason" }, v.reason)));
+  }
+  invalid.querySelector('[data-role="empty"]').hidden = bad.rows.length > 0;
+}
+
+async function installSkill(form) {
+  const line = form.querySelector('[data-role="status"]');
+  const file = form.elements.file.files[0];
+  if (!file) { say(line, T("skillChooseZip"), false); return; }
+  const body = new FormData();
+  body.append("file", file);
+  line.className = "status";
+  line.textContent = T("skillInstalling").replace("{name}", file.name);
+  try {
+    const { skill } = await api("POST", "/admin/api/skills", body);
+    form.reset();
+    say(line, named("skillInstalled", skill.name).replace("{version}", skill.version), true);
+  } catch (err) { fail(line, err); return; }
+  await loadSkills();
+}
+
+async function viewSkill(name) {
+  const box = document.getElementById("skill-detail");
+  const line = document.getElementById("skills-status");
+  let d;
+  try { d = await api("GET", "/admin/api/skills/" + encodeURIComponent(name)); } catch (err) { fail(line, err); return; }
+  box.dataset.skill = d.skill.name;
+  box.querySelector('[data-role="title"]').textContent = d.skill.name;
+  box.querySelector('[data-role="summary"]').textContent = d.skill.description + " · " + T("skillLocation") + ": " + d.skill.location;
+  box.querySelector('[data-role="instructions"]').textContent = d.instructions;
+  const body = box.querySelector('[data-role="versions"] tbody');
+  body.textContent = "";
+  for (const v of d.versions || []) {
+    body.append(el("tr", { "data-version": String(v.number), class: v.current ? "current" : "" },
+      el("td", {}, String(v.number), v.current ? el("strong", {}, " · " + T("skillCurrent")) : null),
+      el("td", {}, when(v.installedAt)), el("td", {}, v.installedBy || "-"), el("td", {}, humanSize(v.size))));
+  }
+  box.hidden = false;
+  box.scrollIntoView({ block: "nearest" });
+  box.querySelector('[data-role="close"]').focus();
+}
+
+async function deleteSkill(name) {
+  const line = document.getElementById("skills-status");
+  if (!confirm(named("skillDeleteConfirm", name))) return;
+  try {
+    await api("DELETE", "/admin/api/skills/" + encodeURIComponent(name));
+    say(line, named("skillDeleted", name), true);
+    const box = document.getElementById("skill-detail");
+    if (box.dataset.skill === name) box.hidden = true;
+  } catch (err) { fail(line, err); }
+  await loadSkills();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("install-skill");
+  if (!form) return;
+  form.addEventListener("submit", (e) => { e.preventDefault(); installSkill(form); });
+  document.querySelector('#skill-detail [data-role="close"]').addEventListener("click", () => { document.getElementById("skill-detail").hidden = true; });
+  loadSkills();
 });

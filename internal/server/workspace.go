@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/skills"
+	"github.com/flowbox/flowbox/sandbox/workspace"
+	"github.com/flowbox/flowbox/workers"
+)
+
+// promptFiles is how many of a chat's files the system prompt lists.
+const promptFiles = 30
+
+// openWorkspace opens the chats' files and the skills under the files
+// directory (K1, K4).
+func openWorkspace(cfg config.Files, log *slog.Logger) (*workspace.Store, *skills.Catalog, error) {
+	ws, err := workspace.New(workspace.Config{Root: cfg.Dir, MaxFileBytes: cfg.MaxFileMiB << 20, MaxChatBytes: cfg.MaxChatMiB << 20})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the chats' files under FLOWBOX_FILES_DIR=%s: %w", cfg.Dir, err)
+	}
+	cat, err := skills.New(skills.Config{Root: cfg.Dir, MaxZipBytes: cfg.MaxSkillZipMiB << 20})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the skills under FLOWBOX_FILES_DIR=%s: %w", cfg.Dir, err)
+	}
+	return ws, cat, nil
+}
+
+// mountsFor is what a chat's sandbox sees of the workspace: its uploads
+// and intermediate files, and the skills read-only.
+func (s *Services) mountsFor(ctx context.Context, scope sandbox.Scope) ([]sandbox.Mount, error) {
+	mounts, err := s.Workspace.Mounts(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	return append(mounts, sandbox.Mount{Source: s.Skills.Dir(), Target: sandbox.SkillsDir, ReadOnly: true}), nil
+}
+
+// promptWorkspace lists a chat's files for the tool-call node's prompt.
+type promptWorkspace struct{ ws *workspace.Store }
+
+func (p promptWorkspace) Summary(ctx context.Context, scope sandbox.Scope) (string, error) {
+	sum, err := p.ws.Summary(ctx, scope, promptFiles)
+	if err != nil {
+		return "", err
+	}
+	return sum.String(), nil
+}
+
+// nodeSkills gives the tool-call node the installed skills.
+type nodeSkills struct{ cat *skills.Catalog }
+
+var _ toolcall.Skills = nodeSkills{}
+
+func (n nodeSkills) List(ctx context.Context) ([]toolcall.Skill, error) {
+	list, _, err := n.cat.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]toolcall.Skill, len(list))
+	for i, s := range list {
+		out[i] = toolcall.Skill{Name: s.Name, Description: s.Description}
+	}
+	return out, nil
+}
+
+func (n nodeSkills) Body(ctx context.Context, name string) (toolcall.Skill, string, error) {
+	s, err := n.cat.Get(ctx, name)
+	if err != nil {
+		return toolcall.Skill{}, "", err
+	}
+	body, err := n.cat.Body(ctx, name)
+	if err != nil {
+		return toolcall.Skill{}, "", err
+	}
+	return toolcall.Skill{Name: s.Name, Description: s.Description, Files: s.Files}, body, nil
+}
+
+func (n nodeSkills) Resource(ctx context.Context, name, file string) ([]byte, error) {
+	return n.cat.ReadResource(ctx, name, file)
+}
+
+func (n nodeSkills) Script(ctx context.Context, name, script string) (string, error) {
+	return n.cat.ScriptPath(ctx, name, script)
+}
+
+// workspaceData deletes the files of deleted chats and apps (the
+// deletion tasks' ChatData) and, in reconciliation, those no chat owns.
+// A chat's directory is named after its sandbox, which the chat's user
+// names too: the owners are read from the directories.
+type workspaceData struct {
+	ws       *workspace.Store
+	chats    *history.Store
+	sandbox  sandbox.Store
+	provider string
+}
+
+var _ workers.OrphanedData = workspaceData{}
+
+// RemoveOrphans removes the directories older than before whose chat is
+// not recorded and whose sandbox has no record either (a chat's first
+// turn is recorded when it ends, its sandbox when it starts), and those
+// whose owner is unknown.
+func (w workspaceData) RemoveOrphans(ctx context.Context, before time.Time) (int, error) {
+	dirs, err := w.ws.Dirs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, o := range dirs {
+		if !o.CreatedAt.Before(before) {
+			continue
+		}
+		if o.Known() {
+			if _, err := w.chats.Get(ctx, o.ChatID); !errors.Is(err, history.ErrNotFound) {
+				continue // the chat exists, or it cannot be told now
+			}
+			if _, err := w.sandbox.Get(ctx, w.provider, o.SandboxID); !errors.Is(err, sandbox.ErrNotFound) {
+				continue
+			}
+		}
+		if err := w.ws.DeleteID(ctx, o.SandboxID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+func (w workspaceData) DeleteChats(ctx context.Context, appID string, chatIDs []string) error {
+	want := map[string]bool{}
+	for _, id := range chatIDs {
+		want[id] = true
+	}
+	dirs, err := w.ws.Dirs(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range dirs {
+		if o.Known() && o.AppID == appID && want[o.ChatID] {
+			errs = append(errs, w.ws.DeleteID(ctx, o.SandboxID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w workspaceData) DeleteApp(ctx context.Context, appID string) error {
+	return w.ws.DeleteApp(ctx, appID)
+}

@@ -1,0 +1,3 @@
+package host
+
+import ()

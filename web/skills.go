@@ -1,0 +1,207 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/sandbox/skills"
+)
+
+// SkillCatalog is the installed skills (skills.Catalog).
+type SkillCatalog interface {
+	List(ctx context.Context) ([]skills.Skill, []skills.Invalid, error)
+	Get(ctx context.Context, name string) (skills.Skill, error)
+	Body(ctx context.Context, name string) (string, error)
+	Versions(ctx context.Context, name string) ([]skills.Version, error)
+	Install(ctx context.Context, r io.ReaderAt, size int64, by string) (skills.Skill, error)
+	Delete(ctx context.Context, name string) error
+}
+
+// SkillsHandler serves the skills admins install (K4): list (with the
+// directories that are not valid skills and why), view, install or
+// replace from a ZIP, delete. Builders read the list to choose an app's
+// skills.
+type SkillsHandler struct {
+	Catalog SkillCatalog
+	// MaxZip bounds an uploaded archive; default 20 MiB.
+	MaxZip int64
+}
+
+// skillJSON is a skill on the wire.
+type skillJSON struct {
+	Name          string            `json:"name"`
+	Description   string            `json:"description"`
+	License       string            `json:"license,omitempty"`
+	Compatibility string            `json:"compatibility,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	AllowedTools  []string          `json:"allowedTools,omitempty"`
+	Version       int               `json:"version"`
+	Files         []string          `json:"files"`
+	Size          int64             `json:"size"`
+	InstalledAt   time.Time         `json:"installedAt"`
+	InstalledBy   string            `json:"installedBy,omitempty"`
+	Location      string            `json:"location"`
+}
+
+func wireSkill(s skills.Skill) skillJSON {
+	return skillJSON{Name: s.Name, Description: s.Description, License: s.License, Compatibility: s.Compatibility,
+		Metadata: s.Metadata, AllowedTools: s.AllowedTools, Version: s.Version, Files: s.Files, Size: s.Size,
+		InstalledAt: s.InstalledAt, InstalledBy: s.InstalledBy, Location: s.SandboxDir()}
+}
+
+// skillError answers an error of the catalog.
+func skillError(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, skills.ErrNotFound):
+		apiError(c, http.StatusNotFound, err.Error())
+	case errors.Is(err, skills.ErrInvalid), errors.Is(err, skills.ErrInvalidPath):
+		apiError(c, http.StatusBadRequest, err.Error())
+	case errors.Is(err, skills.ErrTooLarge):
+		apiError(c, http.StatusRequestEntityTooLarge, err.Error())
+	default:
+		apiError(c, http.StatusInternalServerError, "the skills could not be read or written; retry later")
+	}
+}
+
+// List serves GET /admin/api/skills: the installed skills, and the
+// directories that are not valid skills with the reason.
+func (h *SkillsHandler) List(c *gin.Context) { h.list(c, true) }
+
+// Choices serves GET /api/skills: the installed skills, for builders to
+// choose an app's.
+func (h *SkillsHandler) Choices(c *gin.Context) { h.list(c, false) }
+
+func (h *SkillsHandler) list(c *gin.Context, admin bool) {
+	list, invalid, err := h.Catalog.List(c.Request.Context())
+	if err != nil {
+		skillError(c, err)
+		return
+	}
+	out := make([]skillJSON, len(list))
+	for i, s := range list {
+		out[i] = wireSkill(s)
+	}
+	resp := gin.H{"skills": out}
+	if admin {
+		if invalid == nil {
+			invalid = []skills.Invalid{}
+		}
+		bad := make([]gin.H, len(invalid))
+		for i, v := range invalid {
+			bad[i] = gin.H{"dir": v.Dir, "reason": v.Reason}
+		}
+		resp["invalid"] = bad
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+// Get serves GET /admin/api/skills/{name}: the skill, its instructions
+// and its versions.
+func (h *SkillsHandler) Get(c *gin.Context) {
+	ctx := c.Request.Context()
+	s, err := h.Catalog.Get(ctx, c.Param("name"))
+	if err != nil {
+		skillError(c, err)
+		return
+	}
+	body, err := h.Catalog.Body(ctx, s.Name)
+	if err != nil {
+		skillError(c, err)
+		return
+	}
+	versions, err := h.Catalog.Versions(ctx, s.Name)
+	if err != nil {
+		skillError(c, err)
+		return
+	}
+	wire := make([]gin.H, len(versions))
+	for i, v := range versions {
+		wire[i] = gin.H{"number": v.Number, "installedAt": v.InstalledAt, "installedBy": v.InstalledBy, "size": v.Size, "current": v.Current}
+	}
+	c.JSON(http.StatusOK, gin.H{"skill": wireSkill(s), "instructions": body, "versions": wire})
+}
+
+// Install serves POST /admin/api/skills: a skill's ZIP as the body
+// (application/zip) or as the "file" part of a multipart form. A skill
+// of the same name is replaced as a new version; chats running its
+// scripts keep the files they opened.
+func (h *SkillsHandler) Install(c *gin.Context) {
+	max := h.MaxZip
+	if max <= 0 {
+		max = 20 << 20
+	}
+	body := io.Reader(http.MaxBytesReader(c.Writer, c.Request.Body, max+1<<20))
+	ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if ct == "multipart/form-data" {
+		mr, err := c.Request.MultipartReader()
+		if err != nil {
+			apiError(c, http.StatusBadRequest, "the multipart body cannot be read: "+err.Error())
+			return
+		}
+		for {
+			part, err := mr.NextPart()
+			if err != nil {
+				apiError(c, http.StatusBadRequest, `send the skill's ZIP in a part named "file"`)
+				return
+			}
+			if part.FormName() == "file" {
+				body = part
+				break
+			}
+		}
+	}
+	tmp, err := os.CreateTemp("", "flowbox-skill-*.zip")
+	if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not store the archive; retry later")
+		return
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	n, err := io.Copy(tmp, io.LimitReader(body, max+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig) || n > max:
+		apiError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("the archive is over %d MiB, the limit (FLOWBOX_SKILL_MAX_ZIP_MIB)", max>>20))
+		return
+	case err != nil:
+		apiError(c, http.StatusBadRequest, "the archive did not arrive whole: "+err.Error())
+		return
+	case n == 0:
+		apiError(c, http.StatusBadRequest, "send the skill's ZIP as the body (application/zip) or in a multipart part named \"file\"")
+		return
+	}
+	p, _ := PrincipalOf(c)
+	by := p.UserID
+	if by == "" {
+		by = "admin-token"
+	}
+	s, err := h.Catalog.Install(c.Request.Context(), tmp, n, by)
+	if err != nil {
+		skillError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"skill": wireSkill(s)})
+}
+
+// Delete serves DELETE /admin/api/skills/{name}.
+func (h *SkillsHandler) Delete(c *gin.Context) {
+	if err := h.Catalog.Delete(c.Request.Context(), c.Param("name")); err != nil {
+		skillError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"deleted": c.Param("name")})
+}
+
+// Skills is the admin page of the skills: the installed ones with their
+// versions, the invalid directories and why, and the install form.
+func (u *UI) Skills(c *gin.Context) {
+	u.render(c, "skills", translate(lang(c), "skills"), nil)
+}

@@ -1,0 +1,301 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/workspace"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+// Workspace is the chats' uploaded and intermediate files on the engine's
+// host (workspace.Store).
+type Workspace interface {
+	Save(ctx context.Context, scope sandbox.Scope, dir, name string, r io.Reader) (workspace.File, error)
+	List(ctx context.Context, scope sandbox.Scope, area workspace.Area, dir string) ([]workspace.Entry, error)
+	Delete(ctx context.Context, scope sandbox.Scope, area workspace.Area, p string) error
+}
+
+// ChatCreator records a chat before its first message (history.Store).
+type ChatCreator interface {
+	Create(ctx context.Context, chat history.Chat, title string, now time.Time) (history.Chat, error)
+}
+
+// UploadsHandler serves the upload API (K2): files a user gives the
+// agent, streamed into the chat's /workspace/uploads on the host, with
+// the chat's own authorization. An upload to a chat that does not exist
+// yet creates it, so files can be attached before the first message.
+type UploadsHandler struct {
+	Files  Workspace
+	Chats  ChatCreator
+	Access ChatAccess
+	// MaxFiles bounds the files of one request; default 100.
+	MaxFiles int
+	Now      func() time.Time
+}
+
+// uploadTarget is whose chat an upload request reaches.
+type uploadTarget struct {
+	scope sandbox.Scope
+}
+
+// target checks the caller may reach the chat (write for changes) and
+// names its sandbox scope. An app key's new chat belongs to its end user
+// customUid ("api" when none), as in the chat API. It answers the client
+// itself when the request goes no further.
+func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (uploadTarget, bool) {
+	chatID := c.Param("chatId")
+	if appID == "" {
+		apiError(c, http.StatusBadRequest, "appId is required (a query parameter, or a form field before the files)")
+		return uploadTarget{}, false
+	}
+	if chatID == "" || len(chatID) > 128 || strings.ContainsFunc(chatID, func(r rune) bool { return r == '/' || unicode.IsControl(r) }) {
+		apiError(c, http.StatusBadRequest, "the chat id must be 1 to 128 characters without slashes or control characters")
+		return uploadTarget{}, false
+	}
+	action := "list"
+	if write {
+		action = "write"
+	}
+	if !visitorFiles(c, action) {
+		return uploadTarget{}, false
+	}
+	ctx := c.Request.Context()
+	owner, err := h.Access.ChatOwner(ctx, c, appID, chatID, write)
+	if errors.Is(err, ErrNoAccess) {
+		if p, ok := PrincipalOf(c); ok && p.Bound() && p.LinkID == "" && p.AppID == appID {
+			owner, err = h.appKeyUser(c, p)
+		}
+	}
+	switch {
+	case errors.Is(err, ErrNoAccess):
+		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", chatID))
+		return uploadTarget{}, false
+	case err != nil:
+		apiError(c, http.StatusInternalServerError, "could not check access to the chat; retry later")
+		return uploadTarget{}, false
+	case owner == "":
+		return uploadTarget{}, false // answered
+	}
+	return uploadTarget{scope: sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID}}, true
+}
+
+// appKeyUser is the end user an app key names for a chat it has not made
+// yet: its customUid, as the chat API stores it. "" when refused.
+func (h *UploadsHandler) appKeyUser(c *gin.Context, p auth.Principal) (string, error) {
+	uid := c.Query("customUid")
+	if uid == "" {
+		uid = "api"
+	}
+	if len(uid) > 128 || strings.ContainsFunc(uid, unicode.IsControl) {
+		apiError(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
+		return "", nil
+	}
+	return p.UserID + ":" + uid, nil
+}
+
+// uploadError answers an error of the workspace.
+func uploadError(c *gin.Context, err error, saved []workspace.File) {
+	status := http.StatusInternalServerError
+	msg := "could not store the file; retry later"
+	switch {
+	case errors.Is(err, workspace.ErrQuota):
+		status, msg = http.StatusRequestEntityTooLarge, err.Error()
+	case errors.Is(err, sandbox.ErrInvalidPath):
+		status, msg = http.StatusBadRequest, err.Error()
+	case errors.Is(err, sandbox.ErrNotFound):
+		status, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, sandbox.ErrTooLarge):
+		status, msg = http.StatusRequestEntityTooLarge, err.Error()
+	}
+	if len(saved) > 0 {
+		msg += fmt.Sprintf(" (%d file(s) before it were stored: %s)", len(saved), strings.Join(names(saved), ", "))
+	}
+	c.AbortWithStatusJSON(status, gin.H{"code": status, "statusText": http.StatusText(status), "message": msg, "files": saved})
+}
+
+func names(files []workspace.File) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Upload serves POST /api/uploads/{chatId}: multipart/form-data with one
+// or more "file" parts, streamed to disk one at a time, never whole in
+// memory; appId (and for app keys customUid, and optionally dir, a
+// directory of uploads) as query parameters or form fields before the
+// files. It answers 201 with the files as stored (cleaned and, when a
+// name was taken, numbered names).
+func (h *UploadsHandler) Upload(c *gin.Context) {
+	ct, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || ct != "multipart/form-data" || params["boundary"] == "" {
+		apiError(c, http.StatusUnsupportedMediaType, `send the files as multipart/form-data, each in a part named "file"`)
+		return
+	}
+	mr, err := c.Request.MultipartReader()
+	if err != nil {
+		apiError(c, http.StatusBadRequest, "the multipart body cannot be read: "+err.Error())
+		return
+	}
+	maxFiles := h.MaxFiles
+	if maxFiles <= 0 {
+		maxFiles = 100
+	}
+	fields := map[string]string{"appId": c.Query("appId"), "dir": c.Query("dir")}
+	var (
+		tgt     uploadTarget
+		checked bool
+		saved   []workspace.File
+	)
+	ctx := c.Request.Context()
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			uploadError(c, fmt.Errorf("%w: the multipart body is broken: %v", sandbox.ErrInvalidPath, err), saved)
+			return
+		}
+		switch part.FormName() {
+		case "appId", "dir", "customUid":
+			v, err := io.ReadAll(io.LimitReader(part, 4096))
+			if err != nil {
+				uploadError(c, err, saved)
+				return
+			}
+			if fields[part.FormName()] == "" {
+				fields[part.FormName()] = string(v)
+			}
+			if part.FormName() == "customUid" && c.Query("customUid") == "" {
+				q := c.Request.URL.Query()
+				q.Set("customUid", string(v))
+				c.Request.URL.RawQuery = q.Encode()
+			}
+			continue
+		case "file":
+		default:
+			_, _ = io.Copy(io.Discard, part)
+			continue
+		}
+		if !checked {
+			if tgt, checked = h.target(c, fields["appId"], true); !checked {
+				return
+			}
+			if !h.createChat(c, tgt, part.FileName()) {
+				return
+			}
+		}
+		if len(saved) == maxFiles {
+			uploadError(c, fmt.Errorf("%w: at most %d files in one request; send the rest in another", sandbox.ErrInvalidPath, maxFiles), saved)
+			return
+		}
+		name := part.FileName()
+		if name == "" {
+			uploadError(c, fmt.Errorf("%w: a file part has no filename; give each file its name", sandbox.ErrInvalidPath), saved)
+			return
+		}
+		f, err := h.Files.Save(ctx, tgt.scope, fields["dir"], name, part)
+		if err != nil {
+			uploadError(c, err, saved)
+			return
+		}
+		saved = append(saved, f)
+	}
+	if len(saved) == 0 {
+		apiError(c, http.StatusBadRequest, `no files: send each in a multipart part named "file" with a filename`)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"chatId": tgt.scope.ChatID, "files": saved})
+}
+
+// createChat records the chat when it does not exist yet, titled after
+// the first file, so the user finds it in their list before writing.
+func (h *UploadsHandler) createChat(c *gin.Context, tgt uploadTarget, first string) bool {
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	chat := history.Chat{ID: tgt.scope.ChatID, AppID: tgt.scope.AppID, UserID: tgt.scope.UserID}
+	if _, err := h.Chats.Create(c.Request.Context(), chat, first, now()); errors.Is(err, history.ErrNotOwner) {
+		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", tgt.scope.ChatID))
+		return false
+	} else if err != nil {
+		apiError(c, http.StatusInternalServerError, "could not record the chat; retry later")
+		return false
+	}
+	return true
+}
+
+// areaOf reads the area query parameter: uploads (default) or
+// intermediate.
+func areaOf(c *gin.Context) (workspace.Area, bool) {
+	switch a := workspace.Area(c.DefaultQuery("area", string(workspace.Uploads))); a {
+	case workspace.Uploads, workspace.Intermediate:
+		return a, true
+	default:
+		apiError(c, http.StatusBadRequest, fmt.Sprintf("area %q: use uploads or intermediate", a))
+		return "", false
+	}
+}
+
+// List serves GET /api/uploads/{chatId}/files?appId=&area=&dir=: the
+// files of the chat's uploads (or intermediate files), from the host,
+// without starting the sandbox. A chat without files has none.
+func (h *UploadsHandler) List(c *gin.Context) {
+	area, ok := areaOf(c)
+	if !ok {
+		return
+	}
+	tgt, ok := h.target(c, c.Query("appId"), false)
+	if !ok {
+		return
+	}
+	files, err := h.Files.List(c.Request.Context(), tgt.scope, area, c.Query("dir"))
+	if errors.Is(err, sandbox.ErrNotFound) && c.Query("dir") == "" {
+		files, err = nil, nil
+	}
+	if err != nil {
+		uploadError(c, err, nil)
+		return
+	}
+	if files == nil {
+		files = []workspace.Entry{}
+	}
+	c.JSON(http.StatusOK, gin.H{"area": area, "files": files})
+}
+
+// Delete serves DELETE /api/uploads/{chatId}/files?appId=&area=&path=:
+// one file of the chat's uploads (or intermediate files).
+func (h *UploadsHandler) Delete(c *gin.Context) {
+	area, ok := areaOf(c)
+	if !ok {
+		return
+	}
+	if c.Query("path") == "" {
+		apiError(c, http.StatusBadRequest, "path is required: the file to delete, e.g. data.csv")
+		return
+	}
+	tgt, ok := h.target(c, c.Query("appId"), true)
+	if !ok {
+		return
+	}
+	if err := h.Files.Delete(c.Request.Context(), tgt.scope, area, c.Query("path")); err != nil {
+		uploadError(c, err, nil)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"deleted": c.Query("path"), "area": area})
+}
