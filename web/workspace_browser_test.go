@@ -206,8 +206,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 
 	// The result is in the files panel, under intermediate, and downloads.
 	tb.do(t,
-		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/intermediate"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="`+workspaceSummary+`"]`)),
+		browse(`#files li[data-path="/workspace/intermediate"] a`, `#files li[data-path="`+workspaceSummary+`"]`),
 	)
 	name, data := downloadFile(t, tb, `#files li[data-path="`+workspaceSummary+`"] button.download`)
 	var sum struct {
@@ -259,10 +258,8 @@ func TestWorkspaceBrowser(t *testing.T) {
 	uploadVia(t, alice, app.ID, chatID, "reports", "q1.csv", "quarter\n1\n")
 	notes := writeFile(t, dir, "notes.txt", "remember the east")
 	tb.do(t,
-		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/uploads"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/uploads/reports"]`)),
-		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/uploads/reports"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/uploads/reports/q1.csv"]`)),
+		browse(`#files li[data-path="/workspace/uploads"] a`, `#files li[data-path="/workspace/uploads/reports"]`),
+		browse(`#files li[data-path="/workspace/uploads/reports"] a`, `#files li[data-path="/workspace/uploads/reports/q1.csv"]`),
 	)
 	if got := tb.text(t, `#files [data-role=upload-target]`); got != "Files go to /workspace/uploads/reports" {
 		t.Errorf("in /workspace/uploads/reports the upload target reads %q", got)
@@ -282,10 +279,8 @@ func TestWorkspaceBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/uploads/reports"]`)),
 		chromedp.Click(chromedp.CSS(`#files li a`)), // ".." up to /workspace
 		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/skills"]`)),
-		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/skills"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/skills/csv-analyzer"]`)),
-		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/skills/csv-analyzer"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(skillFile)),
+		browse(`#files li[data-path="/workspace/skills"] a`, `#files li[data-path="/workspace/skills/csv-analyzer"]`),
+		browse(`#files li[data-path="/workspace/skills/csv-analyzer"] a`, skillFile),
 		chromedp.Click(chromedp.CSS(skillFile+" a")),
 	)
 	if got := run(t, tb, chromedp.PollFunction[string](`() => document.querySelector("#files textarea").value`)); !strings.Contains(got, "name: csv-analyzer") {
@@ -347,8 +342,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 					chromedp.SetUploadFiles(chromedp.ID("attach-input"), []string{csvFile}),
 					chromedp.WaitVisible(chromedp.CSS(`#attachments .attachment[data-state="done"][data-name="sales.csv"]`)),
 					chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/uploads"]`)),
-					chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/uploads"] a`)),
-					chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="`+workspaceCSVPath+`"]`)),
+					browse(`#files li[data-path="/workspace/uploads"] a`, `#files li[data-path="`+workspaceCSVPath+`"]`),
 				)
 			})
 		}
@@ -594,4 +588,21 @@ func downloadFile(t *testing.T, tb *tab, css string) (string, []byte) {
 	}
 	t.Fatal("no download")
 	return "", nil
+}
+
+// browse opens a directory of the files panel by its link and waits for
+// wantCSS: it clicks again until the listing shows it, because a refresh
+// of the panel (after an answer, an upload) replaces its links under a
+// click.
+func browse(linkCSS, wantCSS string) chromedp.Action[chromedp.Void] {
+	poll := chromedp.PollFunction[bool](fmt.Sprintf(`() => {
+		if (document.querySelector(%q)) return true;
+		const a = document.querySelector(%q);
+		if (a) a.click();
+		return false;
+	}`, wantCSS, linkCSS), chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := poll(ctx, tg)
+		return chromedp.Void{}, err
+	}
 }
