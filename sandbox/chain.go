@@ -42,6 +42,12 @@ type Actor struct {
 	// Via names the credential the call came through, for the audit: an
 	// API key's id or a share link's id. Empty for a session.
 	Via string `json:"via,omitempty"`
+	// Tool names the agent's tool that made the command when it is not
+	// sandbox_shell (a skill's script, an exec tool, an MCP server's
+	// tool), and Op the operation the audit files it under (an exec
+	// tool's auditOperation); both for the audit only.
+	Tool string `json:"tool,omitempty"`
+	Op   string `json:"op,omitempty"`
 }
 
 // Call is one command on its way through the chain. Its Request carries

@@ -34,6 +34,7 @@ type Product struct {
 	Files    *FilesHandler
 	Uploads  *UploadsHandler
 	Skills   *SkillsHandler
+	Tools    *ToolsHandler
 	Users    *UsersHandler
 	UI       *UI
 	Admin    SandboxAdmin

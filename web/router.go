@@ -100,10 +100,17 @@ func New(cfg Config) http.Handler {
 	admin.GET("/api/audit/export", p.Audit.Export)
 	// Skills every sandbox sees read-only (K4).
 	admin.GET("/skills", p.UI.Skills)
+	admin.GET("/mcp", p.UI.MCP)
 	admin.GET("/api/skills", p.Skills.List)
 	admin.POST("/api/skills", p.Skills.Install)
 	admin.GET("/api/skills/:name", p.Skills.Get)
 	admin.DELETE("/api/skills/:name", p.Skills.Delete)
+	// MCP servers the apps' agents may use (N6).
+	admin.GET("/api/mcp-servers", p.Tools.ServerList)
+	admin.POST("/api/mcp-servers", p.Tools.CreateServer)
+	admin.PUT("/api/mcp-servers/:id", p.Tools.UpdateServer)
+	admin.DELETE("/api/mcp-servers/:id", p.Tools.DeleteServer)
+	admin.POST("/api/mcp-servers/:id/refresh", p.Tools.RefreshServer)
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
@@ -135,6 +142,7 @@ func New(cfg Config) http.Handler {
 	// The audit of the app's sandbox calls (owner and admins).
 	account.GET("/apps/:appId/audit", p.Audit.AppList)
 	account.GET("/skills", p.Skills.Choices)
+	account.GET("/tools", p.Tools.Choices)
 	api.GET("/apps/:appId/chats", p.Chats.List)
 	api.DELETE("/apps/:appId/chats", p.Chats.Delete)
 	api.GET("/apps/:appId/chats/:chatId", p.Chats.Get)

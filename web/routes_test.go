@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/mcptool"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/web"
@@ -98,6 +99,10 @@ func newFixture(t *testing.T) *fixture {
 	env.CreateUser(t, "bob", auth.RoleUser)
 	zipped, err := skills.ZipDir(filepath.Join("..", "skills", "markdown-report"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Engine.Services.MCPServers.Put(t.Context(), mcptool.Server{ID: "fx", Name: "fixture", Transport: "stdio",
+		Command: []string{"/workspace/mcp"}, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{env: env, skillZip: zipped, clients: map[string]*servertest.Client{
@@ -393,11 +398,24 @@ func (f *fixture) routes() []route {
 		// The skills (K4): admins install and manage them, builders list
 		// them to choose an app's.
 		{method: "GET", path: "/admin/skills", want: adminOnly, def: 200},
+		{method: "GET", path: "/admin/mcp", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/skills", body: func(*fixture, string) any { return f.skillZip }, want: adminOnly, def: 201},
 		{method: "GET", path: "/admin/api/skills", want: adminOnly, def: 200},
 		{method: "GET", path: "/admin/api/skills/markdown-report", want: adminOnly, def: 200},
 		{method: "DELETE", path: "/admin/api/skills/no-such-skill", want: adminOnly, def: 404},
 		{method: "GET", path: "/api/skills", want: userRead, def: 200},
+
+		// MCP servers: admins register them, builders choose them.
+		{method: "GET", path: "/admin/api/mcp-servers", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/mcp-servers", body: func(_ *fixture, caller string) any {
+			id := strings.Trim(strings.NewReplacer(" ", "-", ",", "", "'", "", "_", "-").Replace(strings.ToLower(caller)), "-")
+			return map[string]any{"id": id[:min(len(id), 30)], "name": caller, "transport": "http", "url": "http://127.0.0.1:1/mcp", "token": "secret"}
+		}, want: adminOnly, def: 201},
+		{method: "PUT", path: "/admin/api/mcp-servers/fx", body: jsonBody(map[string]any{"name": "fixture", "transport": "stdio", "command": []string{"/workspace/mcp"}}),
+			want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/mcp-servers/fx/refresh", want: adminOnly, def: 400},
+		{method: "DELETE", path: "/admin/api/mcp-servers/no-such-server", want: adminOnly, def: 404},
+		{method: "GET", path: "/api/tools", want: userRead, def: 200},
 
 		// Pages: anonymous visitors are sent to sign in.
 		{method: "GET", path: "/", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
@@ -560,7 +578,8 @@ func pattern(f *fixture, path string) string {
 		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId", "no-such-link", ":linkId",
 		"/share/"+f.link, "/share/:linkId", "/share/"+f.expired, "/share/:linkId",
 		"/chat/"+f.visited, "/chat/:chatId", "/uploads/"+f.chat, "/uploads/:chatId", "/uploads/"+f.visited, "/uploads/:chatId",
-		"/skills/markdown-report", "/skills/:name", "/skills/no-such-skill", "/skills/:name")
+		"/skills/markdown-report", "/skills/:name", "/skills/no-such-skill", "/skills/:name",
+		"/mcp-servers/fx", "/mcp-servers/:id", "/mcp-servers/no-such-server", "/mcp-servers/:id")
 	p := r.Replace(path)
 	if i := strings.IndexByte(p, '?'); i >= 0 {
 		p = p[:i]

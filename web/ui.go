@@ -124,7 +124,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit", "skills"} {
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": translate}).ParseFS(templateFS, "ui/templates/layout.html", "ui/templates/"+name+".html")
 		if err != nil {
 			return err
@@ -211,10 +211,13 @@ type builderInputs struct {
 	Policy string
 	// Skills are the names of the skills the node may use.
 	Skills []string
+	// Tools are the extra tools the node offers: exec tools by name,
+	// MCP servers as "mcp:{serverId}" (or "mcp:{serverId}/{tool}").
+	Tools []string
 }
 
-// Builder edits an app's tool-call node: model, system prompt, rounds and
-// the sandbox switch.
+// Builder edits an app's tool-call node: model, system prompt, rounds, the
+// sandbox switch, the skills and the other tools.
 func (u *UI) Builder(c *gin.Context) {
 	a, ok := u.app(c)
 	if !ok {
@@ -257,6 +260,7 @@ func (u *UI) Builder(c *gin.Context) {
 		_ = json.Unmarshal(n.Inputs["startupCommands"], &in.StartupCommands)
 		_ = json.Unmarshal(n.Inputs["shutdownCommands"], &in.ShutdownCommands)
 		_ = json.Unmarshal(n.Inputs["skills"], &in.Skills)
+		_ = json.Unmarshal(n.Inputs["tools"], &in.Tools)
 		var indented bytes.Buffer
 		if raw := n.Inputs["policy"]; len(raw) > 0 && json.Indent(&indented, raw, "", "  ") == nil && indented.String() != "null" {
 			in.Policy = indented.String()
@@ -267,9 +271,14 @@ func (u *UI) Builder(c *gin.Context) {
 	if in.Skills == nil {
 		in.Skills = []string{}
 	}
+	if in.Tools == nil {
+		in.Tools = []string{}
+	}
 	chosen, _ := json.Marshal(in.Skills)
+	tools, _ := json.Marshal(in.Tools)
 	u.render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls, "Descriptions": descs,
-		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph), "SkillsJSON": string(chosen)})
+		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph),
+		"SkillsJSON": string(chosen), "ToolsJSON": string(tools)})
 }
 
 const llmDefault = "flowbox-demo"

@@ -114,6 +114,10 @@ func serve(ctx context.Context, args []string) error {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.HTTPAddr, "addr", cfg.HTTPAddr, "HTTP listen address (FLOWBOX_HTTP_ADDR)")
+	fs.Func("tools", "a file declaring exec tools (repeatable; added to FLOWBOX_EXEC_TOOLS)", func(f string) error {
+		cfg.Files.ExecTools = append(cfg.Files.ExecTools, f)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -57,6 +57,10 @@ type Files struct {
 	// MaxSkillZipMiB bounds an uploaded skill archive.
 	// FLOWBOX_SKILL_MAX_ZIP_MIB (default 20).
 	MaxSkillZipMiB int64
+	// ExecTools are the files that declare exec tools
+	// (schemas/exectool.schema.json). FLOWBOX_EXEC_TOOLS, comma-separated,
+	// and engine serve -tools FILE; empty: none.
+	ExecTools []string
 }
 
 // Caps keep one user, or one share link's visitors, from taking the
@@ -232,6 +236,11 @@ func Parse(getenv func(string) string) (Config, error) {
 	}
 	if abs, err := filepath.Abs(c.Files.Dir); err == nil {
 		c.Files.Dir = abs
+	}
+	for _, f := range strings.Split(str("FLOWBOX_EXEC_TOOLS", ""), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			c.Files.ExecTools = append(c.Files.ExecTools, f)
+		}
 	}
 	for _, f := range []struct {
 		name string

@@ -37,7 +37,8 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
 		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),
-		Workspace: promptWorkspace{svc.Workspace}, Skills: nodeSkills{svc.Skills}})
+		Workspace: promptWorkspace{svc.Workspace}, Skills: nodeSkills{svc.Skills},
+		Extra: newExtraTools(svc.ExecTools, svc.MCP, svc.Manager, svc.AuditWriter)})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)
@@ -86,6 +87,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now},
 		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
+		Tools:   &web.ToolsHandler{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
 		UI:      ui,
 		Admin:   e.Workers,
 		Publish: publish,

@@ -17,6 +17,8 @@ import (
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/redisconn"
 	"github.com/flowbox/flowbox/nodes/approval"
+	"github.com/flowbox/flowbox/nodes/exectool"
+	"github.com/flowbox/flowbox/nodes/mcptool"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/audit"
@@ -59,6 +61,12 @@ type Services struct {
 	// the installed skills, on the engine's host (K1–K4).
 	Workspace *workspace.Store
 	Skills    *skills.Catalog
+	// ExecTools are the operator's exec tools; MCPServers the MCP servers
+	// admins registered and MCP the client that lists and calls their
+	// tools (N6, X1–X4).
+	ExecTools  []*exectool.Tool
+	MCPServers *mcptool.Store
+	MCP        *mcptool.Client
 	// MongoDesc and RedisDesc say, for the logs, which database and Redis
 	// are in use (no secrets).
 	MongoDesc, RedisDesc string
@@ -169,6 +177,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		Logger:     log,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if s.ExecTools, err = exectool.Load(cfg.Files.ExecTools...); err != nil {
+		return nil, fmt.Errorf("load the exec tools (FLOWBOX_EXEC_TOOLS, engine serve -tools): %w", err)
+	}
+	s.MCPServers = mcptool.NewStore(db)
+	if s.MCP, err = mcptool.New(mcptool.Config{Servers: s.MCPServers, Sandbox: s.Manager, Logger: log}); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -47,10 +47,12 @@ type ExtraResult struct {
 	Status string
 }
 
-// ExtraTools gives the extra tools an app's node offers, from the node's
-// inputs ("tools": the names the builder chose).
+// ExtraTools gives the extra tools an app's node offers in a chat, from
+// the node's inputs ("tools": the names the builder chose). The chat's
+// scope is where tools that are listed inside the sandbox (stdio MCP
+// servers) are listed.
 type ExtraTools interface {
-	For(ctx context.Context, chosen []string) ([]Extra, error)
+	For(ctx context.Context, scope sandbox.Scope, chosen []string) ([]Extra, error)
 }
 
 // MaxParallel bounds the calls of one round that run at once.
@@ -83,7 +85,8 @@ func (n *Node) addExtra(ctx context.Context, run *nodes.NodeRun, tb *toolbox) {
 	if n.cfg.Extra == nil || len(chosen) == 0 {
 		return
 	}
-	extra, err := n.cfg.Extra.For(ctx, chosen)
+	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
+	extra, err := n.cfg.Extra.For(ctx, scope, chosen)
 	if err != nil {
 		run.Warning = "some tools are not available: " + err.Error()
 	}
@@ -116,7 +119,7 @@ func (n *Node) extraTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCal
 	x := tb.extra[tc.Function.Name]
 	call := ExtraCall{
 		Scope:     sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID},
-		Actor:     sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via},
+		Actor:     sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via, Tool: tc.Function.Name},
 		Arguments: tc.Function.Arguments,
 		OnOutput: func(s sandbox.Stream, p []byte) {
 			stream := "stdout"

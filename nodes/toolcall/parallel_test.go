@@ -13,6 +13,7 @@ import (
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // probe is an extra tool that records how many of its calls run at once.
@@ -71,7 +72,7 @@ func (p *probe) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.Extr
 
 type probes []toolcall.Extra
 
-func (ps probes) For(ctx context.Context, chosen []string) ([]toolcall.Extra, error) { return ps, nil }
+func (ps probes) For(context.Context, sandbox.Scope, []string) ([]toolcall.Extra, error) { return ps, nil }
 
 // TestParallelToolCalls: concurrency-safe calls of one round run
 // together (bounded), others one at a time; the results go back in the

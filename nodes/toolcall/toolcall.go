@@ -480,7 +480,7 @@ func (n *Node) command(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 	}
 	req := sandbox.ExecRequest{
 		Command: cmd, Timeout: timeout,
-		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via},
+		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via, Tool: toolName(tc.Function.Name)},
 		OnOutput: func(s sandbox.Stream, p []byte) {
 			stream := "stdout"
 			if s == sandbox.Stderr {
@@ -524,6 +524,15 @@ func (n *Node) command(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 		return out, "failed", nil, nil
 	}
 	return out, "success", nil, nil
+}
+
+// toolName is the tool a command is audited under: "" for sandbox_shell
+// (the audit's default for the agent).
+func toolName(name string) string {
+	if name == ShellToolName {
+		return ""
+	}
+	return name
 }
 
 // ShellArgs are sandbox_shell's arguments as the command will run.

@@ -79,7 +79,7 @@ func (cfg Config) exec(next sandbox.ExecFunc) sandbox.ExecFunc {
 	return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
 		// What the caller asked, before the links below rewrite it.
 		rec := cfg.base(KindCommand, call.Request.Actor, call.Scope, call.SandboxID, cfg.Now())
-		rec.Tool = tool(call.Request.Actor)
+		rec.Tool, rec.Op = tool(call.Request.Actor), call.Request.Actor.Op
 		if call.Hook != "" {
 			// An app's startup or shutdown command (sandbox.Lifecycle).
 			rec.Tool = call.Hook
@@ -160,6 +160,9 @@ func (cfg Config) emit(ctx context.Context, rec Record) {
 // tool names what made the call: the model's shell tool, or the kind of
 // actor (files, admin, service), "unknown" when the caller did not say.
 func tool(a sandbox.Actor) string {
+	if a.Tool != "" {
+		return a.Tool
+	}
 	switch a.Kind {
 	case sandbox.ActorAgent:
 		return "sandbox_shell"

@@ -83,12 +83,16 @@ function streamBlock(card, stream) {
   return block;
 }
 
-// finishCard shows the command's result; it ends live cards and draws the
-// cards of a chat's history.
+// finishCard shows the call's result: a command's stdout and stderr, an
+// exec or MCP tool's result, or the error. It ends live cards and draws
+// the cards of a chat's history.
 function finishCard(card, response, status, durationMs) {
   let r = {};
   try { r = JSON.parse(response); } catch (_) { r = { stdout: response }; }
-  streamBlock(card, "stdout").textContent = r.stdout !== undefined ? r.stdout : (r.error || "");
+  let out = r.error || "";
+  if (r.stdout !== undefined) out = r.stdout;
+  else if (typeof r.result === "string") out = r.result;
+  streamBlock(card, "stdout").textContent = out;
   if (r.stderr) streamBlock(card, "stderr").textContent = r.stderr;
   else { const b = card.querySelector('[data-stream="stderr"]'); if (b) b.remove(); }
   const badge = card.querySelector('[data-role="status"]');
@@ -523,6 +527,11 @@ async function saveApp(form) {
   const skills = document.getElementById("skills-choice");
   if (skills && skills.dataset.loaded) {
     node.inputs.skills = [...skills.querySelectorAll('input[type="checkbox"]:checked')].map((c) => c.value);
+  }
+  // The same for the tools.
+  const tools = document.getElementById("tools-choice");
+  if (tools && tools.dataset.loaded) {
+    node.inputs.tools = [...tools.querySelectorAll('input[type="checkbox"]:checked')].map((c) => c.value);
   }
   const policy = form.elements.policy.value.trim();
   if (policy === "") delete node.inputs.policy;
@@ -1145,6 +1154,58 @@ async function loadSkillChoices() {
 }
 document.addEventListener("DOMContentLoaded", loadSkillChoices);
 
+// The builder's tools: checklists of the operator's exec tools and of the
+// enabled MCP servers, each server chosen as a whole ("mcp:{id}"), with
+// those the app chose checked. As with the skills, a chosen tool or
+// server no longer available stays listed, marked; one tool of a server
+// chosen through the API ("mcp:{id}/{tool}") stays listed too.
+async function loadToolChoices() {
+  const box = document.getElementById("tools-choice");
+  if (!box) return;
+  const chosen = JSON.parse(box.dataset.selected || "[]");
+  const line = box.querySelector('[data-role="tools-status"]');
+  let data;
+  try { data = await api("GET", "/api/tools"); } catch (err) {
+    say(line, T("toolsLoadFailed").replace("{reason}", err.message), false, err.status);
+    return;
+  }
+  const badge = (key, kind) => el("span", { class: "tool-badge " + kind, "data-badge": kind }, T(key));
+  const execRows = data.execTools.map((t) => ({ value: t.name, name: t.name, about: t.description, badges: [
+    badge(t.runIn === "sandbox" ? "toolRunsSandbox" : "toolRunsHost", "runs-in"),
+    t.readOnly ? badge("toolReadOnly", "read-only") : null,
+    t.destructive ? badge("toolDestructive", "destructive") : null] }));
+  const servers = new Map(data.mcpServers.map((s) => [s.id, s]));
+  const serverRow = (s, value, name, about) => ({ value, name, about, badges: [badge("transport" + s.transport, "transport")] });
+  const mcpRows = data.mcpServers.map((s) => serverRow(s, "mcp:" + s.id, s.name, T("mcpId") + ": " + s.id));
+  const offered = new Set(execRows.concat(mcpRows).map((r) => r.value));
+  for (const value of chosen.filter((v) => !offered.has(v))) {
+    if (!value.startsWith("mcp:")) { execRows.push({ value, name: value, missing: true }); continue; }
+    const ref = value.slice("mcp:".length);
+    const cut = ref.indexOf("/");
+    const server = servers.get(cut < 0 ? ref : ref.slice(0, cut));
+    if (server && cut >= 0) mcpRows.push(serverRow(server, value, server.name + " / " + ref.slice(cut + 1), T("toolOneOf").replace("{server}", server.name)));
+    else mcpRows.push({ value, name: ref, missing: true });
+  }
+  const draw = (role, rows) => {
+    const list = box.querySelector('[data-role="' + role + '-list"]');
+    list.textContent = "";
+    for (const r of rows) {
+      const id = "tool-choice-" + r.value;
+      const check = el("input", { type: "checkbox", id, value: r.value });
+      check.checked = chosen.includes(r.value);
+      list.append(el("li", { "data-tool": r.value }, check,
+        el("label", { for: id }, el("span", { class: "skill-name", "data-role": "name" }, r.name), ...(r.badges || []),
+          r.missing ? el("span", { class: "error", "data-role": "missing" }, T("toolNotAvailable")) : el("span", { class: "hint", "data-role": "about" }, r.about))));
+    }
+  };
+  draw("exec-tool", execRows);
+  draw("mcp-server", mcpRows);
+  box.querySelector('[data-role="exec-empty"]').hidden = execRows.length > 0;
+  box.querySelector('[data-role="mcp-empty"]').hidden = mcpRows.length > 0;
+  box.dataset.loaded = "true";
+}
+document.addEventListener("DOMContentLoaded", loadToolChoices);
+
 // The admins' skills page: the installed skills, the folders that are
 // not valid skills and why, installing a ZIP, viewing and deleting.
 async function loadSkills() {
@@ -1231,4 +1292,181 @@ document.addEventListener("DOMContentLoaded", () => {
   form.addEventListener("submit", (e) => { e.preventDefault(); installSkill(form); });
   document.querySelector('#skill-detail [data-role="close"]').addEventListener("click", () => { document.getElementById("skill-detail").hidden = true; });
   loadSkills();
+});
+
+// The admins' MCP servers page: the registered servers; a form that adds
+// one, or edits one filled from its public view (a masked header value or
+// token sent back keeps the stored secret); deleting; listing a server's
+// tools as the model would see them.
+const masked = "•••";
+
+// argv shows a command's arguments on one line, quoting those a reader
+// could not tell apart otherwise.
+const argv = (args) => (args || []).map((a) => (a === "" || /[\s"'\\]/.test(a) ? JSON.stringify(a) : a)).join(" ");
+
+async function loadMCPServers() {
+  const line = document.getElementById("mcp-status");
+  let servers;
+  try { ({ servers } = await api("GET", "/admin/api/mcp-servers")); } catch (err) { fail(line, err); return; }
+  const body = document.getElementById("mcp-servers").tBodies[0];
+  body.textContent = "";
+  for (const s of servers) {
+    const headers = Object.keys(s.headers || {});
+    const state = s.enabled ? "active" : "disabled";
+    const action = (name, label, fn) => el("button", { type: "button", class: "secondary", "data-mcp-action": name, "aria-label": label + " " + s.name, onclick: fn }, label);
+    body.append(el("tr", { "data-server": s.id },
+      el("td", { "data-role": "id" }, el("code", {}, s.id)),
+      el("td", { "data-role": "name" }, s.name),
+      el("td", { "data-role": "transport" }, T("transport" + s.transport)),
+      el("td", { "data-role": "where" }, el("code", {}, s.transport === "stdio" ? argv(s.command) : s.url || ""),
+        headers.length ? el("div", { class: "hint", "data-role": "headers" }, T("mcpHeaderNames").replace("{names}", headers.join(", "))) : null),
+      el("td", { "data-role": "token" }, T(s.hasToken ? "mcpYes" : "mcpNo")),
+      el("td", { "data-role": "enabled" }, el("span", { class: "state " + state }, T(s.enabled ? "mcpOn" : "mcpOff"))),
+      el("td", { class: "actions" }, action("edit", T("edit"), () => editMCPServer(s)), " ",
+        action("tools", T("mcpListTools"), () => listMCPTools(s)), " ",
+        action("delete", T("delete"), () => deleteMCPServer(s)))));
+  }
+  document.getElementById("mcp-empty").hidden = servers.length > 0;
+}
+
+// showTransport shows the fields of the chosen transport; the others are
+// disabled, so they are neither checked nor sent.
+function showTransport(form) {
+  const chosen = form.elements.transport.value;
+  for (const group of form.querySelectorAll("[data-transport]")) {
+    const on = group.dataset.transport === chosen;
+    group.hidden = !on;
+    group.disabled = !on;
+  }
+}
+
+function resetMCPForm(form) {
+  form.reset();
+  delete form.dataset.editing;
+  form.elements.id.readOnly = false;
+  form.querySelector('[data-role="title"]').textContent = T("mcpAdd");
+  form.querySelector('[data-role="submit"]').textContent = T("mcpAddButton");
+  form.querySelector('[data-role="cancel"]').hidden = true;
+  showTransport(form);
+}
+
+function editMCPServer(s) {
+  const form = document.getElementById("mcp-form");
+  const f = form.elements;
+  resetMCPForm(form);
+  form.dataset.editing = s.id;
+  f.id.value = s.id;
+  f.id.readOnly = true;
+  f.name.value = s.name;
+  f.transport.value = s.transport;
+  f.url.value = s.url || "";
+  f.headers.value = Object.entries(s.headers || {}).map(([name, value]) => name + ": " + value).join("\n");
+  f.token.value = s.hasToken ? masked : "";
+  f.command.value = (s.command || []).join("\n");
+  f.enabled.checked = s.enabled;
+  showTransport(form);
+  form.querySelector('[data-role="title"]').textContent = T("mcpEditTitle").replace("{id}", s.id);
+  form.querySelector('[data-role="submit"]').textContent = T("save");
+  form.querySelector('[data-role="cancel"]').hidden = false;
+  form.querySelector('[data-role="status"]').textContent = "";
+  form.scrollIntoView({ block: "nearest" });
+  f.name.focus();
+}
+
+// mcpBody is the server as the form says: headers from "Name: value"
+// lines, the command from one argument per line (blank lines dropped).
+function mcpBody(form) {
+  const f = form.elements;
+  const body = { id: f.id.value.trim(), name: f.name.value.trim(), transport: f.transport.value, enabled: f.enabled.checked };
+  if (body.transport !== "http") {
+    body.command = f.command.value.split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
+    return body;
+  }
+  body.url = f.url.value.trim();
+  body.token = f.token.value.trim();
+  body.headers = {};
+  f.headers.value.split("\n").forEach((l, i) => {
+    if (l.trim() === "") return;
+    const colon = l.indexOf(":");
+    if (colon <= 0) throw new Error(T("mcpHeaderLine").replace("{n}", i + 1));
+    body.headers[l.slice(0, colon).trim()] = l.slice(colon + 1).trim();
+  });
+  return body;
+}
+
+async function saveMCPServer(form) {
+  const line = form.querySelector('[data-role="status"]');
+  const editing = form.dataset.editing;
+  try {
+    const body = mcpBody(form);
+    const { server } = editing
+      ? await api("PUT", "/admin/api/mcp-servers/" + encodeURIComponent(editing), body)
+      : await api("POST", "/admin/api/mcp-servers", body);
+    resetMCPForm(form);
+    say(line, named(editing ? "mcpSaved" : "mcpAdded", server.name), true);
+  } catch (err) { fail(line, err); return; }
+  await loadMCPServers();
+}
+
+async function deleteMCPServer(s) {
+  const line = document.getElementById("mcp-status");
+  if (!confirm(named("mcpDeleteConfirm", s.name))) return;
+  try {
+    await api("DELETE", "/admin/api/mcp-servers/" + encodeURIComponent(s.id));
+    say(line, named("mcpDeleted", s.name), true);
+    const form = document.getElementById("mcp-form");
+    if (form.dataset.editing === s.id) resetMCPForm(form);
+    const box = document.getElementById("mcp-tools");
+    if (box.dataset.server === s.id) box.hidden = true;
+  } catch (err) { fail(line, err); }
+  await loadMCPServers();
+}
+
+// listMCPTools asks the server for its tools now and shows them, or why
+// they could not be listed. An answer for a server no longer shown (the
+// admin asked another one meanwhile) is dropped.
+async function listMCPTools(s) {
+  const box = document.getElementById("mcp-tools");
+  const line = box.querySelector('[data-role="status"]');
+  const table = box.querySelector('[data-role="tools"]');
+  box.dataset.server = s.id;
+  box.querySelector('[data-role="title"]').textContent = named("mcpToolsOf", s.name);
+  table.hidden = true;
+  line.className = "status";
+  line.textContent = named("mcpToolsListing", s.name);
+  box.hidden = false;
+  box.scrollIntoView({ block: "nearest" });
+  let tools;
+  try {
+    ({ tools } = await api("POST", "/admin/api/mcp-servers/" + encodeURIComponent(s.id) + "/refresh"));
+  } catch (err) {
+    if (box.dataset.server === s.id) say(line, named("mcpToolsFailed", s.name).replace("{reason}", err.message), false, err.status);
+    return;
+  }
+  if (box.dataset.server !== s.id) return;
+  const body = table.tBodies[0];
+  body.textContent = "";
+  for (const tool of tools) {
+    body.append(el("tr", { "data-tool": tool.name },
+      el("td", { "data-role": "name" }, el("code", {}, tool.name)),
+      el("td", { "data-role": "tool" }, tool.tool),
+      el("td", { "data-role": "description" }, tool.description || ""),
+      el("td", { "data-role": "read-only" }, T(tool.readOnly ? "mcpYes" : "mcpNo"))));
+  }
+  table.hidden = tools.length === 0;
+  say(line, tools.length ? T("mcpToolsCount").replace("{n}", tools.length) : T("mcpNoTools"), true);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("mcp-form");
+  if (!form) return;
+  form.addEventListener("submit", (e) => { e.preventDefault(); saveMCPServer(form); });
+  form.elements.transport.addEventListener("change", () => showTransport(form));
+  form.querySelector('[data-role="cancel"]').addEventListener("click", () => {
+    resetMCPForm(form);
+    form.querySelector('[data-role="status"]').textContent = "";
+  });
+  document.querySelector('#mcp-tools [data-role="close"]').addEventListener("click", () => { document.getElementById("mcp-tools").hidden = true; });
+  resetMCPForm(form);
+  loadMCPServers();
 });

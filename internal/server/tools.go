@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/nodes/exectool"
+	"github.com/flowbox/flowbox/nodes/mcptool"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/audit"
+	"github.com/flowbox/flowbox/web"
+)
+
+// extraTools gives the tool-call node the exec tools the operator
+// declared and the tools of the MCP servers the admins registered, as an
+// app's node chose them (its "tools" input).
+type extraTools struct {
+	exec    map[string]*exectool.Tool
+	execs   []*exectool.Tool // in declaration order
+	mcp     *mcptool.Client
+	sandbox exectool.Sandbox
+	audit   *audit.Writer
+	// instance names this engine process in the records.
+	instance string
+}
+
+func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer) *extraTools {
+	e := &extraTools{exec: map[string]*exectool.Tool{}, execs: tools, mcp: mcp, sandbox: sb, audit: w, instance: audit.DefaultInstance()}
+	for _, t := range tools {
+		e.exec[t.Name()] = t
+	}
+	return e
+}
+
+var _ toolcall.ExtraTools = (*extraTools)(nil)
+
+// For returns the chosen tools: exec tools by name, "mcp:{serverId}"
+// for every tool of a server, "mcp:{serverId}/{tool}" for one. What is
+// no longer there, or a server that cannot be reached, is reported
+// together; the other tools are offered.
+func (e *extraTools) For(ctx context.Context, scope sandbox.Scope, chosen []string) ([]toolcall.Extra, error) {
+	var out []toolcall.Extra
+	var errs []error
+	var missing []string
+	servers := map[string][]string{} // server → chosen tools ("" for all)
+	var order []string
+	for _, name := range chosen {
+		if t, ok := e.exec[name]; ok {
+			out = append(out, execExtra{t: t, e: e})
+			continue
+		}
+		if ref, ok := strings.CutPrefix(name, "mcp:"); ok && e.mcp != nil {
+			id, tool, _ := strings.Cut(ref, "/")
+			if _, seen := servers[id]; !seen {
+				order = append(order, id)
+			}
+			servers[id] = append(servers[id], tool)
+			continue
+		}
+		missing = append(missing, name)
+	}
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("no tool %s on this engine (ask the operator, or choose the app's tools again in the builder)", strings.Join(missing, ", ")))
+	}
+	target := mcptool.Target{Scope: scope, Actor: sandbox.Actor{UserID: scope.UserID, Kind: sandbox.ActorAgent}}
+	for _, id := range order {
+		tools, err := e.mcp.Tools(ctx, id, target)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("MCP server %s: %w", id, err))
+			continue
+		}
+		want := servers[id]
+		for _, t := range tools {
+			if slices.Contains(want, "") || slices.Contains(want, t.Original) {
+				out = append(out, mcpExtra{t: t, c: e.mcp})
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// mcpExtra is an MCP server's tool as the node offers it.
+type mcpExtra struct {
+	t mcptool.Tool
+	c *mcptool.Client
+}
+
+func (x mcpExtra) Definition() llm.Tool { return x.t.LLM() }
+
+// ConcurrencySafe: a tool its server says changes nothing.
+func (x mcpExtra) ConcurrencySafe() bool { return x.t.ReadOnly }
+
+func (x mcpExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
+	res, err := x.c.Call(ctx, x.t.Name, json.RawMessage(call.Arguments), mcptool.Target{Scope: call.Scope, Actor: call.Actor,
+		OnOutput: call.OnOutput, Approved: call.Approved})
+	if err != nil {
+		return toolcall.ExtraResult{}, err
+	}
+	return toolcall.ExtraResult{Output: res.Text, IsError: res.IsError}, nil
+}
+
+// execExtra is an exec tool as the node offers it.
+type execExtra struct {
+	t *exectool.Tool
+	e *extraTools
+}
+
+func (x execExtra) Definition() llm.Tool {
+	return llm.Tool{Type: "function", Function: llm.FunctionDef{Name: x.t.Name(), Description: x.t.Description(), Parameters: x.t.InputSchema()}}
+}
+
+// ConcurrencySafe: a tool that says so and changes nothing.
+func (x execExtra) ConcurrencySafe() bool { return x.t.ConcurrencySafe() && x.t.ReadOnly() }
+
+func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
+	start := time.Now()
+	call.Actor.Op = x.t.AuditOperation()
+	res, err := x.t.Run(ctx, exectool.Request{Arguments: call.Arguments, Scope: call.Scope, Actor: call.Actor,
+		OnOutput: call.OnOutput, Approved: call.Approved, Sandbox: x.e.sandbox})
+	if x.t.RunIn() == exectool.OnHost {
+		// A sandbox tool's command is audited by the sandbox's chain; a
+		// host tool's call is recorded here.
+		x.e.record(ctx, x.t, call, res, err, start)
+	}
+	if err != nil {
+		return toolcall.ExtraResult{}, err
+	}
+	status := "success"
+	switch {
+	case res.TimedOut:
+		status = "timed out"
+	case res.IsError:
+		status = "failed"
+	}
+	return toolcall.ExtraResult{Output: res.Output, IsError: res.IsError, Status: status}, nil
+}
+
+// record audits a call of a host tool under its auditOperation.
+func (e *extraTools) record(ctx context.Context, t *exectool.Tool, call toolcall.ExtraCall, res exectool.Result, err error, start time.Time) {
+	if e.audit == nil {
+		return
+	}
+	r := audit.Record{
+		Time: start, Instance: e.instance, Kind: audit.KindCommand,
+		ActorID: call.Actor.UserID, ActorKind: string(call.Actor.Kind), ToolCallID: call.Actor.ToolCallID, Via: call.Actor.Via,
+		AppID: call.Scope.AppID, ChatID: call.Scope.ChatID, UserID: call.Scope.UserID,
+		Tool: t.Name(), Op: t.AuditOperation(), Command: strings.Join(t.Argv(), " "),
+		Decision: audit.Allowed, Status: audit.StatusSuccess, ExitCode: res.ExitCode,
+		DurationMs: time.Since(start).Milliseconds(), StdoutBytes: int64(len(res.Stdout)), StderrBytes: int64(len(res.Stderr)), Truncated: res.Truncated,
+	}
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+		r.Status = audit.StatusClientGone
+	case err != nil:
+		r.Status, r.Reason = audit.StatusError, err.Error()
+	case res.TimedOut:
+		r.Status = audit.StatusTimedOut
+	case res.IsError:
+		r.Status = audit.StatusFailed
+	}
+	e.audit.Write(context.WithoutCancel(ctx), r)
+}
+
+// execToolInfo describes the exec tools for builders.
+func execToolInfo(tools []*exectool.Tool) []web.ExecToolInfo {
+	out := make([]web.ExecToolInfo, len(tools))
+	for i, t := range tools {
+		out[i] = web.ExecToolInfo{Name: t.Name(), Description: t.Description(), RunIn: string(t.RunIn()), ReadOnly: t.ReadOnly(),
+			Destructive: t.Destructive(), ConcurrencySafe: t.ConcurrencySafe()}
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/nodes/mcptool"
+)
+
+// MCPServers is the registry of MCP servers (mcptool.Store).
+type MCPServers interface {
+	Put(ctx context.Context, srv mcptool.Server) (mcptool.Server, error)
+	Update(ctx context.Context, srv mcptool.Server) (mcptool.Server, error)
+	Get(ctx context.Context, id string) (mcptool.Server, error)
+	List(ctx context.Context) ([]mcptool.Server, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// MCPTools lists a server's tools now (mcptool.Client).
+type MCPTools interface {
+	Refresh(ctx context.Context, serverID string, t mcptool.Target) ([]mcptool.Tool, error)
+}
+
+// ExecToolInfo is an exec tool as builders see it.
+type ExecToolInfo struct {
+	Name            string `json:"name"`
+	Description     string `json:"description"`
+	RunIn           string `json:"runIn"`
+	ReadOnly        bool   `json:"readOnly"`
+	Destructive     bool   `json:"destructive"`
+	ConcurrencySafe bool   `json:"concurrencySafe"`
+}
+
+// ToolsHandler serves what the tool-call node may offer besides the
+// sandbox (N6): the operator's exec tools, listed for builders, and the
+// MCP servers admins register. Secrets of the servers (headers, tokens)
+// never leave: every answer carries the public view.
+type ToolsHandler struct {
+	Servers MCPServers
+	Client  MCPTools
+	Exec    []ExecToolInfo
+}
+
+// serverBody is a server as an admin sends it.
+type serverBody struct {
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Transport string            `json:"transport"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"`
+	Token     string            `json:"token"`
+	Command   []string          `json:"command"`
+	Enabled   *bool             `json:"enabled"`
+}
+
+func (b serverBody) server() mcptool.Server {
+	enabled := b.Enabled == nil || *b.Enabled
+	return mcptool.Server{ID: b.ID, Name: b.Name, Transport: b.Transport, URL: b.URL, Headers: b.Headers, Token: b.Token,
+		Command: b.Command, Enabled: enabled}
+}
+
+// mcpError answers an error of the registry.
+func mcpError(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, mcptool.ErrNotFound):
+		apiError(c, http.StatusNotFound, err.Error())
+	case errors.Is(err, mcptool.ErrExists):
+		apiError(c, http.StatusConflict, err.Error())
+	case errors.Is(err, mcptool.ErrInvalid):
+		apiError(c, http.StatusBadRequest, err.Error())
+	default:
+		apiError(c, http.StatusInternalServerError, "the MCP servers could not be read or written; retry later")
+	}
+}
+
+// Choices serves GET /api/tools: the exec tools and the enabled MCP
+// servers an app's tool-call node may offer.
+func (h *ToolsHandler) Choices(c *gin.Context) {
+	servers, err := h.Servers.List(c.Request.Context())
+	if err != nil {
+		mcpError(c, err)
+		return
+	}
+	pub := []mcptool.PublicServer{}
+	for _, s := range servers {
+		if s.Enabled {
+			p := s.Public()
+			p.Headers, p.URL = nil, "" // builders need the name, not the address
+			pub = append(pub, p)
+		}
+	}
+	exec := h.Exec
+	if exec == nil {
+		exec = []ExecToolInfo{}
+	}
+	c.JSON(http.StatusOK, gin.H{"execTools": exec, "mcpServers": pub})
+}
+
+// ServerList serves GET /admin/api/mcp-servers.
+func (h *ToolsHandler) ServerList(c *gin.Context) {
+	servers, err := h.Servers.List(c.Request.Context())
+	if err != nil {
+		mcpError(c, err)
+		return
+	}
+	out := make([]mcptool.PublicServer, len(servers))
+	for i, s := range servers {
+		out[i] = s.Public()
+	}
+	c.JSON(http.StatusOK, gin.H{"servers": out})
+}
+
+// CreateServer serves POST /admin/api/mcp-servers.
+func (h *ToolsHandler) CreateServer(c *gin.Context) {
+	var b serverBody
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 64<<10), &b); err != nil {
+		apiError(c, http.StatusBadRequest, `send {"id", "name", "transport": "http"|"stdio", "url", "headers", "token", "command", "enabled"}: `+err.Error())
+		return
+	}
+	srv, err := h.Servers.Put(c.Request.Context(), b.server())
+	if err != nil {
+		mcpError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"server": srv.Public()})
+}
+
+// UpdateServer serves PUT /admin/api/mcp-servers/{id}: the whole
+// server; a header value or token of "•••" keeps the stored one.
+func (h *ToolsHandler) UpdateServer(c *gin.Context) {
+	var b serverBody
+	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 64<<10), &b); err != nil {
+		apiError(c, http.StatusBadRequest, "the request body is not a server: "+err.Error())
+		return
+	}
+	b.ID = c.Param("id")
+	srv, err := h.Servers.Update(c.Request.Context(), b.server())
+	if err != nil {
+		mcpError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"server": srv.Public()})
+}
+
+// DeleteServer serves DELETE /admin/api/mcp-servers/{id}.
+func (h *ToolsHandler) DeleteServer(c *gin.Context) {
+	if err := h.Servers.Delete(c.Request.Context(), c.Param("id")); err != nil {
+		mcpError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"deleted": c.Param("id")})
+}
+
+// RefreshServer serves POST /admin/api/mcp-servers/{id}/refresh: the
+// server's tools, fetched now. A stdio server runs inside a chat's
+// sandbox and is listed when a chat first uses it.
+func (h *ToolsHandler) RefreshServer(c *gin.Context) {
+	ctx := c.Request.Context()
+	srv, err := h.Servers.Get(ctx, c.Param("id"))
+	if err != nil {
+		mcpError(c, err)
+		return
+	}
+	if srv.Transport != mcptool.TransportHTTP {
+		apiError(c, http.StatusBadRequest, "a stdio server runs inside each chat's sandbox: its tools are listed when a chat first uses it")
+		return
+	}
+	tools, err := h.Client.Refresh(ctx, srv.ID, mcptool.Target{})
+	if err != nil {
+		apiError(c, http.StatusBadGateway, err.Error())
+		return
+	}
+	out := make([]gin.H, len(tools))
+	for i, t := range tools {
+		out[i] = gin.H{"name": t.Name, "tool": t.Original, "description": t.Description, "readOnly": t.ReadOnly, "inputSchema": t.InputSchema}
+	}
+	c.JSON(http.StatusOK, gin.H{"server": srv.Public(), "tools": out})
+}
