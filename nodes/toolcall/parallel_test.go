@@ -72,7 +72,9 @@ func (p *probe) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.Extr
 
 type probes []toolcall.Extra
 
-func (ps probes) For(context.Context, sandbox.Scope, []string) ([]toolcall.Extra, error) { return ps, nil }
+func (ps probes) For(context.Context, sandbox.Scope, []string) ([]toolcall.Extra, error) {
+	return ps, nil
+}
 
 // TestParallelToolCalls: concurrency-safe calls of one round run
 // together (bounded), others one at a time; the results go back in the
