@@ -1065,9 +1065,20 @@ func toolCallsOf(t *testing.T, items []history.Item) []toolcall.Call {
 	return out
 }
 
-// download clicks a download button and returns the file the browser
-// saved.
+// download clicks a download button of a folder and returns the ZIP the
+// browser saved.
 func download(t *testing.T, tb *tab, css string) []byte {
+	t.Helper()
+	name, b := downloadFile(t, tb, css)
+	if !strings.HasSuffix(name, ".zip") {
+		t.Errorf("the download is named %q, want a .zip", name)
+	}
+	return b
+}
+
+// downloadFile clicks a download button and returns the name and the
+// bytes of the file the browser saved.
+func downloadFile(t *testing.T, tb *tab, css string) (string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	begin := chromedp.Events(tb.ctx, browser.DownloadWillBegin)
@@ -1079,13 +1090,12 @@ func download(t *testing.T, tb *tab, css string) []byte {
 		t.Fatalf("allow downloads: %v", err)
 	}
 	tb.do(t, chromedp.Click(chromedp.CSS(css)))
+	var name string
 	for ev, err := range begin {
 		if err != nil {
 			t.Fatalf("no download began: %v", err)
 		}
-		if !strings.HasSuffix(ev.SuggestedFilename, ".zip") {
-			t.Errorf("the download is named %q, want a .zip", ev.SuggestedFilename)
-		}
+		name = ev.SuggestedFilename
 		break
 	}
 	for ev, err := range progress {
@@ -1098,11 +1108,11 @@ func download(t *testing.T, tb *tab, css string) []byte {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return b
+			return name, b
 		case browser.DownloadProgressStateCanceled:
 			t.Fatal("the download was canceled")
 		}
 	}
 	t.Fatal("no download")
-	return nil
+	return "", nil
 }

@@ -73,7 +73,7 @@ func TestExecAndMCPTools(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llm.ToolCall{
 			llmtest.Call("call_shout", "shout", `{"text":"hello; rm -rf / $(touch /tmp/pwned-by-args)"}`),
 			llmtest.Call("call_bad", "shout", `{"text":42}`),
-			llmtest.Call("call_echo", "team__echo", `{"text":"ping"}`),
+			llmtest.Call("call_echo", "team__echo", `{"text":"ping token=sk-proj-Ab3dE6gH9jK2mN5pQ8sT1vW4Ab3dE6gH9jK2mN5pQ8sT1vW4"}`),
 			llmtest.Call("call_where", "where_am_i", `{}`)}},
 		llmtest.Reply{Text: "All done."})
 	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file}})
@@ -141,8 +141,8 @@ func TestExecAndMCPTools(t *testing.T) {
 	if got := results["call_bad"]; !strings.Contains(got, `"error"`) || !strings.Contains(got, "text") {
 		t.Errorf("arguments that do not match the schema gave %s", got)
 	}
-	if got := results["call_echo"]; !strings.Contains(got, "echo: ping") {
-		t.Errorf("the MCP tool gave %s", got)
+	if got := results["call_echo"]; !strings.Contains(got, "echo: ping") || strings.Contains(got, "sk-proj-Ab3d") || !strings.Contains(got, "REDACTED") {
+		t.Errorf("the MCP tool gave %s, want its answer with the secret redacted", got)
 	}
 	if got := results["call_where"]; !strings.Contains(got, "/workspace") || !strings.Contains(got, "sandbox") {
 		t.Errorf("the sandbox tool gave %s, want it run in the chat's sandbox", got)
@@ -169,6 +169,10 @@ func TestExecAndMCPTools(t *testing.T) {
 	// tool's command went through the sandbox's chain.
 	waitUntil(t, "the audit has both tools", func() bool {
 		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).Body)
-		return strings.Contains(body, `"op":"text.shout"`) && strings.Contains(body, `"tool":"where_am_i"`) && strings.Contains(body, `"op":"where_am_i"`)
+		return strings.Contains(body, `"op":"text.shout"`) && strings.Contains(body, `"tool":"where_am_i"`) && strings.Contains(body, `"op":"where_am_i"`) &&
+			strings.Contains(body, `"op":"mcp:team/echo"`)
 	})
+	if body := string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).Body); strings.Contains(body, "sk-proj-Ab3d") {
+		t.Errorf("the audit holds the secret the model sent to the MCP tool")
+	}
 }

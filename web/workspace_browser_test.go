@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowbox/flowbox/internal/llm"
@@ -549,46 +548,6 @@ func humanSize(n int64) string {
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1024), ".0") + " KiB"
 }
 
-// downloadFile clicks a download button and returns the name and the
-// bytes of the file the browser saved.
-func downloadFile(t *testing.T, tb *tab, css string) (string, []byte) {
-	t.Helper()
-	dir := t.TempDir()
-	begin := chromedp.Events(tb.ctx, browser.DownloadWillBegin)
-	progress := chromedp.Events(tb.ctx, browser.DownloadProgress)
-	if _, err := chromedp.Call(tb.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-		Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
-		BrowserContextID: chromedp.FromContext(tb.ctx).BrowserContextID,
-	}); err != nil {
-		t.Fatalf("allow downloads: %v", err)
-	}
-	tb.do(t, chromedp.Click(chromedp.CSS(css)))
-	var name string
-	for ev, err := range begin {
-		if err != nil {
-			t.Fatalf("no download began: %v", err)
-		}
-		name = ev.SuggestedFilename
-		break
-	}
-	for ev, err := range progress {
-		if err != nil {
-			t.Fatalf("the download did not complete: %v", err)
-		}
-		switch ev.State {
-		case browser.DownloadProgressStateCompleted:
-			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return name, b
-		case browser.DownloadProgressStateCanceled:
-			t.Fatal("the download was canceled")
-		}
-	}
-	t.Fatal("no download")
-	return "", nil
-}
 
 // browse opens a directory of the files panel by its link and waits for
 // wantCSS: it clicks again until the listing shows it, because a refresh

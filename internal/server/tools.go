@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes/exectool"
@@ -15,6 +16,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
+	"github.com/flowbox/flowbox/sandbox/redact"
 	"github.com/flowbox/flowbox/web"
 )
 
@@ -27,12 +29,17 @@ type extraTools struct {
 	mcp     *mcptool.Client
 	sandbox exectool.Sandbox
 	audit   *audit.Writer
+	// redactor is an app's redaction, for what reaches the model without
+	// passing the sandbox's chain (host tools, HTTP MCP servers).
+	redactor func(ctx context.Context, appID string) *redact.Redactor
 	// instance names this engine process in the records.
 	instance string
 }
 
-func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer) *extraTools {
-	e := &extraTools{exec: map[string]*exectool.Tool{}, execs: tools, mcp: mcp, sandbox: sb, audit: w, instance: audit.DefaultInstance()}
+func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer,
+	redactor func(ctx context.Context, appID string) *redact.Redactor) *extraTools {
+	e := &extraTools{exec: map[string]*exectool.Tool{}, execs: tools, mcp: mcp, sandbox: sb, audit: w, redactor: redactor,
+		instance: audit.DefaultInstance()}
 	for _, t := range tools {
 		e.exec[t.Name()] = t
 	}
@@ -79,7 +86,7 @@ func (e *extraTools) For(ctx context.Context, scope sandbox.Scope, chosen []stri
 		want := servers[id]
 		for _, t := range tools {
 			if slices.Contains(want, "") || slices.Contains(want, t.Original) {
-				out = append(out, mcpExtra{t: t, c: e.mcp})
+				out = append(out, mcpExtra{t: t, e: e})
 			}
 		}
 	}
@@ -89,7 +96,7 @@ func (e *extraTools) For(ctx context.Context, scope sandbox.Scope, chosen []stri
 // mcpExtra is an MCP server's tool as the node offers it.
 type mcpExtra struct {
 	t mcptool.Tool
-	c *mcptool.Client
+	e *extraTools
 }
 
 func (x mcpExtra) Definition() llm.Tool { return x.t.LLM() }
@@ -98,8 +105,21 @@ func (x mcpExtra) Definition() llm.Tool { return x.t.LLM() }
 func (x mcpExtra) ConcurrencySafe() bool { return x.t.ReadOnly }
 
 func (x mcpExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
-	res, err := x.c.Call(ctx, x.t.Name, json.RawMessage(call.Arguments), mcptool.Target{Scope: call.Scope, Actor: call.Actor,
+	start := time.Now()
+	res, err := x.e.mcp.Call(ctx, x.t.Name, json.RawMessage(call.Arguments), mcptool.Target{Scope: call.Scope, Actor: call.Actor,
 		OnOutput: call.OnOutput, Approved: call.Approved})
+	if res.Command == "" {
+		// An HTTP server's call passed no sandbox chain: redact and audit
+		// it here (a stdio server's was a command of the chain).
+		res.Text = x.e.redact(ctx, call.Scope.AppID, res.Text)
+		status := audit.StatusSuccess
+		if res.IsError {
+			status = audit.StatusFailed
+		}
+		x.e.record(ctx, call, audit.Record{Tool: x.t.Name, Op: "mcp:" + x.t.ServerID + "/" + x.t.Original,
+			Command: x.e.redact(ctx, call.Scope.AppID, clipText(call.Arguments, 2000)), Status: status,
+			StdoutBytes: int64(len(res.Text))}, err, start)
+	}
 	if err != nil {
 		return toolcall.ExtraResult{}, err
 	}
@@ -125,9 +145,20 @@ func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.E
 	res, err := x.t.Run(ctx, exectool.Request{Arguments: call.Arguments, Scope: call.Scope, Actor: call.Actor,
 		OnOutput: call.OnOutput, Approved: call.Approved, Sandbox: x.e.sandbox})
 	if x.t.RunIn() == exectool.OnHost {
-		// A sandbox tool's command is audited by the sandbox's chain; a
-		// host tool's call is recorded here.
-		x.e.record(ctx, x.t, call, res, err, start)
+		// A sandbox tool's command passed the sandbox's chain (policy,
+		// redaction, audit); a host tool's call is redacted and recorded
+		// here.
+		res.Output = x.e.redact(ctx, call.Scope.AppID, res.Output)
+		status := audit.StatusSuccess
+		switch {
+		case res.TimedOut:
+			status = audit.StatusTimedOut
+		case res.IsError:
+			status = audit.StatusFailed
+		}
+		x.e.record(ctx, call, audit.Record{Tool: x.t.Name(), Op: x.t.AuditOperation(), Command: strings.Join(x.t.Argv(), " "),
+			Status: status, ExitCode: res.ExitCode, StdoutBytes: int64(len(res.Stdout)), StderrBytes: int64(len(res.Stderr)),
+			Truncated: res.Truncated}, err, start)
 	}
 	if err != nil {
 		return toolcall.ExtraResult{}, err
@@ -142,30 +173,47 @@ func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.E
 	return toolcall.ExtraResult{Output: res.Output, IsError: res.IsError, Status: status}, nil
 }
 
-// record audits a call of a host tool under its auditOperation.
-func (e *extraTools) record(ctx context.Context, t *exectool.Tool, call toolcall.ExtraCall, res exectool.Result, err error, start time.Time) {
+// record audits a call that passed no sandbox chain: r says what was
+// called and how it ended; err, when set, overrides its status.
+func (e *extraTools) record(ctx context.Context, call toolcall.ExtraCall, r audit.Record, err error, start time.Time) {
 	if e.audit == nil {
 		return
 	}
-	r := audit.Record{
-		Time: start, Instance: e.instance, Kind: audit.KindCommand,
-		ActorID: call.Actor.UserID, ActorKind: string(call.Actor.Kind), ToolCallID: call.Actor.ToolCallID, Via: call.Actor.Via,
-		AppID: call.Scope.AppID, ChatID: call.Scope.ChatID, UserID: call.Scope.UserID,
-		Tool: t.Name(), Op: t.AuditOperation(), Command: strings.Join(t.Argv(), " "),
-		Decision: audit.Allowed, Status: audit.StatusSuccess, ExitCode: res.ExitCode,
-		DurationMs: time.Since(start).Milliseconds(), StdoutBytes: int64(len(res.Stdout)), StderrBytes: int64(len(res.Stderr)), Truncated: res.Truncated,
-	}
+	r.Time, r.Instance, r.Kind = start, e.instance, audit.KindCommand
+	r.ActorID, r.ActorKind, r.ToolCallID, r.Via = call.Actor.UserID, string(call.Actor.Kind), call.Actor.ToolCallID, call.Actor.Via
+	r.AppID, r.ChatID, r.UserID = call.Scope.AppID, call.Scope.ChatID, call.Scope.UserID
+	r.Decision, r.DurationMs = audit.Allowed, time.Since(start).Milliseconds()
 	switch {
 	case err != nil && errors.Is(err, context.Canceled):
 		r.Status = audit.StatusClientGone
 	case err != nil:
 		r.Status, r.Reason = audit.StatusError, err.Error()
-	case res.TimedOut:
-		r.Status = audit.StatusTimedOut
-	case res.IsError:
-		r.Status = audit.StatusFailed
 	}
 	e.audit.Write(context.WithoutCancel(ctx), r)
+}
+
+// redact applies the app's redaction to what a tool gave.
+func (e *extraTools) redact(ctx context.Context, appID, s string) string {
+	if e.redactor == nil {
+		return s
+	}
+	r := e.redactor(ctx, appID)
+	if r == nil {
+		return s
+	}
+	out, _ := r.Redact(s)
+	return out
+}
+
+// clipText keeps the first n bytes of s, on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // execToolInfo describes the exec tools for builders.
