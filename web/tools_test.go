@@ -176,3 +176,65 @@ func TestExecAndMCPTools(t *testing.T) {
 		t.Errorf("the audit holds the secret the model sent to the MCP tool")
 	}
 }
+
+// TestHostToolsFollowThePolicy: a host exec tool's program is judged by
+// the app's command policy like a command: an ask rule pauses the run
+// until a person approves, a forbid rule refuses it; both are audited.
+func TestHostToolsFollowThePolicy(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tools.json")
+	if err := os.WriteFile(file, []byte(`[
+  {"name": "count_words", "description": "Count words.", "runIn": "host", "destructive": true,
+   "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}},
+   "exec": ["python3", "-c", "import json, sys; print(len(json.load(sys.stdin)['text'].split()))"]},
+  {"name": "listen", "description": "Open a socket.", "runIn": "host", "exec": ["nc", "-l", "9999"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy := policyFile(t, `{"rules": [
+	{"id": "ask-python", "command": "python3", "decision": "ask", "justification": "host programs need a person"},
+	{"id": "no-nc", "command": "nc", "decision": "forbid", "justification": "raw sockets are not for agents here"}]}`)
+	model := llmtest.New(t,
+		llmtest.Reply{ToolCalls: []llm.ToolCall{
+			llmtest.Call("call_nc", "listen", `{}`),
+			llmtest.Call("call_count", "count_words", `{"text":"one two three"}`)}},
+		llmtest.Reply{Text: "Three words."})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL,
+		"FLOWBOX_EXEC_TOOLS": file, "FLOWBOX_POLICY_FILE": policy}})
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	graph := apps.DemoGraph()
+	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
+	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["count_words", "listen"]`)
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, admin, "POST", "/api/apps", map[string]any{"name": "host tools", "public": false, "graph": graph}, 201).JSON(t, &app)
+
+	tr := completion(t, admin, map[string]any{"appId": app.ID, "chatId": "c-host", "messages": message("count")})
+	if tr.Question == nil || tr.Question.Rule != "ask-python" || !strings.HasPrefix(tr.Question.Command, "python3 -c ") {
+		t.Fatalf("the host tool did not ask: %+v (answer %q)", tr.Question, tr.Answer)
+	}
+	if len(model.Requests()) != 1 {
+		t.Fatalf("the model was asked again before the approval")
+	}
+	done := completion(t, admin, answerBody(app.ID, "c-host", tr.Question.ApprovalID, "approve", nil))
+	if done.Answer != "Three words." {
+		t.Errorf("after the approval: %q", done.Answer)
+	}
+	reqs := model.Requests()
+	results := map[string]string{}
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == llm.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	if got := results["call_count"]; !strings.Contains(got, `"result":"3`) {
+		t.Errorf("the approved tool gave %s", got)
+	}
+	if got := results["call_nc"]; !strings.Contains(got, "no-nc") || !strings.Contains(got, "raw sockets") {
+		t.Errorf("the forbidden tool gave %s", got)
+	}
+	waitUntil(t, "the audit has the refusal", func() bool {
+		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID+"&decision=refused", nil).Body)
+		return strings.Contains(body, `"rule":"no-nc"`) && strings.Contains(body, `"tool":"listen"`)
+	})
+}

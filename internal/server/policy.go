@@ -312,3 +312,15 @@ func (s *shellPolicy) redactCommand(cmd string) string {
 	out, _ := s.Redactor.Redact(cmd)
 	return out
 }
+
+// judgeHost judges a command line the engine runs on its host for an
+// app (a host exec tool's program) by the app's command policy, as a
+// sandbox command would be; an app whose policy cannot be read is
+// refused.
+func (s *shellPolicy) judgeHost(ctx context.Context, appID, command string) policy.Verdict {
+	ap, err := s.forApp(ctx, appID)
+	if err != nil {
+		return policy.Verdict{Decision: policy.Forbid, Rule: "policy-unreadable", Justification: err.Error()}
+	}
+	return ap.policy.Judge(command, nil)
+}

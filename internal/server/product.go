@@ -38,7 +38,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
 		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),
 		Workspace: promptWorkspace{svc.Workspace}, Skills: nodeSkills{svc.Skills},
-		Extra: newExtraTools(svc.ExecTools, svc.MCP, svc.Manager, svc.AuditWriter, svc.Policy.RedactorFor)})
+		Extra: newExtraTools(svc.ExecTools, svc.MCP, svc.Manager, svc.AuditWriter, svc.Policy)})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)

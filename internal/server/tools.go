@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,8 +17,11 @@ import (
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
+	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/sandbox/redact"
 	"github.com/flowbox/flowbox/web"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // extraTools gives the tool-call node the exec tools the operator
@@ -32,14 +36,18 @@ type extraTools struct {
 	// redactor is an app's redaction, for what reaches the model without
 	// passing the sandbox's chain (host tools, HTTP MCP servers).
 	redactor func(ctx context.Context, appID string) *redact.Redactor
+	// judge judges a host tool's command line by the app's policy.
+	judge func(ctx context.Context, appID, command string) policy.Verdict
 	// instance names this engine process in the records.
 	instance string
 }
 
-func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer,
-	redactor func(ctx context.Context, appID string) *redact.Redactor) *extraTools {
-	e := &extraTools{exec: map[string]*exectool.Tool{}, execs: tools, mcp: mcp, sandbox: sb, audit: w, redactor: redactor,
+func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer, pol *shellPolicy) *extraTools {
+	e := &extraTools{exec: map[string]*exectool.Tool{}, execs: tools, mcp: mcp, sandbox: sb, audit: w,
 		instance: audit.DefaultInstance()}
+	if pol != nil {
+		e.redactor, e.judge = pol.RedactorFor, pol.judgeHost
+	}
 	for _, t := range tools {
 		e.exec[t.Name()] = t
 	}
@@ -142,6 +150,22 @@ func (x execExtra) ConcurrencySafe() bool { return x.t.ConcurrencySafe() && x.t.
 func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
 	start := time.Now()
 	call.Actor.Op = x.t.AuditOperation()
+	if x.t.RunIn() == exectool.OnHost && x.e.judge != nil {
+		// The program is judged by the app's command policy like a
+		// command: a forbid refuses it, an ask waits for a person.
+		line := quoteArgv(x.t.Argv())
+		switch v := x.e.judge(ctx, call.Scope.AppID, line); v.Decision {
+		case policy.Forbid:
+			err := &sandbox.RefusedError{Rule: v.Rule, Justification: v.Justification, Hint: v.Hint}
+			x.e.record(ctx, call, audit.Record{Tool: x.t.Name(), Op: x.t.AuditOperation(), Command: line, Rule: v.Rule,
+				Decision: audit.Refused, Status: audit.StatusRefused, ExitCode: -1}, nil, start)
+			return toolcall.ExtraResult{}, err
+		case policy.Ask:
+			if call.Approved != line {
+				return toolcall.ExtraResult{}, policy.NewAskError(v, line)
+			}
+		}
+	}
 	res, err := x.t.Run(ctx, exectool.Request{Arguments: call.Arguments, Scope: call.Scope, Actor: call.Actor,
 		OnOutput: call.OnOutput, Approved: call.Approved, Sandbox: x.e.sandbox})
 	if x.t.RunIn() == exectool.OnHost {
@@ -182,7 +206,10 @@ func (e *extraTools) record(ctx context.Context, call toolcall.ExtraCall, r audi
 	r.Time, r.Instance, r.Kind = start, e.instance, audit.KindCommand
 	r.ActorID, r.ActorKind, r.ToolCallID, r.Via = call.Actor.UserID, string(call.Actor.Kind), call.Actor.ToolCallID, call.Actor.Via
 	r.AppID, r.ChatID, r.UserID = call.Scope.AppID, call.Scope.ChatID, call.Scope.UserID
-	r.Decision, r.DurationMs = audit.Allowed, time.Since(start).Milliseconds()
+	if r.Decision == "" {
+		r.Decision = audit.Allowed
+	}
+	r.DurationMs = time.Since(start).Milliseconds()
 	switch {
 	case err != nil && errors.Is(err, context.Canceled):
 		r.Status = audit.StatusClientGone
@@ -224,4 +251,18 @@ func execToolInfo(tools []*exectool.Tool) []web.ExecToolInfo {
 			Destructive: t.Destructive(), ConcurrencySafe: t.ConcurrencySafe()}
 	}
 	return out
+}
+
+// quoteArgv is an argv as one command line, each word quoted as the
+// shell would need it: what the policy judges and a person approves.
+func quoteArgv(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		q, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			q = strconv.Quote(a)
+		}
+		words[i] = q
+	}
+	return strings.Join(words, " ")
 }

@@ -25,6 +25,14 @@ type AskError struct {
 	refused *sandbox.RefusedError
 }
 
+// NewAskError is the question an ask rule raises about command, for a
+// caller that judges a command outside the sandbox chain (a program the
+// engine runs on its host for a tool).
+func NewAskError(v Verdict, command string) *AskError {
+	return &AskError{Verdict: v, Command: command, refused: &sandbox.RefusedError{
+		Rule: v.Rule, Justification: "this command needs a person's approval: " + v.Justification, Hint: v.Hint}}
+}
+
 func (e *AskError) Error() string { return e.refused.Error() }
 func (e *AskError) Unwrap() error { return e.refused }
 
@@ -50,11 +58,7 @@ func Middleware(src Source) sandbox.Middleware {
 				if call.Request.Approved != "" && call.Request.Approved == call.Request.Command {
 					break
 				}
-				return sandbox.ExecResult{ExitCode: -1}, &AskError{Verdict: v, Command: call.Request.Command, refused: &sandbox.RefusedError{
-					Rule:          v.Rule,
-					Justification: "this command needs a person's approval: " + v.Justification,
-					Hint:          v.Hint,
-				}}
+				return sandbox.ExecResult{ExitCode: -1}, NewAskError(v, call.Request.Command)
 			}
 			if t := p.Limits.Timeout(); t > 0 && (call.Request.Timeout <= 0 || call.Request.Timeout > t) {
 				call.Request.Timeout = t
