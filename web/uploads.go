@@ -45,31 +45,26 @@ type UploadsHandler struct {
 	Now      func() time.Time
 }
 
-// uploadTarget is whose chat an upload request reaches.
-type uploadTarget struct {
-	scope sandbox.Scope
-}
-
 // target checks the caller may reach the chat (write for changes) and
 // names its sandbox scope. An app key's new chat belongs to its end user
 // customUid ("api" when none), as in the chat API. It answers the client
 // itself when the request goes no further.
-func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (uploadTarget, bool) {
+func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (sandbox.Scope, bool) {
 	chatID := c.Param("chatId")
 	if appID == "" {
 		apiError(c, http.StatusBadRequest, "appId is required (a query parameter, or a form field before the files)")
-		return uploadTarget{}, false
+		return sandbox.Scope{}, false
 	}
 	if chatID == "" || len(chatID) > 128 || strings.ContainsFunc(chatID, func(r rune) bool { return r == '/' || unicode.IsControl(r) }) {
 		apiError(c, http.StatusBadRequest, "the chat id must be 1 to 128 characters without slashes or control characters")
-		return uploadTarget{}, false
+		return sandbox.Scope{}, false
 	}
 	action := "list"
 	if write {
 		action = "write"
 	}
 	if !visitorFiles(c, action) {
-		return uploadTarget{}, false
+		return sandbox.Scope{}, false
 	}
 	ctx := c.Request.Context()
 	owner, err := h.Access.ChatOwner(ctx, c, appID, chatID, write)
@@ -81,14 +76,14 @@ func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (uploa
 	switch {
 	case errors.Is(err, ErrNoAccess):
 		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", chatID))
-		return uploadTarget{}, false
+		return sandbox.Scope{}, false
 	case err != nil:
 		apiError(c, http.StatusInternalServerError, "could not check access to the chat; retry later")
-		return uploadTarget{}, false
+		return sandbox.Scope{}, false
 	case owner == "":
-		return uploadTarget{}, false // answered
+		return sandbox.Scope{}, false // answered
 	}
-	return uploadTarget{scope: sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID}}, true
+	return sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID}, true
 }
 
 // appKeyUser is the end user an app key names for a chat it has not made
@@ -156,7 +151,7 @@ func (h *UploadsHandler) Upload(c *gin.Context) {
 	}
 	fields := map[string]string{"appId": c.Query("appId"), "dir": c.Query("dir")}
 	var (
-		tgt     uploadTarget
+		tgt     sandbox.Scope
 		checked bool
 		saved   []workspace.File
 	)
@@ -208,7 +203,7 @@ func (h *UploadsHandler) Upload(c *gin.Context) {
 			uploadError(c, fmt.Errorf("%w: a file part has no filename; give each file its name", sandbox.ErrInvalidPath), saved)
 			return
 		}
-		f, err := h.Files.Save(ctx, tgt.scope, fields["dir"], name, part)
+		f, err := h.Files.Save(ctx, tgt, fields["dir"], name, part)
 		if err != nil {
 			uploadError(c, err, saved)
 			return
@@ -219,19 +214,19 @@ func (h *UploadsHandler) Upload(c *gin.Context) {
 		apiError(c, http.StatusBadRequest, `no files: send each in a multipart part named "file" with a filename`)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"chatId": tgt.scope.ChatID, "files": saved})
+	c.JSON(http.StatusCreated, gin.H{"chatId": tgt.ChatID, "files": saved})
 }
 
 // createChat records the chat when it does not exist yet, titled after
 // the first file, so the user finds it in their list before writing.
-func (h *UploadsHandler) createChat(c *gin.Context, tgt uploadTarget, first string) bool {
+func (h *UploadsHandler) createChat(c *gin.Context, tgt sandbox.Scope, first string) bool {
 	now := time.Now
 	if h.Now != nil {
 		now = h.Now
 	}
-	chat := history.Chat{ID: tgt.scope.ChatID, AppID: tgt.scope.AppID, UserID: tgt.scope.UserID}
+	chat := history.Chat{ID: tgt.ChatID, AppID: tgt.AppID, UserID: tgt.UserID}
 	if _, err := h.Chats.Create(c.Request.Context(), chat, first, now()); errors.Is(err, history.ErrNotOwner) {
-		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", tgt.scope.ChatID))
+		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", tgt.ChatID))
 		return false
 	} else if err != nil {
 		apiError(c, http.StatusInternalServerError, "could not record the chat; retry later")
@@ -264,7 +259,7 @@ func (h *UploadsHandler) List(c *gin.Context) {
 	if !ok {
 		return
 	}
-	files, err := h.Files.List(c.Request.Context(), tgt.scope, area, c.Query("dir"))
+	files, err := h.Files.List(c.Request.Context(), tgt, area, c.Query("dir"))
 	if errors.Is(err, sandbox.ErrNotFound) && c.Query("dir") == "" {
 		files, err = nil, nil
 	}
@@ -293,7 +288,7 @@ func (h *UploadsHandler) Delete(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := h.Files.Delete(c.Request.Context(), tgt.scope, area, c.Query("path")); err != nil {
+	if err := h.Files.Delete(c.Request.Context(), tgt, area, c.Query("path")); err != nil {
 		uploadError(c, err, nil)
 		return
 	}

@@ -548,7 +548,6 @@ func humanSize(n int64) string {
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1024), ".0") + " KiB"
 }
 
-
 // browse opens a directory of the files panel by its link and waits for
 // wantCSS: it clicks again until the listing shows it, because a refresh
 // of the panel (after an answer, an upload) replaces its links under a

@@ -154,7 +154,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	}
 	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
 		Redact: s.Policy.redactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.middleware()...), middleware...)
-	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files, log); err != nil {
+	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files); err != nil {
 		return nil, err
 	}
 	s.Manager, err = sandbox.New(sandbox.Config{

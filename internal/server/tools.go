@@ -29,7 +29,6 @@ import (
 // app's node chose them (its "tools" input).
 type extraTools struct {
 	exec    map[string]*exectool.Tool
-	execs   []*exectool.Tool // in declaration order
 	mcp     *mcptool.Client
 	sandbox exectool.Sandbox
 	audit   *audit.Writer
@@ -43,7 +42,7 @@ type extraTools struct {
 }
 
 func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer, pol *shellPolicy) *extraTools {
-	e := &extraTools{exec: map[string]*exectool.Tool{}, execs: tools, mcp: mcp, sandbox: sb, audit: w,
+	e := &extraTools{exec: map[string]*exectool.Tool{}, mcp: mcp, sandbox: sb, audit: w,
 		instance: audit.DefaultInstance()}
 	if pol != nil {
 		e.redactor, e.judge = pol.RedactorFor, pol.judgeHost

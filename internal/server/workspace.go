@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/flowbox/flowbox/internal/config"
@@ -21,7 +20,7 @@ const promptFiles = 30
 
 // openWorkspace opens the chats' files and the skills under the files
 // directory (K1, K4).
-func openWorkspace(cfg config.Files, log *slog.Logger) (*workspace.Store, *skills.Catalog, error) {
+func openWorkspace(cfg config.Files) (*workspace.Store, *skills.Catalog, error) {
 	ws, err := workspace.New(workspace.Config{Root: cfg.Dir, MaxFileBytes: cfg.MaxFileMiB << 20, MaxChatBytes: cfg.MaxChatMiB << 20})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the chats' files under FLOWBOX_FILES_DIR=%s: %w", cfg.Dir, err)
