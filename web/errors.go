@@ -11,7 +11,7 @@ import (
 
 // apiError writes the one error shape of the API.
 func apiError(c *gin.Context, status int, msg string) {
-	c.AbortWithStatusJSON(status, gin.H{"code": status, "statusText": http.StatusText(status), "message": msg})
+	c.AbortWithStatusJSON(status, gin.H{"code": status, "statusText": http.StatusText(status), "error": errorKind(status), "message": msg})
 }
 
 // decodeJSON reads one JSON value and refuses trailing data.

@@ -198,7 +198,14 @@ func (h *FilesHandler) Download(c *gin.Context) {
 		sandboxError(c, err)
 		return
 	}
-	info, err := files.Stat(ctx, req.Path)
+	sendFile(c, files, req.Path)
+}
+
+// sendFile answers with a workspace file, streamed, or a directory as a
+// ZIP built while it is sent.
+func sendFile(c *gin.Context, files sandbox.Files, at string) {
+	ctx := c.Request.Context()
+	info, err := files.Stat(ctx, at)
 	if err != nil {
 		sandboxError(c, err)
 		return
@@ -211,13 +218,13 @@ func (h *FilesHandler) Download(c *gin.Context) {
 		// it (file redaction refuses archives) is still answered as such.
 		// Once the ZIP streams, a failure can only cut it short, which the
 		// client sees as a broken ZIP.
-		if err := files.Zip(ctx, req.Path, c.Writer); err != nil && !c.Writer.Written() {
+		if err := files.Zip(ctx, at, c.Writer); err != nil && !c.Writer.Written() {
 			c.Writer.Header().Del("Content-Disposition")
 			sandboxError(c, err)
 		}
 		return
 	}
-	rc, fi, err := files.Open(ctx, req.Path)
+	rc, fi, err := files.Open(ctx, at)
 	if err != nil {
 		sandboxError(c, err)
 		return

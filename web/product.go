@@ -35,9 +35,11 @@ type Product struct {
 	Uploads  *UploadsHandler
 	Skills   *SkillsHandler
 	Tools    *ToolsHandler
-	Users    *UsersHandler
-	UI       *UI
-	Admin    SandboxAdmin
+	// Sandbox is the sandbox service API (A1) and its MCP server.
+	Sandbox *SandboxAPI
+	Users   *UsersHandler
+	UI      *UI
+	Admin   SandboxAdmin
 	// Publish serves an app's keys and share links; Share the links'
 	// visitors.
 	Publish *PublishHandler

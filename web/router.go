@@ -155,6 +155,25 @@ func New(cfg Config) http.Handler {
 	api.GET("/uploads/:chatId/files", p.Uploads.List)
 	api.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
 
+	// The sandbox service API (A1, docs/SANDBOX_API.md): programs with a
+	// personal or app key, or a signed-in session with its CSRF token.
+	// Its OpenAPI document is public.
+	r.GET("/api/sandbox/v1/openapi.json", SandboxOpenAPI)
+	sb := r.Group("/api/sandbox/v1", Authenticate(auth), RequireUser())
+	sb.GET("/tools", p.Sandbox.ToolList)
+	sb.GET("/sessions", p.Sandbox.ListSessions)
+	sb.POST("/sessions", p.Sandbox.CreateSession)
+	sb.GET("/sessions/:id", p.Sandbox.GetSession)
+	sb.DELETE("/sessions/:id", p.Sandbox.DeleteSession)
+	sb.POST("/sessions/:id/execute", p.ChatLimit.Middleware(ByUser), p.Sandbox.Execute)
+	sb.POST("/execute", p.ChatLimit.Middleware(ByUser), p.Sandbox.ExecuteOnce)
+	sb.POST("/warmup", p.Sandbox.Warmup)
+	sb.GET("/sessions/:id/files", p.Sandbox.Download)
+	sb.PUT("/sessions/:id/files", p.Sandbox.Upload)
+	sb.GET("/sessions/:id/mcp", p.ChatLimit.Middleware(ByUser), p.Sandbox.MCP)
+	sb.POST("/sessions/:id/mcp", p.ChatLimit.Middleware(ByUser), p.Sandbox.MCP)
+	sb.DELETE("/sessions/:id/mcp", p.Sandbox.MCP)
+
 	// Share links: login-free visitors of one app, known by a cookie of
 	// the link's (or the link's identity hook). The API is the users' own
 	// handlers, with the visitor as the caller.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -258,10 +259,36 @@ var (
 	userRead = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401, adminToken: 401, adminBasic: 401, appKey: 403, appKeyOther: 403}
 	// The same for changes: a session must send its CSRF token.
 	userWrite = with(userRead, map[string]int{userNoCSRF: 403})
+	// The sandbox service API: every key and session, app keys included.
+	sbRead  = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401, adminToken: 401, adminBasic: 401}
+	sbWrite = with(sbRead, map[string]int{userNoCSRF: 403})
+	// A session of carol's: hers (her session and key), missing to the
+	// other callers.
+	carolsRead = with(sbRead, map[string]int{userSession: 200, userNoCSRF: 200, userKey: 200})
 	// Admin routes: admins and the admin token only.
 	adminOnly = map[string]int{anonymous: 401, wrongKey: 401, serviceKey: 401,
 		userSession: 403, userNoCSRF: 403, userKey: 403, appOwner: 403, otherUser: 403, appKey: 403, appKeyOther: 403}
 )
+
+// carolsWrite is a change to a session of carol's: ok for her, refused
+// without the CSRF token, missing to the others.
+func carolsWrite(ok int) map[string]int {
+	return with(sbRead, map[string]int{userSession: ok, userNoCSRF: 403, userKey: ok})
+}
+
+// carolSession makes a session with carol's key for each caller and
+// gives its path, with rest after it.
+func carolSession(rest string) func(f *fixture, t *testing.T, caller string) string {
+	return func(f *fixture, t *testing.T, _ string) string {
+		r := f.clients[userKey].Do(t, "POST", "/api/sandbox/v1/sessions", map[string]any{"name": "carol's"})
+		var s struct{ ID string }
+		r.JSON(t, &s)
+		if r.Status != http.StatusCreated || s.ID == "" {
+			t.Fatalf("create carol's session: %d %s", r.Status, r.Body)
+		}
+		return "/api/sandbox/v1/sessions/" + s.ID + rest
+	}
+}
 
 func with(base map[string]int, more map[string]int) map[string]int {
 	out := map[string]int{}
@@ -487,6 +514,29 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/admin/api/audit", want: adminOnly, def: 200},
 		{method: "GET", path: "/admin/api/audit/export", want: adminOnly, def: 200},
 
+		// The sandbox service API: keys (personal and app) and sessions;
+		// a session is its maker's alone, missing to everyone else.
+		{method: "GET", path: "/api/sandbox/v1/openapi.json", open: true, want: public, def: 200},
+		{method: "GET", path: "/api/sandbox/v1/tools", want: sbRead, def: 200},
+		{method: "GET", path: "/api/sandbox/v1/sessions", want: sbRead, def: 200},
+		{method: "POST", path: "/api/sandbox/v1/sessions", body: jsonBody(map[string]any{"name": "from the table"}), want: sbWrite, def: 201},
+		{method: "POST", path: "/api/sandbox/v1/execute", body: jsonBody(map[string]any{"tool": "skill:list"}), want: sbWrite, def: 200},
+		{method: "POST", path: "/api/sandbox/v1/warmup", body: jsonBody(map[string]any{"count": 1}), want: sbWrite, def: 201},
+		{method: "GET", path: "/api/sandbox/v1/sessions/:id", pathFor: carolSession(""), want: carolsRead, def: 404},
+		{method: "DELETE", path: "/api/sandbox/v1/sessions/:id", pathFor: carolSession(""), want: carolsWrite(202), def: 404},
+		{method: "POST", path: "/api/sandbox/v1/sessions/:id/execute", pathFor: carolSession("/execute"),
+			body: jsonBody(map[string]any{"tool": "file:list"}), want: carolsWrite(200), def: 404},
+		{method: "GET", path: "/api/sandbox/v1/sessions/:id/files", pathFor: carolSession("/files?path=/workspace"), want: carolsRead, def: 404},
+		{method: "PUT", path: "/api/sandbox/v1/sessions/:id/files", pathFor: carolSession("/files?path=/workspace/up.txt"),
+			body: func(*fixture, string) any { return []byte("x") }, want: carolsWrite(201), def: 404},
+		// The MCP server is stateless: POST only, from an MCP client (which
+		// accepts JSON and event streams; TestSandboxMCP is one), so
+		// carol's plain request passes the gate and is refused by it.
+		{method: "POST", path: "/api/sandbox/v1/sessions/:id/mcp", pathFor: carolSession("/mcp"), body: jsonBody(map[string]any{
+			"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": map[string]any{}}), want: carolsWrite(400), def: 404},
+		{method: "GET", path: "/api/sandbox/v1/sessions/:id/mcp", pathFor: carolSession("/mcp"), want: with(carolsRead, map[string]int{userSession: 405, userNoCSRF: 405, userKey: 405}), def: 404},
+		{method: "DELETE", path: "/api/sandbox/v1/sessions/:id/mcp", pathFor: carolSession("/mcp"), want: carolsWrite(405), def: 404},
+
 		// Share links: the visitor's chat is theirs alone; without a
 		// visitor session (every other caller) the API refuses, and an
 		// expired link refuses everyone.
@@ -571,6 +621,9 @@ func TestRouteAccess(t *testing.T) {
 	}
 }
 
+// sessionID is a sandbox service API session's id in a path.
+var sessionID = regexp.MustCompile(`ses_[a-z0-9]+`)
+
 // pattern turns a row's concrete path back into the router's pattern.
 func pattern(f *fixture, path string) string {
 	r := strings.NewReplacer(f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
@@ -580,7 +633,7 @@ func pattern(f *fixture, path string) string {
 		"/chat/"+f.visited, "/chat/:chatId", "/uploads/"+f.chat, "/uploads/:chatId", "/uploads/"+f.visited, "/uploads/:chatId",
 		"/skills/markdown-report", "/skills/:name", "/skills/no-such-skill", "/skills/:name",
 		"/mcp-servers/fx", "/mcp-servers/:id", "/mcp-servers/no-such-server", "/mcp-servers/:id")
-	p := r.Replace(path)
+	p := sessionID.ReplaceAllString(r.Replace(path), ":id")
 	if i := strings.IndexByte(p, '?'); i >= 0 {
 		p = p[:i]
 	}

@@ -22,7 +22,7 @@ const releaseTimeout = 30 * time.Second
 // HandleStopIdle runs the stop scan (S7), unless another worker already
 // ran it for this period.
 func (w *Workers) HandleStopIdle(ctx context.Context, t *asynq.Task) error {
-	won, err := w.lease(ctx, TypeStopIdle, sandbox.IdleAfter)
+	won, err := w.lease(ctx, TypeStopIdle, w.cfg.MinIdle)
 	if err != nil {
 		return err
 	}
@@ -46,26 +46,47 @@ func (w *Workers) HandleStopIdle(ctx context.Context, t *asynq.Task) error {
 // again before the provider is called (see the package comment).
 func (w *Workers) stopIdle(ctx context.Context) (int, error) {
 	provider := w.cfg.Manager.Provider().Name()
-	cutoff := w.cfg.Now().Add(-sandbox.IdleAfter)
+	now := w.cfg.Now()
+	minIdle := w.cfg.MinIdle
 	seen := make(map[string]bool)
 	stopped := 0
 	var errs []error
 	for ctx.Err() == nil {
-		idle, err := w.cfg.Store.Idle(ctx, provider, cutoff, scanPage)
+		idle, err := w.cfg.Store.Idle(ctx, provider, now.Add(-minIdle), scanPage)
 		if err != nil {
 			return stopped, fmt.Errorf("stop scan: %w", err)
 		}
+		// Each candidate's own cutoff: those not idle for their own
+		// timeout yet are passed over until a later scan.
+		cutoffs := map[string]time.Time{}
 		var ids []string
 		for _, inst := range idle {
-			if !seen[inst.SandboxID] {
-				seen[inst.SandboxID] = true
+			if seen[inst.SandboxID] {
+				continue
+			}
+			seen[inst.SandboxID] = true
+			cutoff := now.Add(-sandbox.IdleAfter)
+			if w.cfg.IdleFor != nil {
+				// A timeout of its own (a service API session's), longer
+				// or shorter. The activity index knows no owner, the
+				// record does.
+				full := inst
+				if full.ChatID == "" {
+					if rec, err := w.cfg.Store.Get(ctx, provider, inst.SandboxID); err == nil {
+						full = rec
+					}
+				}
+				cutoff = now.Add(-w.cfg.IdleFor(ctx, full))
+			}
+			if inst.LastActiveAt.Before(cutoff) {
+				cutoffs[inst.SandboxID] = cutoff
 				ids = append(ids, inst.SandboxID)
 			}
 		}
 		// Claim a few at a time: a claim makes commands wait, so it is
 		// held only while its sandbox is being worked on.
 		for chunk := range slices.Chunk(ids, 4*w.cfg.ProviderConcurrency) {
-			n, err := w.stopChunk(ctx, provider, chunk, cutoff)
+			n, err := w.stopChunk(ctx, provider, chunk, cutoffs)
 			stopped += n
 			errs = append(errs, err)
 		}
@@ -78,7 +99,7 @@ func (w *Workers) stopIdle(ctx context.Context) (int, error) {
 	return stopped, errors.Join(errs...)
 }
 
-func (w *Workers) stopChunk(ctx context.Context, provider string, ids []string, cutoff time.Time) (int, error) {
+func (w *Workers) stopChunk(ctx context.Context, provider string, ids []string, cutoffs map[string]time.Time) (int, error) {
 	claimed, err := w.cfg.Store.Claim(ctx, provider, ids, w.owner, "stop", w.cfg.Now())
 	if err != nil {
 		return 0, fmt.Errorf("stop scan: %w", err)
@@ -86,7 +107,7 @@ func (w *Workers) stopChunk(ctx context.Context, provider string, ids []string, 
 	defer w.release(ctx, provider, claimed)
 	results := make([]error, len(claimed))
 	done := make([]bool, len(claimed))
-	w.each(len(claimed), func(i int) { done[i], results[i] = w.stopOne(ctx, provider, claimed[i], cutoff) })
+	w.each(len(claimed), func(i int) { done[i], results[i] = w.stopOne(ctx, provider, claimed[i], cutoffs[claimed[i]]) })
 	n := 0
 	for _, d := range done {
 		if d {

@@ -91,6 +91,14 @@ type Config struct {
 	// task clears them once the sandboxes are gone.
 	ChatData []ChatData
 
+	// IdleFor, when set, is how long one sandbox may stay idle before the
+	// stop scan stops it (a service API session's own timeout); nil:
+	// sandbox.IdleAfter for every one. MinIdle is the shortest it gives
+	// (default and at most sandbox.IdleAfter): the scan runs every MinIdle
+	// and looks at every sandbox idle that long.
+	IdleFor func(ctx context.Context, inst sandbox.Instance) time.Duration
+	MinIdle time.Duration
+
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -123,8 +131,13 @@ func (c *Config) setDefaults() error {
 	if c.RetryDelay == nil {
 		c.RetryDelay = asynq.DefaultRetryDelayFunc
 	}
+	if c.IdleFor == nil || c.MinIdle <= 0 || c.MinIdle > sandbox.IdleAfter {
+		c.MinIdle = sandbox.IdleAfter
+	}
 	if c.ScanSchedule == "" {
-		c.ScanSchedule = "*/5 * * * *"
+		// Every period of the shortest idle timeout: every 5 minutes for
+		// chats alone, every minute with service API sessions.
+		c.ScanSchedule = fmt.Sprintf("*/%d * * * *", max(1, int(c.MinIdle/time.Minute)))
 	}
 	if c.ReconcileSchedule == "" {
 		c.ReconcileSchedule = "*/10 * * * *"
@@ -243,7 +256,7 @@ func (w *Workers) Start() error {
 		task *asynq.Task
 		opts []asynq.Option
 	}{
-		{w.cfg.ScanSchedule, NewStopIdleTask(), []asynq.Option{asynq.Unique(sandbox.IdleAfter / 2)}},
+		{w.cfg.ScanSchedule, NewStopIdleTask(), []asynq.Option{asynq.Unique(w.cfg.MinIdle / 2)}},
 		{w.cfg.ReconcileSchedule, NewReconcileTask(w.cfg.ReconcileEvery), []asynq.Option{asynq.Unique(w.cfg.ReconcileEvery / 2)}},
 	}
 	if w.cfg.Audit != nil && w.cfg.AuditRetention > 0 {

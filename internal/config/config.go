@@ -57,6 +57,9 @@ type Files struct {
 	// MaxSkillZipMiB bounds an uploaded skill archive.
 	// FLOWBOX_SKILL_MAX_ZIP_MIB (default 20).
 	MaxSkillZipMiB int64
+	// MaxAPIUploadMiB bounds a file uploaded through the sandbox service
+	// API. FLOWBOX_SANDBOX_API_MAX_UPLOAD_MIB (default 64).
+	MaxAPIUploadMiB int64
 	// ExecTools are the files that declare exec tools
 	// (schemas/exectool.schema.json). FLOWBOX_EXEC_TOOLS, comma-separated,
 	// and engine serve -tools FILE; empty: none.
@@ -229,10 +232,11 @@ func Parse(getenv func(string) string) (Config, error) {
 		c.DataDir = abs
 	}
 	c.Files = Files{
-		Dir:            str("FLOWBOX_FILES_DIR", filepath.Join(c.DataDir, "files")),
-		MaxFileMiB:     integer("FLOWBOX_UPLOAD_MAX_FILE_MIB", 100),
-		MaxChatMiB:     integer("FLOWBOX_UPLOAD_MAX_CHAT_MIB", 1024),
-		MaxSkillZipMiB: integer("FLOWBOX_SKILL_MAX_ZIP_MIB", 20),
+		Dir:             str("FLOWBOX_FILES_DIR", filepath.Join(c.DataDir, "files")),
+		MaxFileMiB:      integer("FLOWBOX_UPLOAD_MAX_FILE_MIB", 100),
+		MaxChatMiB:      integer("FLOWBOX_UPLOAD_MAX_CHAT_MIB", 1024),
+		MaxSkillZipMiB:  integer("FLOWBOX_SKILL_MAX_ZIP_MIB", 20),
+		MaxAPIUploadMiB: integer("FLOWBOX_SANDBOX_API_MAX_UPLOAD_MIB", 64),
 	}
 	if abs, err := filepath.Abs(c.Files.Dir); err == nil {
 		c.Files.Dir = abs
@@ -245,7 +249,8 @@ func Parse(getenv func(string) string) (Config, error) {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"FLOWBOX_UPLOAD_MAX_FILE_MIB", c.Files.MaxFileMiB}, {"FLOWBOX_UPLOAD_MAX_CHAT_MIB", c.Files.MaxChatMiB}, {"FLOWBOX_SKILL_MAX_ZIP_MIB", c.Files.MaxSkillZipMiB}} {
+	}{{"FLOWBOX_UPLOAD_MAX_FILE_MIB", c.Files.MaxFileMiB}, {"FLOWBOX_UPLOAD_MAX_CHAT_MIB", c.Files.MaxChatMiB}, {"FLOWBOX_SKILL_MAX_ZIP_MIB", c.Files.MaxSkillZipMiB},
+		{"FLOWBOX_SANDBOX_API_MAX_UPLOAD_MIB", c.Files.MaxAPIUploadMiB}} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d: use a positive number of MiB", f.name, f.v))
 		}

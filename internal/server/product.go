@@ -32,13 +32,16 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		env = toolcall.Environment{Network: cfg.Sandbox.Network, Unsafe: svc.Provider.Capabilities().Unsafe}
 	}
 	env.Egress = cfg.Sandbox.Egress
+	e.Tools = newRegistry(svc, func(ctx context.Context, scope sandbox.Scope) error {
+		return e.Workers.DeleteChats(ctx, scope.AppID, []string{scope.ChatID})
+	})
 	types := nodes.Builtins(models)
 	chats := history.New(svc.DB)
 	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
 		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),
 		Workspace: promptWorkspace{svc.Workspace}, Skills: nodeSkills{svc.Skills},
-		Extra: newExtraTools(svc.ExecTools, svc.MCP, svc.Manager, svc.AuditWriter, svc.Policy)})
+		Extra: toolcall.Registry{Tools: e.Tools}})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)
@@ -87,6 +90,9 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now},
 		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
+		Sandbox: &web.SandboxAPI{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
+			Limits:  sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
+			Network: cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Now: time.Now, Log: log},
 		Tools:   &web.ToolsHandler{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
 		UI:      ui,
 		Admin:   e.Workers,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/hibiken/asynqmon"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
@@ -57,6 +59,9 @@ type Engine struct {
 	Accounts *auth.Store
 	Apps     *apps.Store
 	Chats    *history.Store
+	// Tools is the one tool registry the tool-call node and the sandbox
+	// service API run tools from (A3).
+	Tools *registry.Registry
 
 	cfg          config.Config
 	log          *slog.Logger
@@ -128,6 +133,13 @@ func (e *Engine) Close() {
 	}
 	if e.dashboard != nil {
 		e.dashboard.Close()
+	}
+	if e.Tools != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := e.Tools.Shutdown(ctx); err != nil {
+			e.log.Warn("tools did not shut down cleanly", "err", err)
+		}
+		cancel()
 	}
 	e.Services.Close()
 }

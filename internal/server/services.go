@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -17,6 +17,7 @@ import (
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/redisconn"
 	"github.com/flowbox/flowbox/nodes/approval"
+	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/exectool"
 	"github.com/flowbox/flowbox/nodes/mcptool"
 	"github.com/flowbox/flowbox/sandbox"
@@ -27,6 +28,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/egress"
 	"github.com/flowbox/flowbox/sandbox/host"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web"
@@ -67,6 +69,8 @@ type Services struct {
 	ExecTools  []*exectool.Tool
 	MCPServers *mcptool.Store
 	MCP        *mcptool.Client
+	// Sessions are the sandbox service API's sessions (A1).
+	Sessions *sessions.Store
 	// MongoDesc and RedisDesc say, for the logs, which database and Redis
 	// are in use (no secrets).
 	MongoDesc, RedisDesc string
@@ -157,6 +161,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files); err != nil {
 		return nil, err
 	}
+	if s.Sessions, err = sessions.New(ctx, db); err != nil {
+		return nil, err
+	}
 	s.Manager, err = sandbox.New(sandbox.Config{
 		Provider: s.Provider,
 		// The chat's uploads and intermediate files, and the skills.
@@ -165,10 +172,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		Limits:    sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids, DiskGiB: cfg.Sandbox.DiskGiB},
 		Network:   cfg.Sandbox.Network,
 		Egress:    cfg.Sandbox.Egress,
-		// An app's policy may narrow the operator's egress allowlist.
-		EgressFor: s.Policy.EgressFor,
+		// An app's policy may narrow the operator's egress allowlist, and
+		// a service API session its app's.
+		EgressFor: s.egressFor,
 		// ... and lower its sandboxes' memory, CPUs and processes.
-		LimitsFor: s.Policy.LimitsFor,
+		LimitsFor: s.limitsFor,
 		Caps:      sandboxCaps(cfg.Caps),
 		// The apps' startup and shutdown commands, read as the sandboxes
 		// need them (the workers' stops and deletions included).
@@ -290,4 +298,41 @@ func (s *Services) readyChecks() []web.Check {
 		{Name: "redis", Fn: func(ctx context.Context) error { return s.Redis.Ping(ctx).Err() }},
 		{Name: "sandbox", Fn: s.Provider.Fingerprint},
 	}
+}
+
+// limitsFor is an app's limits, lowered by a service API session's own.
+func (s *Services) limitsFor(ctx context.Context, scope sandbox.Scope) sandbox.Limits {
+	l := s.Policy.LimitsFor(ctx, scope)
+	sess, err := s.Sessions.ForScope(ctx, scope)
+	if err != nil {
+		return l
+	}
+	lower := func(a, b float64) float64 {
+		if a == 0 || b != 0 && b < a {
+			return b
+		}
+		return a
+	}
+	l.CPUCount = lower(l.CPUCount, sess.Limits.CPUCount)
+	l.MemoryMiB = int64(lower(float64(l.MemoryMiB), float64(sess.Limits.MemoryMiB)))
+	l.Pids = int64(lower(float64(l.Pids), float64(sess.Limits.Pids)))
+	return l
+}
+
+// egressFor is an app's egress allowlist, narrowed by a service API
+// session's: none unless the session asked for egress, and then only the
+// patterns the app allows too.
+func (s *Services) egressFor(ctx context.Context, scope sandbox.Scope) []string {
+	app := s.Policy.EgressFor(ctx, scope)
+	sess, err := s.Sessions.ForScope(ctx, scope)
+	if err != nil {
+		return app
+	}
+	out := []string{}
+	for _, p := range sess.Egress {
+		if app == nil || slices.Contains(app, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -2,19 +2,16 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes/exectool"
 	"github.com/flowbox/flowbox/nodes/mcptool"
-	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/policy"
@@ -24,14 +21,11 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// extraTools gives the tool-call node the exec tools the operator
-// declared and the tools of the MCP servers the admins registered, as an
-// app's node chose them (its "tools" input).
-type extraTools struct {
-	exec    map[string]*exectool.Tool
-	mcp     *mcptool.Client
-	sandbox exectool.Sandbox
-	audit   *audit.Writer
+// toolAudit redacts and audits what tools that pass no sandbox chain
+// give (host exec tools, HTTP MCP servers), and judges a host tool's
+// program by the app's command policy.
+type toolAudit struct {
+	audit *audit.Writer
 	// redactor is an app's redaction, for what reaches the model without
 	// passing the sandbox's chain (host tools, HTTP MCP servers).
 	redactor func(ctx context.Context, appID string) *redact.Redactor
@@ -41,137 +35,98 @@ type extraTools struct {
 	instance string
 }
 
-func newExtraTools(tools []*exectool.Tool, mcp *mcptool.Client, sb exectool.Sandbox, w *audit.Writer, pol *shellPolicy) *extraTools {
-	e := &extraTools{exec: map[string]*exectool.Tool{}, mcp: mcp, sandbox: sb, audit: w,
-		instance: audit.DefaultInstance()}
+func newToolAudit(w *audit.Writer, pol *shellPolicy) toolAudit {
+	a := toolAudit{audit: w, instance: audit.DefaultInstance()}
 	if pol != nil {
-		e.redactor, e.judge = pol.RedactorFor, pol.judgeHost
+		a.redactor, a.judge = pol.RedactorFor, pol.judgeHost
 	}
-	for _, t := range tools {
-		e.exec[t.Name()] = t
-	}
-	return e
+	return a
 }
 
-var _ toolcall.ExtraTools = (*extraTools)(nil)
-
-// For returns the chosen tools: exec tools by name, "mcp:{serverId}"
-// for every tool of a server, "mcp:{serverId}/{tool}" for one. What is
-// no longer there, or a server that cannot be reached, is reported
-// together; the other tools are offered.
-func (e *extraTools) For(ctx context.Context, scope sandbox.Scope, chosen []string) ([]toolcall.Extra, error) {
-	var out []toolcall.Extra
-	var errs []error
-	var missing []string
-	servers := map[string][]string{} // server → chosen tools ("" for all)
-	var order []string
-	for _, name := range chosen {
-		if t, ok := e.exec[name]; ok {
-			out = append(out, execExtra{t: t, e: e})
-			continue
-		}
-		if ref, ok := strings.CutPrefix(name, "mcp:"); ok && e.mcp != nil {
-			id, tool, _ := strings.Cut(ref, "/")
-			if _, seen := servers[id]; !seen {
-				order = append(order, id)
-			}
-			servers[id] = append(servers[id], tool)
-			continue
-		}
-		missing = append(missing, name)
+// newRegistry is the engine's one tool registry (A3): the sandbox's
+// shell and files, the skills, the operator's exec tools (also by their
+// bare names) and the admins' MCP servers. The tool-call node and the
+// sandbox service API both run tools from it.
+func newRegistry(svc *Services, deleteSession func(ctx context.Context, scope sandbox.Scope) error) *registry.Registry {
+	a := newToolAudit(svc.AuditWriter, svc.Policy)
+	exec := &execBackend{tools: map[string]*exectool.Tool{}, sandbox: svc.Manager, a: a}
+	for _, t := range svc.ExecTools {
+		exec.tools[t.Name()] = t
+		exec.order = append(exec.order, t.Name())
 	}
-	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("no tool %s on this engine (ask the operator, or choose the app's tools again in the builder)", strings.Join(missing, ", ")))
-	}
-	target := mcptool.Target{Scope: scope, Actor: sandbox.Actor{UserID: scope.UserID, Kind: sandbox.ActorAgent}}
-	for _, id := range order {
-		tools, err := e.mcp.Tools(ctx, id, target)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("MCP server %s: %w", id, err))
-			continue
-		}
-		want := servers[id]
-		for _, t := range tools {
-			if slices.Contains(want, "") || slices.Contains(want, t.Original) {
-				out = append(out, mcpExtra{t: t, e: e})
-			}
-		}
-	}
-	return out, errors.Join(errs...)
+	return registry.New(exec,
+		registry.Shell{Sandboxes: svc.Manager, Delete: deleteSession},
+		registry.Files{Sandboxes: svc.Manager},
+		registry.Skills{Catalog: svc.Skills, Sandboxes: svc.Manager},
+		exec,
+		&mcpBackend{servers: svc.MCPServers, client: svc.MCP, a: a})
 }
 
-// mcpExtra is an MCP server's tool as the node offers it.
-type mcpExtra struct {
-	t mcptool.Tool
-	e *extraTools
+// execBackend is the "exec" backend: the exec tools the operator
+// declared (X1–X4), shared by every session.
+type execBackend struct {
+	tools   map[string]*exectool.Tool
+	order   []string
+	sandbox exectool.Sandbox
+	a       toolAudit
 }
 
-func (x mcpExtra) Definition() llm.Tool { return x.t.LLM() }
+func (b *execBackend) Prefix() string { return "exec" }
 
-// ConcurrencySafe: a tool its server says changes nothing.
-func (x mcpExtra) ConcurrencySafe() bool { return x.t.ReadOnly }
+func (b *execBackend) Tools(ctx context.Context, scope sandbox.Scope) ([]registry.Tool, error) {
+	out := make([]registry.Tool, 0, len(b.order))
+	for _, name := range b.order {
+		out = append(out, b.tool(b.tools[name]))
+	}
+	return out, nil
+}
 
-func (x mcpExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
+func (b *execBackend) Find(ctx context.Context, scope sandbox.Scope, name string) (registry.Tool, error) {
+	t, ok := b.tools[strings.TrimPrefix(name, "exec:")]
+	if !ok {
+		return registry.Tool{}, fmt.Errorf("%w %q: no exec tool of that name on this engine", registry.ErrNoTool, name)
+	}
+	return b.tool(t), nil
+}
+
+// tool is an exec tool as the registry lists it; the model knows it by
+// its declared name. Concurrency-safe means it says so and changes
+// nothing.
+func (b *execBackend) tool(t *exectool.Tool) registry.Tool {
+	return registry.Tool{Name: "exec:" + t.Name(), ModelName: t.Name(), Description: t.Description(), InputSchema: t.InputSchema(),
+		ReadOnly: t.ReadOnly(), Destructive: t.Destructive(), ConcurrencySafe: t.ConcurrencySafe() && t.ReadOnly(),
+		Run: func(ctx context.Context, call registry.Call) (registry.Result, error) { return b.run(ctx, t, call) }}
+}
+
+func (b *execBackend) run(ctx context.Context, t *exectool.Tool, call registry.Call) (registry.Result, error) {
 	start := time.Now()
-	res, err := x.e.mcp.Call(ctx, x.t.Name, json.RawMessage(call.Arguments), mcptool.Target{Scope: call.Scope, Actor: call.Actor,
-		OnOutput: call.OnOutput, Approved: call.Approved})
-	if res.Command == "" {
-		// An HTTP server's call passed no sandbox chain: redact and audit
-		// it here (a stdio server's was a command of the chain).
-		res.Text = x.e.redact(ctx, call.Scope.AppID, res.Text)
-		status := audit.StatusSuccess
-		if res.IsError {
-			status = audit.StatusFailed
-		}
-		x.e.record(ctx, call, audit.Record{Tool: x.t.Name, Op: "mcp:" + x.t.ServerID + "/" + x.t.Original,
-			Command: x.e.redact(ctx, call.Scope.AppID, clipText(call.Arguments, 2000)), Status: status,
-			StdoutBytes: int64(len(res.Text))}, err, start)
+	call.Actor.Op = t.AuditOperation()
+	if call.Actor.Tool == "" {
+		call.Actor.Tool = t.Name()
 	}
-	if err != nil {
-		return toolcall.ExtraResult{}, err
-	}
-	return toolcall.ExtraResult{Output: res.Text, IsError: res.IsError}, nil
-}
-
-// execExtra is an exec tool as the node offers it.
-type execExtra struct {
-	t *exectool.Tool
-	e *extraTools
-}
-
-func (x execExtra) Definition() llm.Tool {
-	return llm.Tool{Type: "function", Function: llm.FunctionDef{Name: x.t.Name(), Description: x.t.Description(), Parameters: x.t.InputSchema()}}
-}
-
-// ConcurrencySafe: a tool that says so and changes nothing.
-func (x execExtra) ConcurrencySafe() bool { return x.t.ConcurrencySafe() && x.t.ReadOnly() }
-
-func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
-	start := time.Now()
-	call.Actor.Op = x.t.AuditOperation()
-	if x.t.RunIn() == exectool.OnHost && x.e.judge != nil {
+	if t.RunIn() == exectool.OnHost && b.a.judge != nil {
 		// The program is judged by the app's command policy like a
 		// command: a forbid refuses it, an ask waits for a person.
-		line := quoteArgv(x.t.Argv())
-		switch v := x.e.judge(ctx, call.Scope.AppID, line); v.Decision {
+		line := quoteArgv(t.Argv())
+		switch v := b.a.judge(ctx, call.Scope.AppID, line); v.Decision {
 		case policy.Forbid:
 			err := &sandbox.RefusedError{Rule: v.Rule, Justification: v.Justification, Hint: v.Hint}
-			x.e.record(ctx, call, audit.Record{Tool: x.t.Name(), Op: x.t.AuditOperation(), Command: line, Rule: v.Rule,
+			b.a.record(ctx, call, audit.Record{Tool: t.Name(), Op: t.AuditOperation(), Command: line, Rule: v.Rule,
 				Decision: audit.Refused, Status: audit.StatusRefused, ExitCode: -1}, nil, start)
-			return toolcall.ExtraResult{}, err
+			return registry.Result{}, err
 		case policy.Ask:
 			if call.Approved != line {
-				return toolcall.ExtraResult{}, policy.NewAskError(v, line)
+				return registry.Result{}, policy.NewAskError(v, line)
 			}
 		}
 	}
-	res, err := x.t.Run(ctx, exectool.Request{Arguments: call.Arguments, Scope: call.Scope, Actor: call.Actor,
-		OnOutput: call.OnOutput, Approved: call.Approved, Sandbox: x.e.sandbox})
-	if x.t.RunIn() == exectool.OnHost {
+	res, err := t.Run(ctx, exectool.Request{Arguments: string(call.Params), Scope: call.Scope, Actor: call.Actor,
+		OnOutput: call.OnOutput, Approved: call.Approved, Sandbox: b.sandbox})
+	if t.RunIn() == exectool.OnHost {
 		// A sandbox tool's command passed the sandbox's chain (policy,
 		// redaction, audit); a host tool's call is redacted and recorded
 		// here.
-		res.Output = x.e.redact(ctx, call.Scope.AppID, res.Output)
+		res.Output = b.a.redact(ctx, call.Scope.AppID, res.Output)
 		status := audit.StatusSuccess
 		switch {
 		case res.TimedOut:
@@ -179,12 +134,12 @@ func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.E
 		case res.IsError:
 			status = audit.StatusFailed
 		}
-		x.e.record(ctx, call, audit.Record{Tool: x.t.Name(), Op: x.t.AuditOperation(), Command: strings.Join(x.t.Argv(), " "),
+		b.a.record(ctx, call, audit.Record{Tool: t.Name(), Op: t.AuditOperation(), Command: strings.Join(t.Argv(), " "),
 			Status: status, ExitCode: res.ExitCode, StdoutBytes: int64(len(res.Stdout)), StderrBytes: int64(len(res.Stderr)),
 			Truncated: res.Truncated}, err, start)
 	}
 	if err != nil {
-		return toolcall.ExtraResult{}, err
+		return registry.Result{}, err
 	}
 	status := "success"
 	switch {
@@ -193,12 +148,120 @@ func (x execExtra) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.E
 	case res.IsError:
 		status = "failed"
 	}
-	return toolcall.ExtraResult{Output: res.Output, IsError: res.IsError, Status: status}, nil
+	return registry.Result{Text: res.Output, IsError: res.IsError, Status: status}, nil
+}
+
+// mcpBackend is the "mcp" backend: the tools of the MCP servers the
+// admins registered (N6), named "mcp:{serverId}/{tool}". The connections
+// and tool lists are shared; a stdio server runs in the session's
+// sandbox.
+type mcpBackend struct {
+	servers *mcptool.Store
+	client  *mcptool.Client
+	a       toolAudit
+}
+
+func (b *mcpBackend) Prefix() string { return "mcp" }
+
+// Tools lists every registered server's tools; a server that cannot be
+// reached is reported and its tools left out.
+func (b *mcpBackend) Tools(ctx context.Context, scope sandbox.Scope) ([]registry.Tool, error) {
+	if b.servers == nil {
+		return nil, nil
+	}
+	servers, err := b.servers.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []registry.Tool
+	var errs []error
+	for _, srv := range servers {
+		tools, err := b.Expand(ctx, scope, "mcp:"+srv.ID)
+		errs = append(errs, err)
+		out = append(out, tools...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Expand gives every tool of one server ("mcp:{serverId}"), or the one
+// tool a full name names.
+func (b *mcpBackend) Expand(ctx context.Context, scope sandbox.Scope, name string) ([]registry.Tool, error) {
+	if b.client == nil {
+		return nil, fmt.Errorf("%w %q: no MCP servers on this engine", registry.ErrNoTool, name)
+	}
+	id, want, _ := strings.Cut(strings.TrimPrefix(name, "mcp:"), "/")
+	tools, err := b.client.Tools(ctx, id, mcptool.Target{Scope: scope, Actor: sandbox.Actor{UserID: scope.UserID, Kind: sandbox.ActorAgent}})
+	if err != nil {
+		if errors.Is(err, mcptool.ErrNotFound) {
+			return nil, fmt.Errorf("%w %q: no MCP server %s", registry.ErrNoTool, name, id)
+		}
+		return nil, fmt.Errorf("MCP server %s: %w", id, err)
+	}
+	var out []registry.Tool
+	for _, t := range tools {
+		if want == "" || want == t.Original {
+			out = append(out, b.tool(t))
+		}
+	}
+	if want != "" && len(out) == 0 {
+		return nil, fmt.Errorf("%w %q: MCP server %s has no tool %s", registry.ErrNoTool, name, id, want)
+	}
+	return out, nil
+}
+
+func (b *mcpBackend) Find(ctx context.Context, scope sandbox.Scope, name string) (registry.Tool, error) {
+	if !strings.Contains(name, "/") {
+		return registry.Tool{}, fmt.Errorf("%w %q: name one tool, mcp:{server}/{tool}", registry.ErrNoTool, name)
+	}
+	tools, err := b.Expand(ctx, scope, name)
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	return tools[0], nil
+}
+
+// tool is an MCP server's tool as the registry lists it; the model knows
+// it by its server-prefixed name. Concurrency-safe: a tool its server
+// says changes nothing.
+func (b *mcpBackend) tool(t mcptool.Tool) registry.Tool {
+	def := t.LLM()
+	destructive := !t.ReadOnly
+	if t.Destructive != nil {
+		destructive = *t.Destructive
+	}
+	return registry.Tool{Name: "mcp:" + t.ServerID + "/" + t.Original, ModelName: t.Name, Description: def.Function.Description,
+		InputSchema: t.InputSchema, ReadOnly: t.ReadOnly, Destructive: destructive, ConcurrencySafe: t.ReadOnly,
+		Run: func(ctx context.Context, call registry.Call) (registry.Result, error) { return b.run(ctx, t, call) }}
+}
+
+func (b *mcpBackend) run(ctx context.Context, t mcptool.Tool, call registry.Call) (registry.Result, error) {
+	start := time.Now()
+	if call.Actor.Tool == "" {
+		call.Actor.Tool = t.Name
+	}
+	res, err := b.client.Call(ctx, t.Name, call.Params, mcptool.Target{Scope: call.Scope, Actor: call.Actor,
+		OnOutput: call.OnOutput, Approved: call.Approved})
+	if res.Command == "" {
+		// An HTTP server's call passed no sandbox chain: redact and audit
+		// it here (a stdio server's was a command of the chain).
+		res.Text = b.a.redact(ctx, call.Scope.AppID, res.Text)
+		status := audit.StatusSuccess
+		if res.IsError {
+			status = audit.StatusFailed
+		}
+		b.a.record(ctx, call, audit.Record{Tool: t.Name, Op: "mcp:" + t.ServerID + "/" + t.Original,
+			Command: b.a.redact(ctx, call.Scope.AppID, clipText(string(call.Params), 2000)), Status: status,
+			StdoutBytes: int64(len(res.Text))}, err, start)
+	}
+	if err != nil {
+		return registry.Result{}, err
+	}
+	return registry.Result{Text: res.Text, IsError: res.IsError}, nil
 }
 
 // record audits a call that passed no sandbox chain: r says what was
 // called and how it ended; err, when set, overrides its status.
-func (e *extraTools) record(ctx context.Context, call toolcall.ExtraCall, r audit.Record, err error, start time.Time) {
+func (e toolAudit) record(ctx context.Context, call registry.Call, r audit.Record, err error, start time.Time) {
 	if e.audit == nil {
 		return
 	}
@@ -219,7 +282,7 @@ func (e *extraTools) record(ctx context.Context, call toolcall.ExtraCall, r audi
 }
 
 // redact applies the app's redaction to what a tool gave.
-func (e *extraTools) redact(ctx context.Context, appID, s string) string {
+func (e toolAudit) redact(ctx context.Context, appID, s string) string {
 	if e.redactor == nil {
 		return s
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox/audit"
+	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -46,7 +47,10 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		AuditRetention:  cfg.Workers.AuditRetention,
 		Alerts:          alertWebhook(svc, cfg.Alerts),
 		Approvals:       approvalExpirer{svc},
-		ChatData: []workers.ChatData{svc.Approvals,
+		// A service API session may have an idle timeout of its own.
+		IdleFor: svc.Sessions.IdleFor,
+		MinIdle: sessions.MinIdle,
+		ChatData: []workers.ChatData{svc.Approvals, svc.Sessions,
 			workspaceData{ws: svc.Workspace, chats: history.New(svc.DB), sandbox: svc.Store, provider: svc.Provider.Name()}},
 		Logger: log,
 	})

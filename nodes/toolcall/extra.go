@@ -2,11 +2,15 @@ package toolcall
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/policy"
 )
@@ -221,4 +225,65 @@ func batches(pending []int, tcs []llm.ToolCall, tb *toolbox) [][]int {
 		out = append(out, []int{i})
 	}
 	return out
+}
+
+// Registry offers the node the registry's tools the builder chose (A3):
+// exec tools by their declared names, "mcp:{serverId}" for every tool of
+// a server, and any registry name ("mcp:{serverId}/{tool}",
+// "file:read"). The node's own tools (sandbox_shell, the skills') keep
+// their names; a chosen tool of the same model name is left out.
+type Registry struct{ Tools *registry.Registry }
+
+var _ ExtraTools = Registry{}
+
+// For returns the chosen tools. What is no longer there, or a server
+// that cannot be reached, is reported together; the others are offered.
+func (r Registry) For(ctx context.Context, scope sandbox.Scope, chosen []string) ([]Extra, error) {
+	var out []Extra
+	var errs, missing []string
+	for _, name := range chosen {
+		tools, err := r.Tools.Expand(ctx, scope, name)
+		switch {
+		case errors.Is(err, registry.ErrNoTool):
+			missing = append(missing, name)
+		case err != nil:
+			errs = append(errs, err.Error())
+		}
+		for _, t := range tools {
+			out = append(out, registryTool{t: t, reg: r.Tools})
+		}
+	}
+	if len(missing) > 0 {
+		errs = append([]string{fmt.Sprintf("no tool %s on this engine (ask the operator, or choose the app's tools again in the builder)",
+			strings.Join(missing, ", "))}, errs...)
+	}
+	if len(errs) > 0 {
+		return out, errors.New(strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// registryTool is a registry tool as the node offers it.
+type registryTool struct {
+	t   registry.Tool
+	reg *registry.Registry
+}
+
+func (x registryTool) Definition() llm.Tool {
+	return llm.Tool{Type: "function", Function: llm.FunctionDef{Name: x.t.Model(), Description: x.t.Description, Parameters: x.t.InputSchema}}
+}
+
+func (x registryTool) ConcurrencySafe() bool { return x.t.ConcurrencySafe }
+
+func (x registryTool) Run(ctx context.Context, call ExtraCall) (ExtraResult, error) {
+	res, err := x.reg.Execute(ctx, x.t, registry.Call{Scope: call.Scope, Actor: call.Actor, Params: json.RawMessage(call.Arguments),
+		Approved: call.Approved, OnOutput: call.OnOutput})
+	var bad *registry.ParamsError
+	if errors.As(err, &bad) {
+		return ExtraResult{Output: bad.Error(), IsError: true, Status: "failed"}, nil
+	}
+	if err != nil {
+		return ExtraResult{}, err
+	}
+	return ExtraResult{Output: res.Text, IsError: res.IsError, Status: res.Status}, nil
 }

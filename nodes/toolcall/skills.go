@@ -11,10 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -215,26 +215,15 @@ func (n *Node) scriptCommand(ctx context.Context, name, args string) (cmd string
 	if err != nil {
 		return "", 0, false, err.Error()
 	}
-	argv := []string{inSandbox}
-	switch path.Ext(inSandbox) {
-	case ".py":
-		argv = []string{"python3", inSandbox}
-	case ".sh":
-		argv = []string{"bash", inSandbox}
-	}
+	var argv []string
 	for _, a := range gjson.Get(args, "args").Array() {
 		if a.Type != gjson.String {
 			return "", 0, false, "args must be an array of strings; call it like " + skillExample(RunSkillScriptTool)
 		}
 		argv = append(argv, a.String())
 	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		q, err := syntax.Quote(a, syntax.LangBash)
-		if err != nil {
-			return "", 0, false, fmt.Sprintf("argument %d cannot be passed to a program (%v)", i, err)
-		}
-		words[i] = q
+	if cmd, err = registry.ScriptCommand(inSandbox, argv); err != nil {
+		return "", 0, false, err.Error()
 	}
 	timeout = 60 * time.Second
 	if t := gjson.Get(args, "timeout"); t.Exists() {
@@ -248,6 +237,5 @@ func (n *Node) scriptCommand(ctx context.Context, name, args string) (cmd string
 			timeout = time.Duration(secs * float64(time.Second))
 		}
 	}
-	dir, _ := syntax.Quote(sandbox.IntermediateDir, syntax.LangBash)
-	return "(cd " + dir + " && exec " + strings.Join(words, " ") + ")", timeout, clamped, ""
+	return cmd, timeout, clamped, ""
 }

@@ -10,9 +10,6 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/flowbox/flowbox/schemas"
 )
@@ -156,7 +153,6 @@ var (
 	schemaOnce sync.Once
 	schema     *jsonschema.Schema
 	schemaErr  error
-	english    = message.NewPrinter(language.English)
 )
 
 func compiledSchema() (*jsonschema.Schema, error) {
@@ -194,7 +190,7 @@ func Parse(data []byte) (Policy, error) {
 		return Policy{}, fmt.Errorf("policy: not JSON: %w", err)
 	}
 	if err := sch.Validate(doc); err != nil {
-		return Policy{}, fmt.Errorf("policy: %s", schemaProblem(err))
+		return Policy{}, fmt.Errorf("policy: %s", schemas.Problems(err))
 	}
 	var p Policy
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -206,42 +202,6 @@ func Parse(data []byte) (Policy, error) {
 		return Policy{}, err
 	}
 	return p, nil
-}
-
-// schemaProblem turns a validation error into one line per failing
-// field, each named by its JSON pointer.
-func schemaProblem(err error) string {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err.Error()
-	}
-	var lines []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		// A oneOf or anyOf failure lists every branch's complaint; the
-		// branch that got furthest is the useful one, but all are kept
-		// when none did: the field is named either way.
-		if len(e.Causes) == 0 {
-			where := "/" + strings.Join(e.InstanceLocation, "/")
-			if _, isReq := e.ErrorKind.(*kind.Required); isReq && where == "/" {
-				where = "(top level)"
-			}
-			lines = append(lines, where+": "+e.ErrorKind.LocalizedString(english))
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	seen := map[string]bool{}
-	out := lines[:0]
-	for _, l := range lines {
-		if !seen[l] {
-			seen[l] = true
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 // Validate checks what the schema cannot: unique rule ids, globs that

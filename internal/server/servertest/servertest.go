@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -57,9 +58,13 @@ type Options struct {
 
 // Env is one served product.
 type Env struct {
-	URL    string
+	URL string
+	// Engine is the engine serving URL, a new one after Restart.
 	Engine *server.Engine
 	Config config.Config
+
+	opts Options
+	srv  *httptest.Server // nil while stopped
 }
 
 // Start builds and serves the product; everything stops with the test,
@@ -106,32 +111,76 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	e := &Env{Config: cfg, opts: opts}
+	e.Engine = e.build(t)
+	e.srv = httptest.NewServer(e.Engine.Handler)
+	e.URL = e.srv.URL
+	t.Cleanup(func() {
+		if e.srv == nil { // stopped by Stop and never started again
+			return
+		}
+		e.srv.Close()
+		svc := e.Engine.Services
+		list, _ := svc.Store.ByProvider(context.Background(), svc.Provider.Name())
+		for _, inst := range list {
+			_ = svc.Manager.Delete(context.Background(), inst.SandboxID)
+		}
+		e.Engine.Close()
+	})
+	return e
+}
+
+// build makes an engine of e's configuration.
+func (e *Env) build(t testing.TB) *server.Engine {
+	t.Helper()
 	// Test passwords need no strength; sign-ins are many.
-	eng, err := server.New(ctx, cfg, server.Options{Logger: log, Middleware: opts.Middleware, PasswordCost: bcrypt.MinCost})
+	eng, err := server.New(context.Background(), e.Config, server.Options{Logger: e.opts.Logger, Middleware: e.opts.Middleware, PasswordCost: bcrypt.MinCost})
 	if err != nil {
 		t.Fatalf("build the product: %v", err)
 	}
-	if opts.Workers {
+	if e.opts.Workers {
 		if err := eng.StartWorkers(); err != nil {
 			eng.Close()
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(eng.Handler)
-	t.Cleanup(func() {
-		srv.Close()
-		svc := eng.Services
-		list, _ := svc.Store.ByProvider(context.Background(), svc.Provider.Name())
-		for _, inst := range list {
-			_ = svc.Manager.Delete(context.Background(), inst.SandboxID)
+	return eng
+}
+
+// Stop shuts the server and the engine down, as an engine process that
+// exits, leaving the sandboxes and the database as they are; start
+// serves a new engine of the same configuration on the same address, as
+// the process started again. Between the two, connections are refused.
+func (e *Env) Stop(t testing.TB) (start func(t testing.TB)) {
+	t.Helper()
+	addr := e.srv.Listener.Addr().String()
+	e.srv.Close()
+	e.Engine.Close()
+	e.srv = nil
+	return func(t testing.TB) {
+		t.Helper()
+		eng := e.build(t)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			eng.Close()
+			t.Fatalf("listen again on %s: %v", addr, err)
 		}
-		eng.Close()
-	})
-	return &Env{URL: srv.URL, Engine: eng, Config: cfg}
+		srv := httptest.NewUnstartedServer(eng.Handler)
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
+		e.Engine, e.srv = eng, srv
+	}
+}
+
+// Restart stops the engine and starts a new one on the same address at
+// once (Stop, then start).
+func (e *Env) Restart(t testing.TB) {
+	t.Helper()
+	e.Stop(t)(t)
 }
 
 // CreateUser adds an account (role auth.RoleUser or auth.RoleAdmin) with

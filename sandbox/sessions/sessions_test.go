@@ -1,0 +1,93 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/sessions"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+func TestStore(t *testing.T) {
+	ctx := context.Background()
+	s, err := sessions.New(ctx, mongotest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	mk := func(owner, app string, labels map[string]string, idle time.Duration, age time.Duration) sessions.Session {
+		sess := sessions.Session{ID: sessions.NewID(), OwnerID: owner, AppID: app, Labels: labels, IdleTimeout: idle, CreatedAt: now.Add(-age)}
+		if err := s.Create(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	old := mk("u1", "", map[string]string{"team": "data"}, time.Minute, time.Hour)
+	newer := mk("u1", "app1", map[string]string{"team": "web"}, 0, 0)
+	mk("u2", "", nil, 0, 0)
+
+	if !strings.HasPrefix(old.ID, sessions.IDPrefix) || old.ID == newer.ID {
+		t.Errorf("ids %q, %q", old.ID, newer.ID)
+	}
+	if got := old.Scope(); got != (sandbox.Scope{AppID: sessions.NoApp, UserID: "u1", ChatID: old.ID}) {
+		t.Errorf("scope without an app: %+v", got)
+	}
+	list, err := s.List(ctx, "u1", nil)
+	if err != nil || len(list) != 2 || list[0].ID != newer.ID || list[1].ID != old.ID {
+		t.Errorf("u1's sessions, newest first: %+v, %v", list, err)
+	}
+	if list, _ := s.List(ctx, "u1", map[string]string{"team": "data"}); len(list) != 1 || list[0].ID != old.ID {
+		t.Errorf("by label: %+v", list)
+	}
+
+	// A scope names its session only with the same owner and app.
+	if got, err := s.ForScope(ctx, newer.Scope()); err != nil || got.ID != newer.ID {
+		t.Errorf("ForScope: %+v, %v", got, err)
+	}
+	for _, sc := range []sandbox.Scope{{AppID: "app1", UserID: "u2", ChatID: newer.ID}, {AppID: sessions.NoApp, UserID: "u1", ChatID: newer.ID},
+		{AppID: "app1", UserID: "u1", ChatID: "a-chat"}} {
+		if _, err := s.ForScope(ctx, sc); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("ForScope(%+v): %v, want ErrNotFound", sc, err)
+		}
+	}
+	// Idle timeouts: the session's own, the chats' for everything else.
+	inst := func(sc sandbox.Scope) sandbox.Instance {
+		return sandbox.Instance{AppID: sc.AppID, UserID: sc.UserID, ChatID: sc.ChatID}
+	}
+	if d := s.IdleFor(ctx, inst(old.Scope())); d != time.Minute {
+		t.Errorf("IdleFor a session of 1m: %v", d)
+	}
+	if d := s.IdleFor(ctx, inst(newer.Scope())); d != sessions.DefaultIdle {
+		t.Errorf("IdleFor a session without one: %v", d)
+	}
+	if d := s.IdleFor(ctx, inst(sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "c1"})); d != sandbox.IdleAfter {
+		t.Errorf("IdleFor a chat: %v", d)
+	}
+
+	// The deletion tasks' hooks: a chat deletion of the session's app
+	// removes it, another app's does not; an app deletion removes its own.
+	if err := s.DeleteChats(ctx, "app2", []string{newer.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, newer.ID); err != nil {
+		t.Errorf("another app's chat deletion removed the session: %v", err)
+	}
+	if err := s.DeleteChats(ctx, sessions.NoApp, []string{old.ID, "a-chat"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, old.ID); !errors.Is(err, sessions.ErrNotFound) {
+		t.Errorf("after its deletion: %v", err)
+	}
+	if err := s.DeleteApp(ctx, "app1"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.List(ctx, "u1", nil); len(list) != 0 {
+		t.Errorf("after the app's deletion: %+v", list)
+	}
+}
