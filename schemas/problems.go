@@ -47,4 +47,3 @@ func Problems(err error) string {
 	}
 	return strings.Join(out, "; ")
 }
-
