@@ -134,6 +134,10 @@ type (
 
 // Registry is the engine's tools, from its backends.
 type Registry struct {
+	// Before, when set, judges every call before it runs (the app's
+	// policy on destructive tools): an error it returns is the call's.
+	Before func(ctx context.Context, t Tool, call Call) error
+
 	backends []Backend
 	// Aliases are bare names resolved to a backend ("weather" for an exec
 	// tool "exec:weather"): resolved by Lookup when no backend owns a
@@ -226,6 +230,11 @@ func (r *Registry) Execute(ctx context.Context, t Tool, call Call) (Result, erro
 	}
 	if err := t.Check(call.Params); err != nil {
 		return Result{}, err
+	}
+	if r.Before != nil {
+		if err := r.Before(ctx, t, call); err != nil {
+			return Result{}, err
+		}
 	}
 	return t.Run(ctx, call)
 }

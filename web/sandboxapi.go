@@ -80,6 +80,8 @@ func errorKind(status int) string {
 		return "gone"
 	case http.StatusRequestEntityTooLarge:
 		return "too_large"
+	case http.StatusUnprocessableEntity:
+		return "unprocessable"
 	case http.StatusTooManyRequests:
 		return "rate_limited"
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:

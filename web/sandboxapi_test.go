@@ -20,6 +20,7 @@ import (
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/web/auth"
@@ -424,4 +425,76 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	if !strings.Contains(joined, "service refused curl http://example.com") || !strings.Contains(joined, "service allowed") {
 		t.Errorf("audit of the session:\n%s", joined)
 	}
+}
+
+// TestDestructiveTools: the policy's destructiveTools decides about a
+// call of a tool marked destructive, at both doors. The operator asks a
+// person: in a chat the call waits for an approval and runs once given;
+// the service API, which cannot ask, refuses it; an app may forbid them
+// but not allow them; tools that are not destructive run as before.
+func TestDestructiveTools(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tools.json")
+	tools := `[{"name": "wipe", "description": "Wipe the test data.", "runIn": "host", "destructive": true,
+	  "input_schema": {"type": "object", "properties": {"what": {"type": "string"}}},
+	  "exec": ["python3", "-c", "import json, sys; print('wiped', json.load(sys.stdin).get('what', 'all'))"]},
+	 {"name": "peek", "description": "Look.", "runIn": "host", "readOnly": true,
+	  "input_schema": {"type": "object", "properties": {}}, "exec": ["echo", "peeked"]}]`
+	if err := os.WriteFile(file, []byte(tools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.New(t,
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_wipe", "wipe", `{"what":"cache"}`)}},
+		llmtest.Reply{Text: "Wiped."})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file,
+		"FLOWBOX_POLICY_FILE": policyFile(t, `{"destructiveTools": "ask"}`)}})
+	env.CreateUser(t, "dt-alice", auth.RoleUser)
+	alice := env.Login(t, "dt-alice", servertest.Password("dt-alice"))
+
+	graph := apps.DemoGraph()
+	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
+	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["wipe", "peek"]`)
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "wiper", "public": false, "graph": graph}, 201).JSON(t, &app)
+
+	// The chat: the call waits for a person, who sees the tool and its
+	// params, and runs once approved.
+	tr := asks(t, alice, app.ID, "", "wipe the cache")
+	if tr.Question.Rule != "destructiveTools" || tr.Question.Command != `exec:wipe {"what":"cache"}` {
+		t.Errorf("question %+v", tr.Question)
+	}
+	if done := completion(t, alice, answerBody(app.ID, tr.ChatID, tr.Question.ApprovalID, "approve", nil)); done.Answer != "Wiped." {
+		t.Errorf("after the approval: %q", done.Answer)
+	}
+	if reqs := model.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "wiped cache") {
+		t.Errorf("the model did not read the approved call's result")
+	}
+
+	// The service API cannot ask: the call is refused, saying why.
+	var key struct {
+		Key string `json:"key"`
+	}
+	expect(t, alice, "POST", "/api/apps/"+app.ID+"/keys", map[string]any{"name": "program"}, 201).JSON(t, &key)
+	prog := env.Bearer(key.Key)
+	var s sessionView
+	expect(t, prog, "POST", "/api/sandbox/v1/sessions", map[string]any{}, 201).JSON(t, &s)
+	e := wantError(t, prog.Do(t, "POST", "/api/sandbox/v1/sessions/"+s.ID+"/execute", map[string]any{"tool": "wipe", "params": map[string]any{}}), 403, "needs_approval")
+	if !strings.Contains(e.Message, "destructiveTools") {
+		t.Errorf("refusal %q", e.Message)
+	}
+	if res := execute(t, prog, s.ID, "peek", map[string]any{}); res.Text != "peeked\n" {
+		t.Errorf("a tool that is not destructive: %+v", res)
+	}
+
+	// An app may forbid them, not allow them.
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "loose", "graph": withPolicy(`{"destructiveTools": "allow"}`)}, 422)
+	var strict struct {
+		ID string `json:"appId"`
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "strict", "graph": withPolicy(`{"destructiveTools": "forbid"}`)}, 201).JSON(t, &strict)
+	var own sessionView
+	expect(t, alice, "POST", "/api/sandbox/v1/sessions", map[string]any{"appId": strict.ID}, 201).JSON(t, &own)
+	wantError(t, alice.Do(t, "POST", "/api/sandbox/v1/sessions/"+own.ID+"/execute", map[string]any{"tool": "exec:wipe", "params": map[string]any{}}), 403, "refused")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,9 +20,27 @@ type MCPServers interface {
 	Delete(ctx context.Context, id string) error
 }
 
-// MCPTools lists a server's tools now (mcptool.Client).
+// MCPTools lists a server's tools (mcptool.Client): Tools from its cache
+// when fresh, Refresh now.
 type MCPTools interface {
+	Tools(ctx context.Context, serverID string, t mcptool.Target) ([]mcptool.Tool, error)
 	Refresh(ctx context.Context, serverID string, t mcptool.Target) ([]mcptool.Tool, error)
+}
+
+// serverChoice is a server as builders choose it: as a whole, or tool by
+// tool where its tools can be listed (HTTP servers; a stdio server's are
+// listed in a chat's sandbox).
+type serverChoice struct {
+	mcptool.PublicServer
+	Tools []toolChoice `json:"tools,omitempty"`
+	// ToolsError says why the tools are not listed.
+	ToolsError string `json:"toolsError,omitempty"`
+}
+
+type toolChoice struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	ReadOnly    bool   `json:"readOnly"`
 }
 
 // ExecToolInfo is an exec tool as builders see it.
@@ -84,13 +103,27 @@ func (h *ToolsHandler) Choices(c *gin.Context) {
 		mcpError(c, err)
 		return
 	}
-	pub := []mcptool.PublicServer{}
+	pub := []serverChoice{}
 	for _, s := range servers {
-		if s.Enabled {
-			p := s.Public()
-			p.Headers, p.URL = nil, "" // builders need the name, not the address
-			pub = append(pub, p)
+		if !s.Enabled {
+			continue
 		}
+		p := serverChoice{PublicServer: s.Public()}
+		p.Headers, p.URL = nil, "" // builders need the name, not the address
+		if s.Transport == mcptool.TransportHTTP && h.Client != nil {
+			// Cached for minutes; a server that is slow to answer costs
+			// the builder its tool-by-tool choice, not its page.
+			ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+			tools, err := h.Client.Tools(ctx, s.ID, mcptool.Target{})
+			cancel()
+			if err != nil {
+				p.ToolsError = err.Error()
+			}
+			for _, t := range tools {
+				p.Tools = append(p.Tools, toolChoice{Name: t.Original, Description: t.Description, ReadOnly: t.ReadOnly})
+			}
+		}
+		pub = append(pub, p)
 	}
 	exec := h.Exec
 	if exec == nil {

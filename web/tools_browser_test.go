@@ -76,6 +76,7 @@ func TestToolsBrowser(t *testing.T) {
 		"[ ] shout: shout · runs on the engine's host · read-only · Upper-case a text.",
 		"[ ] wipe_scratch: wipe_scratch · runs in the chat's sandbox · destructive · Delete the chat's scratch folder.",
 		"[ ] mcp:team: Team echo · HTTP · ID: team",
+		"[ ] mcp:team/echo: Team echo / echo · HTTP · read-only · Send the text back.",
 		"[x] mcp:local: local · no longer available",
 	}, "\n")
 	if got := choices(); got != want {
@@ -95,6 +96,7 @@ func TestToolsBrowser(t *testing.T) {
 		"[x] shout: shout · runs on the engine's host · read-only · Upper-case a text.",
 		"[ ] wipe_scratch: wipe_scratch · runs in the chat's sandbox · destructive · Delete the chat's scratch folder.",
 		"[x] mcp:team: Team echo · HTTP · ID: team",
+		"[ ] mcp:team/echo: Team echo / echo · HTTP · read-only · Send the text back.",
 	}, "\n")
 	if got := choices(); got != want {
 		t.Errorf("after saving and reloading, the builder's tools:\n%s\nwant\n%s", got, want)

@@ -324,3 +324,20 @@ func (s *shellPolicy) judgeHost(ctx context.Context, appID, command string) poli
 	}
 	return ap.policy.Judge(command, nil)
 }
+
+// judgeTool is the app's decision on a call of a destructive tool; an
+// app whose policy cannot be read is refused.
+func (s *shellPolicy) judgeTool(ctx context.Context, appID string) policy.Verdict {
+	ap, err := s.forApp(ctx, appID)
+	if err != nil {
+		return policy.Verdict{Decision: policy.Forbid, Rule: "policy-unreadable", Justification: err.Error()}
+	}
+	v := policy.Verdict{Decision: ap.policy.ForDestructiveTools(), Rule: "destructiveTools"}
+	switch v.Decision {
+	case policy.Ask:
+		v.Justification = "the policy asks a person to approve every call of a destructive tool"
+	case policy.Forbid:
+		v.Justification = "the policy forbids destructive tools"
+	}
+	return v
+}

@@ -63,6 +63,7 @@ type Engine struct {
 	// service API run tools from (A3).
 	Tools *registry.Registry
 
+	stopWarmup   context.CancelFunc
 	cfg          config.Config
 	log          *slog.Logger
 	passwordCost int
@@ -105,6 +106,16 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if err != nil {
 		return nil, err
 	}
+	// The tools' shared resources warm up in the background: a slow MCP
+	// server must not hold up the engine's start.
+	warm, cancel := context.WithTimeout(context.Background(), time.Minute)
+	e.stopWarmup = cancel
+	go func() {
+		defer cancel()
+		if err := e.Tools.Warmup(warm); err != nil && warm.Err() == nil {
+			log.Info("some tools did not warm up; they are listed on first use", "err", err)
+		}
+	}()
 	e.Handler = web.New(web.Config{
 		Ready:      svc.readyChecks(),
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
@@ -133,6 +144,9 @@ func (e *Engine) Close() {
 	}
 	if e.dashboard != nil {
 		e.dashboard.Close()
+	}
+	if e.stopWarmup != nil {
+		e.stopWarmup()
 	}
 	if e.Tools != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -54,12 +54,40 @@ func newRegistry(svc *Services, deleteSession func(ctx context.Context, scope sa
 		exec.tools[t.Name()] = t
 		exec.order = append(exec.order, t.Name())
 	}
-	return registry.New(exec,
+	reg := registry.New(exec,
 		registry.Shell{Sandboxes: svc.Manager, Delete: deleteSession},
 		registry.Files{Sandboxes: svc.Manager},
 		registry.Skills{Catalog: svc.Skills, Sandboxes: svc.Manager},
 		exec,
 		&mcpBackend{servers: svc.MCPServers, client: svc.MCP, a: a})
+	if svc.Policy != nil {
+		reg.Before = func(ctx context.Context, t registry.Tool, call registry.Call) error {
+			return a.destructive(ctx, svc.Policy, t, call)
+		}
+	}
+	return reg
+}
+
+// destructive applies the app's policy on destructive tools to a call:
+// forbid refuses it (audited), ask waits for a person's approval of the
+// call as one line, the tool's name and its params.
+func (a toolAudit) destructive(ctx context.Context, pol *shellPolicy, t registry.Tool, call registry.Call) error {
+	if !t.Destructive {
+		return nil
+	}
+	v := pol.judgeTool(ctx, call.Scope.AppID)
+	line := t.Name + " " + clipText(string(call.Params), 2000)
+	switch v.Decision {
+	case policy.Forbid:
+		a.record(ctx, call, audit.Record{Tool: t.Name, Op: t.Name, Command: a.redact(ctx, call.Scope.AppID, line), Rule: v.Rule,
+			Decision: audit.Refused, Status: audit.StatusRefused, ExitCode: -1}, nil, time.Now())
+		return &sandbox.RefusedError{Rule: v.Rule, Justification: v.Justification}
+	case policy.Ask:
+		if call.Approved != line {
+			return policy.NewAskError(v, line)
+		}
+	}
+	return nil
 }
 
 // execBackend is the "exec" backend: the exec tools the operator
@@ -176,6 +204,9 @@ func (b *mcpBackend) Tools(ctx context.Context, scope sandbox.Scope) ([]registry
 	var out []registry.Tool
 	var errs []error
 	for _, srv := range servers {
+		if !srv.Enabled {
+			continue
+		}
 		tools, err := b.Expand(ctx, scope, "mcp:"+srv.ID)
 		errs = append(errs, err)
 		out = append(out, tools...)
@@ -207,6 +238,28 @@ func (b *mcpBackend) Expand(ctx context.Context, scope sandbox.Scope, name strin
 		return nil, fmt.Errorf("%w %q: MCP server %s has no tool %s", registry.ErrNoTool, name, id, want)
 	}
 	return out, nil
+}
+
+// Warmup lists the tools of every enabled HTTP server, so that the
+// first session or chat that uses them finds them cached. A stdio server
+// is listed in a sandbox, on its first use.
+func (b *mcpBackend) Warmup(ctx context.Context) error {
+	if b.servers == nil || b.client == nil {
+		return nil
+	}
+	servers, err := b.servers.List(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, srv := range servers {
+		if srv.Enabled && srv.Transport == mcptool.TransportHTTP {
+			if _, err := b.client.Tools(ctx, srv.ID, mcptool.Target{}); err != nil {
+				errs = append(errs, fmt.Errorf("MCP server %s: %w", srv.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (b *mcpBackend) Find(ctx context.Context, scope sandbox.Scope, name string) (registry.Tool, error) {

@@ -95,6 +95,15 @@ func Merge(base, app Policy) (Policy, error) {
 	lower("toolCallsPerRun", float64(bl.ToolCallsPerRun), float64(al.ToolCallsPerRun), func() { out.Limits.ToolCallsPerRun = al.ToolCallsPerRun })
 	lower("toolCallsPerChat", float64(bl.ToolCallsPerChat), float64(al.ToolCallsPerChat), func() { out.Limits.ToolCallsPerChat = al.ToolCallsPerChat })
 
+	out.DestructiveTools = base.ForDestructiveTools()
+	if app.DestructiveTools != "" {
+		if strictness(app.ForDestructiveTools()) < strictness(out.DestructiveTools) {
+			bad("destructiveTools: the operator's policy says %s; an app can only make it stricter", out.DestructiveTools)
+		} else {
+			out.DestructiveTools = app.DestructiveTools
+		}
+	}
+
 	if len(problems) > 0 {
 		return Policy{}, errors.New("app policy loosens the operator's: " + strings.Join(problems, "; "))
 	}

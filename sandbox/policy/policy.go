@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 
@@ -68,6 +69,11 @@ type Policy struct {
 	// off. nil keeps the operator's list. Carried as it is: the sandbox
 	// manager narrows it.
 	Egress []string `json:"egress,omitempty"`
+	// DestructiveTools is what becomes of a call of a tool marked
+	// destructive (an exec tool's "destructive", an MCP tool its server
+	// does not mark read-only): allow (the default), ask a person, or
+	// forbid. Commands are judged by the rules; this judges the tool.
+	DestructiveTools Decision `json:"destructiveTools,omitempty"`
 	// Redaction is the output redaction of the same operator or app
 	// (package sandbox/redact's Config), carried as it is: this package
 	// neither reads nor merges it.
@@ -204,6 +210,17 @@ func Parse(data []byte) (Policy, error) {
 	return p, nil
 }
 
+// ForDestructiveTools is the decision for a call of a destructive tool.
+func (p Policy) ForDestructiveTools() Decision {
+	if p.DestructiveTools == "" {
+		return Allow
+	}
+	return p.DestructiveTools
+}
+
+// strictness orders decisions from the loosest.
+func strictness(d Decision) int { return slices.Index([]Decision{Allow, Ask, Forbid}, d) }
+
 // Validate checks what the schema cannot: unique rule ids, globs that
 // parse, and options that look like options. Policies built in Go should
 // be validated before use; Parse does it.
@@ -214,6 +231,11 @@ func (p Policy) Validate() error {
 	case "", Denylist, Allowlist:
 	default:
 		bad("mode: %q is neither %q nor %q", p.Mode, Denylist, Allowlist)
+	}
+	switch p.DestructiveTools {
+	case "", Allow, Ask, Forbid:
+	default:
+		bad("destructiveTools: %q is not allow, ask or forbid", p.DestructiveTools)
 	}
 	ids := map[string]bool{}
 	for i, r := range p.Rules {

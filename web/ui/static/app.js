@@ -1155,10 +1155,11 @@ async function loadSkillChoices() {
 document.addEventListener("DOMContentLoaded", loadSkillChoices);
 
 // The builder's tools: checklists of the operator's exec tools and of the
-// enabled MCP servers, each server chosen as a whole ("mcp:{id}"), with
-// those the app chose checked. As with the skills, a chosen tool or
-// server no longer available stays listed, marked; one tool of a server
-// chosen through the API ("mcp:{id}/{tool}") stays listed too.
+// enabled MCP servers, each server chosen as a whole ("mcp:{id}") or, for
+// a server whose tools the engine could list, tool by tool
+// ("mcp:{id}/{tool}"), with those the app chose checked. As with the
+// skills, a chosen tool or server no longer available stays listed,
+// marked.
 async function loadToolChoices() {
   const box = document.getElementById("tools-choice");
   if (!box) return;
@@ -1176,7 +1177,16 @@ async function loadToolChoices() {
     t.destructive ? badge("toolDestructive", "destructive") : null] }));
   const servers = new Map(data.mcpServers.map((s) => [s.id, s]));
   const serverRow = (s, value, name, about) => ({ value, name, about, badges: [badge("transport" + s.transport, "transport")] });
-  const mcpRows = data.mcpServers.map((s) => serverRow(s, "mcp:" + s.id, s.name, T("mcpId") + ": " + s.id));
+  const mcpRows = [];
+  for (const s of data.mcpServers) {
+    mcpRows.push(serverRow(s, "mcp:" + s.id, s.name, T("mcpId") + ": " + s.id));
+    // Each of the server's tools, for a builder who wants some only.
+    for (const tool of s.tools || []) {
+      const row = serverRow(s, "mcp:" + s.id + "/" + tool.name, s.name + " / " + tool.name, tool.description || T("toolOneOf").replace("{server}", s.name));
+      if (tool.readOnly) row.badges.push(badge("toolReadOnly", "read-only"));
+      mcpRows.push(row);
+    }
+  }
   const offered = new Set(execRows.concat(mcpRows).map((r) => r.value));
   for (const value of chosen.filter((v) => !offered.has(v))) {
     if (!value.startsWith("mcp:")) { execRows.push({ value, name: value, missing: true }); continue; }
