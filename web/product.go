@@ -49,6 +49,9 @@ type Product struct {
 	// LoginLimit limits sign-in attempts per client; ChatLimit chat
 	// requests per user.
 	LoginLimit, ChatLimit *RateLimiter
+	// SandboxLimit limits each caller's calls of the sandbox service API
+	// (programs call it far more often than people chat).
+	SandboxLimit *RateLimiter
 }
 
 func (p *Product) sandboxAction(do func(context.Context, string) error) gin.HandlerFunc {

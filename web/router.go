@@ -156,22 +156,23 @@ func New(cfg Config) http.Handler {
 	api.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
 
 	// The sandbox service API (A1, docs/SANDBOX_API.md): programs with a
-	// personal or app key, or a signed-in session with its CSRF token.
-	// Its OpenAPI document is public.
+	// personal or app key, or a signed-in session with its CSRF token,
+	// each caller at most 100 calls a second. Its OpenAPI document is
+	// public.
 	r.GET("/api/sandbox/v1/openapi.json", SandboxOpenAPI)
-	sb := r.Group("/api/sandbox/v1", Authenticate(auth), RequireUser())
+	sb := r.Group("/api/sandbox/v1", Authenticate(auth), RequireUser(), p.SandboxLimit.Middleware(ByUser))
 	sb.GET("/tools", p.Sandbox.ToolList)
 	sb.GET("/sessions", p.Sandbox.ListSessions)
 	sb.POST("/sessions", p.Sandbox.CreateSession)
 	sb.GET("/sessions/:id", p.Sandbox.GetSession)
 	sb.DELETE("/sessions/:id", p.Sandbox.DeleteSession)
-	sb.POST("/sessions/:id/execute", p.ChatLimit.Middleware(ByUser), p.Sandbox.Execute)
-	sb.POST("/execute", p.ChatLimit.Middleware(ByUser), p.Sandbox.ExecuteOnce)
+	sb.POST("/sessions/:id/execute", p.Sandbox.Execute)
+	sb.POST("/execute", p.Sandbox.ExecuteOnce)
 	sb.POST("/warmup", p.Sandbox.Warmup)
 	sb.GET("/sessions/:id/files", p.Sandbox.Download)
 	sb.PUT("/sessions/:id/files", p.Sandbox.Upload)
-	sb.GET("/sessions/:id/mcp", p.ChatLimit.Middleware(ByUser), p.Sandbox.MCP)
-	sb.POST("/sessions/:id/mcp", p.ChatLimit.Middleware(ByUser), p.Sandbox.MCP)
+	sb.GET("/sessions/:id/mcp", p.Sandbox.MCP)
+	sb.POST("/sessions/:id/mcp", p.Sandbox.MCP)
 	sb.DELETE("/sessions/:id/mcp", p.Sandbox.MCP)
 
 	// Share links: login-free visitors of one app, known by a cookie of

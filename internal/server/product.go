@@ -102,6 +102,8 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			Limits: &web.RateLimiter{}, Now: time.Now},
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
+		// 100 calls a second per caller, 200 at once.
+		SandboxLimit: &web.RateLimiter{Every: 10 * time.Millisecond, Burst: 200},
 	}, nil
 }
 
