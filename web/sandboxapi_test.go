@@ -235,6 +235,20 @@ func TestSandboxAPI(t *testing.T) {
 		return len(after) == len(before), fmt.Sprintf("%d sandboxes, %d before", len(after), len(before))
 	})
 
+	// A deleted user's sessions go with them.
+	doomed := env.CreateUser(t, "sb-doomed", auth.RoleUser)
+	d := env.Bearer(env.APIKey(t, doomed))
+	var ds sessionView
+	expect(t, d, "POST", "/api/sandbox/v1/sessions", map[string]any{"start": true}, 201).JSON(t, &ds)
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	expect(t, admin, "DELETE", "/admin/api/users/"+doomed, nil, 200)
+	dscope := sessions.Session{ID: ds.ID, OwnerID: doomed}.Scope()
+	waitFor(t, "the deleted user's session to be deleted", func() (bool, string) {
+		_, rerr := svc.Manager.Lookup(ctx, dscope)
+		_, serr := svc.Sessions.Get(ctx, ds.ID)
+		return errors.Is(rerr, sandbox.ErrNotFound) && errors.Is(serr, sessions.ErrNotFound), fmt.Sprintf("record: %v, session: %v", rerr, serr)
+	})
+
 	// Deletion: answered at once, carried out by the workers.
 	if r := c.Do(t, "DELETE", "/api/sandbox/v1/sessions/"+s.ID, nil); r.Status != http.StatusAccepted {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)

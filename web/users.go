@@ -57,7 +57,9 @@ type UsersHandler struct {
 	Apps    OwnedApps
 	Chats   UserChats
 	Deleter SandboxDeleter
-	Now     func() time.Time
+	// Sessions are their sandbox service API sessions, deleted with them.
+	Sessions SessionStore
+	Now      func() time.Time
 }
 
 // accountError answers an error of the account store.
@@ -333,6 +335,21 @@ func (h *UsersHandler) Delete(c *gin.Context) {
 		for _, chatID := range ids {
 			if err := h.Chats.Delete(ctx, chatID); err != nil {
 				apiError(c, http.StatusInternalServerError, "the user's sandboxes are being deleted but a chat could not be; retry")
+				return
+			}
+		}
+	}
+	if h.Sessions != nil {
+		// Their service API sessions go the chats' way: the deletion
+		// tasks delete the sandboxes, then the records.
+		list, err := h.Sessions.List(ctx, id, nil)
+		if err != nil {
+			apiError(c, http.StatusInternalServerError, "could not list the user's sandbox sessions; retry later")
+			return
+		}
+		for _, s := range list {
+			if err := h.Deleter.DeleteChats(ctx, s.Scope().AppID, []string{s.ID}); err != nil {
+				apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the user's sandbox sessions; retry later")
 				return
 			}
 		}
