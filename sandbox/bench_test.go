@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,9 +41,12 @@ func benchManager(b *testing.B, p sandbox.Provider) *sandbox.Manager {
 	return m
 }
 
-func benchBwrap(b *testing.B) *bwrap.Provider {
+func benchBwrap(b *testing.B) *bwrap.Provider { return benchBwrapWith(b, bwrap.Config{}) }
+
+func benchBwrapWith(b *testing.B, cfg bwrap.Config) *bwrap.Provider {
 	b.Helper()
-	p, err := bwrap.New(bwrap.Config{Root: b.TempDir(), CgroupParent: "flowbox-bench"})
+	cfg.Root, cfg.CgroupParent = b.TempDir(), "flowbox-bench"
+	p, err := bwrap.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,6 +137,105 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.Run("docker/manager", func(b *testing.B) {
 		p := benchDocker(b)
 		execLoop(b, benchManager(b, p), p, scope("dm"))
+	})
+}
+
+// BenchmarkBwrapNamespace puts the two bwrap paths beside the bare
+// primitive, in turn so that all three see the same machine: a bare bwrap
+// running /bin/true, the manager on the per-command path (a bwrap per
+// command), and the manager through the long-lived namespace's agent. The
+// cold sub-benchmark is a new chat's first command (record, create, first
+// output of echo hi) on each path. Each reports p50s and the ratios.
+//
+//	go test -run '^$' -bench BwrapNamespace -benchtime 200x ./sandbox/
+func BenchmarkBwrapNamespace(b *testing.B) {
+	bin := testenv.EngineBinary(b)
+	per, ns := benchBwrap(b), benchBwrapWith(b, bwrap.Config{AgentBinary: bin})
+	mPer, mNs := benchManager(b, per), benchManager(b, ns)
+	ctx := context.Background()
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds()) / 1000
+	}
+	b.Run("warm", func(b *testing.B) {
+		sPer := sandbox.Scope{AppID: "bench", UserID: "u", ChatID: fmt.Sprintf("per-%d", time.Now().UnixNano())}
+		sNs := sandbox.Scope{AppID: "bench", UserID: "u", ChatID: fmt.Sprintf("ns-%d", time.Now().UnixNano())}
+		for _, s := range []struct {
+			m  *sandbox.Manager
+			sc sandbox.Scope
+		}{{mPer, sPer}, {mNs, sNs}} {
+			if _, err := s.m.Exec(ctx, s.sc, sandbox.ExecRequest{Command: "true", Timeout: 10 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.m.Delete(context.Background(), s.sc.SandboxID()) })
+		}
+		args := bareBwrapArgs()
+		var bare, perCmd, agent, agentProvider []time.Duration
+		run := func(m *sandbox.Manager, sc sandbox.Scope) time.Duration {
+			start := time.Now()
+			if res, err := m.Exec(ctx, sc, sandbox.ExecRequest{Command: "true", Timeout: 10 * time.Second}); err != nil || res.ExitCode != 0 {
+				b.Fatalf("exec: %+v %v", res, err)
+			}
+			return time.Since(start)
+		}
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			if out, err := exec.Command("bwrap", args...).CombinedOutput(); err != nil {
+				b.Fatalf("bare bwrap: %v %s", err, out)
+			}
+			bare = append(bare, time.Since(start))
+			perCmd = append(perCmd, run(mPer, sPer))
+			agent = append(agent, run(mNs, sNs))
+			start = time.Now()
+			if _, err := ns.Exec(ctx, sNs.SandboxID(), sandbox.ExecRequest{Command: "true", Timeout: 10 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+			agentProvider = append(agentProvider, time.Since(start))
+		}
+		b.StopTimer()
+		pb, pp, pa := p50(bare), p50(perCmd), p50(agent)
+		b.ReportMetric(pb, "bare-p50-ms")
+		b.ReportMetric(pp, "percommand-p50-ms")
+		b.ReportMetric(pa, "namespace-p50-ms")
+		b.ReportMetric(pa/pb, "namespace/bare")
+		b.ReportMetric(p50(agentProvider), "namespace-provider-p50-ms")
+	})
+	b.Run("cold", func(b *testing.B) {
+		var perCmd, agent []time.Duration
+		var made []func()
+		b.Cleanup(func() {
+			for _, del := range made {
+				del()
+			}
+		})
+		cold := func(m *sandbox.Manager, i int, name string) time.Duration {
+			s := sandbox.Scope{AppID: "bench", UserID: "u", ChatID: fmt.Sprintf("cold-%s-%d-%d", name, i, time.Now().UnixNano())}
+			first := make(chan time.Time, 1)
+			start := time.Now()
+			res, err := m.Exec(ctx, s, sandbox.ExecRequest{Command: "echo hi", Timeout: 30 * time.Second,
+				OnOutput: func(sandbox.Stream, []byte) {
+					select {
+					case first <- time.Now():
+					default:
+					}
+				}})
+			if err != nil || res.Stdout != "hi\n" {
+				b.Fatalf("cold exec: %+v %v", res, err)
+			}
+			made = append(made, func() { _ = m.Delete(context.Background(), s.SandboxID()) })
+			return (<-first).Sub(start)
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			perCmd = append(perCmd, cold(mPer, i, "per"))
+			agent = append(agent, cold(mNs, i, "ns"))
+		}
+		b.StopTimer()
+		pp, pa := p50(perCmd), p50(agent)
+		b.ReportMetric(pp, "percommand-p50-ms")
+		b.ReportMetric(pa, "namespace-p50-ms")
+		b.ReportMetric(pa/pp, "namespace/percommand")
 	})
 }
 

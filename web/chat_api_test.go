@@ -332,7 +332,7 @@ func clientDisconnect(t *testing.T, chunked bool) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	chatAPIReadSSE(t, resp.Body, func(ev sseEvent) bool { return ev.name != "toolOutput" })
-	if pids, _ := provider.Processes(sandboxID); len(pids) == 0 {
+	if pids, _ := provider.CommandProcesses(sandboxID); len(pids) == 0 {
 		t.Fatal("the command is not running when the client leaves")
 	}
 	cancel()
@@ -340,14 +340,14 @@ func clientDisconnect(t *testing.T, chunked bool) {
 	// (120 s), which would also end it: ending within it is the client's
 	// doing.
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if pids, _ := provider.Processes(sandboxID); len(pids) == 0 {
+		if pids, _ := provider.CommandProcesses(sandboxID); len(pids) == 0 {
 			if n := len(e.model.Requests()); n != 1 {
 				t.Fatalf("%d model requests; the run must stop with the client", n)
 			}
 			return
 		}
 	}
-	pids, _ := provider.Processes(sandboxID)
+	pids, _ := provider.CommandProcesses(sandboxID)
 	t.Fatalf("processes %v still run 60s after the client left", pids)
 }
 

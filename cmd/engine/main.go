@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -102,6 +103,13 @@ func setup() (config.Config, *slog.Logger, error) {
 	cfg, err := config.Load()
 	if err != nil {
 		return cfg, nil, err
+	}
+	if cfg.Sandbox.BwrapAgentBinary == "" {
+		// This binary is an engine: bwrap sandboxes run its command agent
+		// in one long-lived namespace each.
+		if exe, err := os.Executable(); err == nil {
+			cfg.Sandbox.BwrapAgentBinary, _ = filepath.EvalSymlinks(exe)
+		}
 	}
 	log, err := newLogger(cfg.LogLevel)
 	return cfg, log, err

@@ -134,21 +134,26 @@ type Workers struct {
 
 // Sandbox configures the sandbox provider and its limits.
 type Sandbox struct {
-	Provider          string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | host (default auto)
-	AllowUnsafeHost   bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
-	Network           bool    // FLOWBOX_SANDBOX_NETWORK (default false)
-	CPUs              float64 // FLOWBOX_SANDBOX_CPUS (default 1)
-	MemoryMiB         int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
-	Pids              int64   // FLOWBOX_SANDBOX_PIDS (default 256)
-	DiskGiB           int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
-	Root              string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
-	PolicyFile        string  // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
-	DockerHost        string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
-	DockerImage       string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
-	DockerShell       string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
-	DockerRoot        string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
-	DockerDaemonRoot  string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
-	DockerAgentBinary string  // FLOWBOX_DOCKER_AGENT_BINARY: the static engine binary each container runs as its command agent (empty: the engine itself when static, else a docker exec per command; none: a docker exec per command)
+	Provider         string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | host (default auto)
+	AllowUnsafeHost  bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
+	Network          bool    // FLOWBOX_SANDBOX_NETWORK (default false)
+	CPUs             float64 // FLOWBOX_SANDBOX_CPUS (default 1)
+	MemoryMiB        int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
+	Pids             int64   // FLOWBOX_SANDBOX_PIDS (default 256)
+	DiskGiB          int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
+	Root             string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
+	PolicyFile       string  // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
+	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
+	DockerImage      string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
+	DockerShell      string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRoot       string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
+	DockerDaemonRoot string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+	// BwrapAgentBinary is the engine binary whose command agent runs each
+	// running bwrap sandbox's commands in one long-lived namespace.
+	// FLOWBOX_BWRAP_AGENT_BINARY (default: the engine itself; none: a
+	// bwrap per command).
+	BwrapAgentBinary  string
+	DockerAgentBinary string // FLOWBOX_DOCKER_AGENT_BINARY: the static engine binary each container runs as its command agent (empty: the engine itself when static, else a docker exec per command; none: a docker exec per command)
 
 	// DockerDaemonAgentBinary is the agent binary (DockerAgentBinary, or
 	// the engine itself) as the Docker daemon sees it, for an engine that
@@ -305,6 +310,7 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.DockerShell = str("FLOWBOX_DOCKER_SHELL", "/bin/bash")
 	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
+	s.BwrapAgentBinary = str("FLOWBOX_BWRAP_AGENT_BINARY", "")
 	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
 	s.DockerDaemonAgentBinary = str("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY", "")
 	s.DockerDaemonFilesDir = str("FLOWBOX_DOCKER_DAEMON_FILES_DIR", "")
@@ -326,6 +332,9 @@ func Parse(getenv func(string) string) (Config, error) {
 	}
 	if s.Provider == "host" && c.Mode == "production" {
 		errs = append(errs, "FLOWBOX_SANDBOX_PROVIDER=host is refused in production mode: it gives commands the engine's privileges; use bwrap or docker")
+	}
+	if b := s.BwrapAgentBinary; b != "" && b != "none" && !filepath.IsAbs(b) {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_BWRAP_AGENT_BINARY=%q: use an absolute path, or none for a bwrap per command", b))
 	}
 	// "none" is docker.NoAgent.
 	if b := s.DockerAgentBinary; b != "" && b != "none" && !filepath.IsAbs(b) {

@@ -262,7 +262,11 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 	}
 	build := map[string]func() (sandbox.Provider, error){
 		"bwrap": func() (sandbox.Provider, error) {
-			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy})
+			agentBin := sc.BwrapAgentBinary
+			if agentBin == "none" {
+				agentBin = ""
+			}
+			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy, AgentBinary: agentBin, Logger: log})
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,10 @@ type Provider struct {
 	ctls     []string // cgroup controllers in use
 	probeErr error
 	sysArgs  []string // read-only system mounts, computed once
+	// nsFailed holds when a sandbox's namespace last failed to start.
+	nsFailed sync.Map // id → time.Time
+	// nsStarting holds the sandboxes whose namespace this process starts.
+	nsStarting sync.Map // id → true
 }
 
 var _ sandbox.Provider = (*Provider)(nil)
@@ -55,6 +60,13 @@ func New(cfg Config) (*Provider, error) {
 }
 
 func (p *Provider) Name() string { return "bwrap" }
+
+func (p *Provider) log() *slog.Logger {
+	if p.cfg.Logger != nil {
+		return p.cfg.Logger
+	}
+	return slog.Default()
+}
 
 func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true,
@@ -219,6 +231,8 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := os.Remove(p.stoppedMark(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
+	// A namespace that failed before a stop may start now.
+	p.nsFailed.Delete(id)
 	return nil
 }
 
@@ -298,6 +312,12 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
+	}
+	if p.usesAgent() {
+		if res, handled, err := p.execAgent(ctx, id, m, req, timeout); handled {
+			return res, err
+		}
+		defer p.startInBackground(id, m)
 	}
 
 	// fd 3: bwrap reports the sandbox's init PID, then the exit code.
@@ -413,13 +433,33 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 // argv returns the bwrap command line for one command in the sandbox
 // that m describes.
 func (p *Provider) argv(id string, m meta, command string) []string {
+	argv := p.namespaceArgs(id, m, true)
+	shell := sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, command)
+	if len(m.Egress) == 0 {
+		return append(append(argv, "--"), shell...)
+	}
+	// Each command has a network namespace of its own: its forwarder
+	// listens there before the command starts, and ends with it.
+	argv = append(argv, "--", forwarderPath, "egress-forward",
+		"-listen", egress.ListenAddr, "-socket", egress.SocketPath, "--")
+	return append(argv, shell...)
+}
+
+// namespaceArgs are bwrap's options for the sandbox that m describes: its
+// namespaces, mounts and environment, up to the program to run. A
+// command's bwrap dies with the engine (dieWithParent); the long-lived
+// namespace of the agent outlives it, as a container does.
+func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) []string {
 	withEgress := len(m.Egress) > 0
 	argv := []string{p.bwrap, "--unshare-all"}
 	if m.Network {
 		argv = append(argv, "--share-net")
 	}
+	if dieWithParent {
+		argv = append(argv, "--die-with-parent")
+	}
 	argv = append(argv,
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--new-session", "--cap-drop", "ALL",
 		"--json-status-fd", "3", "--block-fd", "4",
 		"--hostname", "sandbox",
 	)
@@ -451,19 +491,13 @@ func (p *Provider) argv(id string, m meta, command string) []string {
 		"--setenv", "LANG", "C.UTF-8",
 		"--setenv", "TERM", "dumb",
 	)
-	shell := sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, command)
-	if !withEgress {
-		return append(append(argv, "--"), shell...)
+	if withEgress {
+		for _, kv := range egress.Env() {
+			k, v, _ := strings.Cut(kv, "=")
+			argv = append(argv, "--setenv", k, v)
+		}
 	}
-	for _, kv := range egress.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		argv = append(argv, "--setenv", k, v)
-	}
-	// Each command has a network namespace of its own: its forwarder
-	// listens there before the command starts, and ends with it.
-	argv = append(argv, "--", forwarderPath, "egress-forward",
-		"-listen", egress.ListenAddr, "-socket", egress.SocketPath, "--")
-	return append(argv, shell...)
+	return argv
 }
 
 // systemMounts binds the host's /usr read-only, mirrors the top-level
@@ -501,6 +535,12 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 	if _, err := os.Stat(p.dir(id)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	// Never in the middle of a namespace's start (see lockNamespace).
+	unlock, err := p.lockNamespace(id)
+	if err != nil {
+		return fmt.Errorf("bwrap stop %s: %w", id, err)
+	}
+	defer unlock()
 	if err := os.WriteFile(p.stoppedMark(id), nil, 0o600); err != nil {
 		return fmt.Errorf("bwrap stop %s: %w", id, err)
 	}
@@ -518,6 +558,11 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	unlock, err := p.lockNamespace(id)
+	if err != nil {
+		return fmt.Errorf("bwrap delete %s: %w", id, err)
+	}
+	defer unlock()
 	errs := []error{p.closeEgress(id)}
 	if err := p.cg.killAll(id, 10*time.Second); err != nil {
 		errs = append(errs, err)
@@ -575,6 +620,30 @@ func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
 // Processes returns the PIDs currently in the sandbox's cgroup; tests use
 // it to prove nothing outlives a command.
 func (p *Provider) Processes(id string) ([]int, error) { return p.cg.pids(id) }
+
+// CommandProcesses is Processes without the long-lived namespace's own
+// (its bwrap, bwrap's init inside, the agent): what commands started.
+// Told apart by their command lines, which a command could imitate; it is
+// for tests and operators, not for decisions.
+func (p *Provider) CommandProcesses(id string) ([]int, error) {
+	pids, err := p.cg.pids(id)
+	if err != nil {
+		return nil, err
+	}
+	out := pids[:0]
+	for _, pid := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if len(b) == 0 {
+			continue // a zombie its parent is about to reap
+		}
+		argv0, rest, _ := strings.Cut(string(b), "\x00")
+		if p.usesAgent() && (argv0 == p.bwrap && strings.Contains(rest, agentBinPath) || argv0 == agentBinPath) {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out, nil
+}
 
 // tailBuffer keeps the last 4 KiB written, for bwrap's own error message.
 type tailBuffer struct{ b []byte }

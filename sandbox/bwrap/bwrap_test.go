@@ -8,21 +8,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
 )
 
 // newProvider returns a provider on a private root and cgroup parent, or
 // skips (fails under FLOWBOX_TEST_REQUIRE=bwrap) when bwrap cannot run.
-func newProvider(t *testing.T) *bwrap.Provider {
+func newProvider(t *testing.T) *bwrap.Provider { return newProviderWith(t, bwrap.Config{}) }
+
+// newProviderWith is newProvider with cfg's other fields.
+func newProviderWith(t *testing.T, cfg bwrap.Config) *bwrap.Provider {
 	t.Helper()
-	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"})
+	cfg.Root, cfg.CgroupParent = t.TempDir(), "flowbox-test"
+	p, err := bwrap.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +38,19 @@ func newProvider(t *testing.T) *bwrap.Provider {
 }
 
 func TestConformance(t *testing.T) {
-	sandboxtest.Run(t, sandboxtest.Harness{
-		New: func(t *testing.T) sandbox.Provider { return newProvider(t) },
+	sandboxtest.Run(t, harness(func(t *testing.T) sandbox.Provider { return newProvider(t) }))
+}
+
+// TestConformanceNamespace runs the suite with the long-lived namespace:
+// each running sandbox's commands go through the agent in it.
+func TestConformanceNamespace(t *testing.T) {
+	bin := testenv.EngineBinary(t)
+	sandboxtest.Run(t, harness(func(t *testing.T) sandbox.Provider { return newProviderWith(t, bwrap.Config{AgentBinary: bin}) }))
+}
+
+func harness(newP func(t *testing.T) sandbox.Provider) sandboxtest.Harness {
+	return sandboxtest.Harness{
+		New: newP,
 		Processes: func(t *testing.T, p sandbox.Provider, id string) []string {
 			pids, err := p.(*bwrap.Provider).Processes(id)
 			if err != nil {
@@ -61,7 +79,7 @@ func TestConformance(t *testing.T) {
 			}
 			return left
 		},
-	})
+	}
 }
 
 // A running command is inside the sandbox's cgroups, and the groups carry
@@ -137,5 +155,143 @@ func TestMountSourceGone(t *testing.T) {
 	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "ls /workspace/uploads && echo ok", Timeout: 10 * time.Second})
 	if err != nil || res.Stdout != "ok\n" {
 		t.Fatalf("Exec once the source is back: %+v, %v; want ok", res, err)
+	}
+}
+
+// agentPids are the sandbox's processes that run the agent.
+func agentPids(t *testing.T, p *bwrap.Provider, id string) []int {
+	t.Helper()
+	pids, err := p.Processes(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, pid := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(b), "sandbox-agent") && !strings.HasPrefix(string(b), "bwrap") && !strings.Contains(string(b), "/bwrap\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// cmdlines are the processes' command lines, for failures.
+func cmdlines(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+	}
+	return out
+}
+
+// waitAgent waits until the sandbox has one agent and it listens at its
+// socket under root, and returns it.
+func waitAgent(t *testing.T, p *bwrap.Provider, root, id string) []int {
+	t.Helper()
+	sock := filepath.Join(root, id, "run", "agent.sock")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pids := agentPids(t, p, id); len(pids) == 1 {
+			if c, err := agent.Dial(context.Background(), sock); err == nil {
+				c.Close()
+				return pids
+			}
+		}
+	}
+	all, _ := p.Processes(id)
+	t.Fatalf("the sandbox's agent: %v, want one; its processes: %v", agentPids(t, p, id), cmdlines(all))
+	return nil
+}
+
+// TestNamespace: with an agent binary, a running sandbox's commands go
+// through one long-lived namespace that another provider (an engine
+// restarted, a replica on this machine) finds and uses; Stop ends it and
+// the state outlives it; a namespace killed from outside is started
+// again; an agent that cannot start leaves commands to the per-command
+// path.
+func TestNamespace(t *testing.T) {
+	bin := testenv.EngineBinary(t)
+	cfg := bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", AgentBinary: bin}
+	p, err := bwrap.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	ctx := context.Background()
+	id := sandboxtest.NewID(t)
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), id) })
+	run := func(p *bwrap.Provider, cmd string) string {
+		t.Helper()
+		res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: cmd, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return res.Stdout + res.Stderr
+	}
+	// The first command runs in a bwrap of its own and starts the
+	// namespace meanwhile.
+	run(p, "mkdir -p /workspace/w && cd /workspace/w && export A=7")
+	first := waitAgent(t, p, cfg.Root, id)
+	if got := run(p, "echo $A $PWD"); got != "7 /workspace/w\n" {
+		t.Errorf("state through the agent: %q", got)
+	}
+	// What a command leaves in the background ends with it; the
+	// namespace's own processes stay.
+	run(p, "sleep 300 & setsid sleep 301 &")
+	if pids, err := p.CommandProcesses(id); err != nil || len(pids) != 0 {
+		t.Errorf("processes left by commands: %v, %v", cmdlines(pids), err)
+	}
+
+	// Another provider on the same machine uses the same namespace.
+	other, err := bwrap.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(other, "echo $A"); got != "7\n" {
+		t.Errorf("from another provider: %q", got)
+	}
+	if again := agentPids(t, p, id); len(again) != 1 || again[0] != first[0] {
+		t.Errorf("agents after another provider's command: %v, want still %v", again, first)
+	}
+
+	// Stop ends it; the state is the sandbox's.
+	if err := p.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := p.Processes(id); len(pids) != 0 {
+		t.Errorf("processes after Stop: %v", pids)
+	}
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(p, "echo $A $PWD"); got != "7 /workspace/w\n" {
+		t.Errorf("state after stop and start: %q", got)
+	}
+	// A namespace killed from outside is started again.
+	pids := waitAgent(t, p, cfg.Root, id)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := run(p, "echo $A"); got != "7\n" {
+		t.Errorf("after the agent was killed: %q", got)
+	}
+	if now := waitAgent(t, p, cfg.Root, id); slices.Contains(pids, now[0]) {
+		t.Errorf("agents after the kill: %v (killed %v)", now, pids)
+	}
+
+	// A binary that is no agent: commands run, each in a bwrap of its own.
+	broken := newProviderWith(t, bwrap.Config{AgentBinary: "/usr/bin/true"})
+	bid := sandboxtest.NewID(t)
+	if err := broken.Ensure(ctx, sandbox.Spec{ID: bid}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { broken.Delete(context.Background(), bid) })
+	res, err := broken.Exec(ctx, bid, sandbox.ExecRequest{Command: "echo fallback", Timeout: 10 * time.Second})
+	if err != nil || res.Stdout != "fallback\n" {
+		t.Errorf("with a broken agent binary: %+v, %v", res, err)
 	}
 }

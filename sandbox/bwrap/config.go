@@ -1,5 +1,7 @@
 // Package bwrap runs sandboxes with bubblewrap: no daemon, one fresh set of
-// namespaces per command, the host's system mounted read-only, a private
+// namespaces per command (or, with Config.AgentBinary, one long-lived
+// namespace per running sandbox with the command agent in it), the host's
+// system mounted read-only, a private
 // /tmp, no network unless asked, and memory, process-count and CPU limits
 // through a per-sandbox cgroup (v1). The sandbox's workspace, shell state
 // and home are host directories under Config.Root; the engine's
@@ -13,6 +15,8 @@
 package bwrap
 
 import (
+	"log/slog"
+
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
@@ -49,6 +53,15 @@ type Config struct {
 	// with an allowlist. The host's libraries are visible in the sandbox,
 	// so it need not be static. Default: this process's executable.
 	ForwarderBinary string
+	// AgentBinary is an engine binary, as this process sees it, whose
+	// sandbox-agent command runs a running sandbox's commands in one
+	// long-lived namespace (see agent_linux.go); it need not be static.
+	// Empty: every command is a bwrap of its own. The engine sets its own
+	// executable.
+	AgentBinary string
+	// Logger receives what is not returned (a namespace out of reach).
+	// Default slog.Default().
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {

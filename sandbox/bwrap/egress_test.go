@@ -12,7 +12,6 @@ import (
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
-	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
 	"github.com/flowbox/flowbox/sandbox/egress"
 	"github.com/flowbox/flowbox/sandbox/egress/egresstest"
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
@@ -22,14 +21,24 @@ import (
 // HTTPS through the proxy, and nothing else: a denied name, IP literals
 // and a name resolving to a private address are refused with 403, and
 // every connection is audited. A sandbox without one reaches nothing.
-func TestEgressBwrap(t *testing.T) {
+func TestEgressBwrap(t *testing.T) { egressBwrap(t, false) }
+
+// TestEgressBwrapNamespace: the same through the long-lived namespace,
+// whose agent forwards its port to the proxy.
+func TestEgressBwrapNamespace(t *testing.T) { egressBwrap(t, true) }
+
+func egressBwrap(t *testing.T, namespace bool) {
 	env := egresstest.New(t)
-	p, err := bwrap.New(bwrap.Config{
+	cfg := bwrap.Config{
 		Root: t.TempDir(), CgroupParent: "flowbox-test",
 		Egress: env.Proxy,
 		// The engine binary: the test binary has no egress-forward.
-		ForwarderBinary: dockertest.AgentBinary(t),
-	})
+		ForwarderBinary: testenv.EngineBinary(t),
+	}
+	if namespace {
+		cfg.AgentBinary = cfg.ForwarderBinary
+	}
+	p, err := bwrap.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

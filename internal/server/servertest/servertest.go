@@ -81,10 +81,13 @@ func Start(t testing.TB, opts Options) *Env {
 
 	uri, db := mongotest.URI(t)
 	env := map[string]string{
-		"FLOWBOX_DATA_DIR":                 t.TempDir(),
-		"FLOWBOX_MONGODB_URI":              uri,
-		"FLOWBOX_MONGODB_DB":               db.Name(),
-		"FLOWBOX_SANDBOX_PROVIDER":         "bwrap",
+		"FLOWBOX_DATA_DIR":         t.TempDir(),
+		"FLOWBOX_MONGODB_URI":      uri,
+		"FLOWBOX_MONGODB_DB":       db.Name(),
+		"FLOWBOX_SANDBOX_PROVIDER": "bwrap",
+		// As engine serve runs them: each running sandbox one namespace
+		// with the command agent in it.
+		"FLOWBOX_BWRAP_AGENT_BINARY":       testenv.EngineBinary(t),
 		"FLOWBOX_ADMIN_USER":               AdminName,
 		"FLOWBOX_ADMIN_PASSWORD":           AdminPassword,
 		"FLOWBOX_ADMIN_TOKEN":              AdminToken,

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -228,59 +227,16 @@ func writeRootfs(w io.Writer, busybox []byte, applets []string) error {
 	return tw.Close()
 }
 
-var agentBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // AgentBinary returns a static engine binary to run as the sandboxes'
-// agent (docker.Config.AgentBinary), built from this module once per test
-// binary; the first build may take a minute. It is kept in one place in
-// the temporary directory, replaced atomically by each build, so that the
-// daemon, on this machine, sees it at the same path.
+// agent (docker.Config.AgentBinary): testenv.EngineBinary, which the
+// daemon, on this machine, sees at the same path.
 func AgentBinary(t testing.TB) string {
 	t.Helper()
-	agentBuild.once.Do(func() { agentBuild.path, agentBuild.err = buildAgent() })
-	if agentBuild.err != nil {
-		t.Fatalf("dockertest: build the agent: %v", agentBuild.err)
+	path := testenv.EngineBinary(t)
+	if err := checkStatic(path); err != nil {
+		t.Fatalf("dockertest: %v", err)
 	}
-	return agentBuild.path
-}
-
-func buildAgent() (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	dir := filepath.Join(os.TempDir(), "flowbox-dockertest")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(dir, "flowbox-agent-*")
-	if err != nil {
-		return "", err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), "./cmd/engine")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("CGO_ENABLED=0 go build ./cmd/engine: %w\n%s", err, out)
-	}
-	if err := checkStatic(tmp.Name()); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "flowbox-agent")
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", err
-	}
-	return path, nil
+	return path
 }
 
 // checkStatic fails unless the binary at path needs no dynamic loader:
@@ -297,23 +253,4 @@ func checkStatic(path string) error {
 		}
 	}
 	return nil
-}
-
-// moduleRoot finds this module's root above the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(data), "module github.com/flowbox/flowbox\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("the flowbox module's root is not above the working directory")
-		}
-		dir = parent
-	}
 }
