@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
@@ -207,6 +208,18 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	}
 	if fresh {
 		cleanup = append(cleanup, func() error { return p.cg.remove(id) })
+	}
+	// The workspace on a filesystem of its own when there is a disk
+	// limit: made with the sandbox, mounted whenever it starts.
+	var gib int64
+	if fresh {
+		gib = lim.DiskGiB
+	}
+	if err := p.mountWorkspace(id, gib); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	if fresh {
+		cleanup = append(cleanup, func() error { return diskimage.Unmount(p.workspace(id)) })
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
 		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts}
@@ -568,6 +581,11 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, p.cg.remove(id))
+	if err := diskimage.Unmount(p.workspace(id)); err != nil {
+		// Removing the directory now would empty the image's files
+		// through the mount and leave the mount behind.
+		return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
+	}
 	if err := os.RemoveAll(p.dir(id)); err != nil {
 		errs = append(errs, err)
 	}

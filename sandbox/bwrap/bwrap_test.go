@@ -270,17 +270,32 @@ func TestNamespace(t *testing.T) {
 	if got := run(p, "echo $A $PWD"); got != "7 /workspace/w\n" {
 		t.Errorf("state after stop and start: %q", got)
 	}
-	// A namespace killed from outside is started again.
+	// A namespace killed from outside is started again after a later
+	// command (one whose start fails is tried again nsRetry later, so
+	// this gives it commands for longer than that).
 	pids := waitAgent(t, p, cfg.Root, id)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	time.Sleep(100 * time.Millisecond)
-	if got := run(p, "echo $A"); got != "7\n" {
-		t.Errorf("after the agent was killed: %q", got)
+	// Gone: a command sent to an agent while it dies fails, as it should.
+	for slices.ContainsFunc(pids, func(pid int) bool { return syscall.Kill(pid, 0) == nil }) {
+		time.Sleep(10 * time.Millisecond)
 	}
-	if now := waitAgent(t, p, cfg.Root, id); slices.Contains(pids, now[0]) {
-		t.Errorf("agents after the kill: %v (killed %v)", now, pids)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if got := run(p, "echo $A"); got != "7\n" {
+			t.Errorf("after the agent was killed: %q", got)
+		}
+		now := agentPids(t, p, id)
+		if c, err := agent.Dial(ctx, filepath.Join(cfg.Root, id, "run", "agent.sock")); err == nil {
+			c.Close()
+			if len(now) != 1 || slices.Contains(pids, now[0]) {
+				t.Errorf("agents after the kill: %v (killed %v)", now, pids)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no agent listens 30 s after the kill; agents %v", now)
+		}
 	}
 
 	// A binary that is no agent: commands run, each in a bwrap of its own.
@@ -293,5 +308,90 @@ func TestNamespace(t *testing.T) {
 	res, err := broken.Exec(ctx, bid, sandbox.ExecRequest{Command: "echo fallback", Timeout: 10 * time.Second})
 	if err != nil || res.Stdout != "fallback\n" {
 		t.Errorf("with a broken agent binary: %+v, %v", res, err)
+	}
+}
+
+// TestDiskLimit: a sandbox with a disk limit has its workspace on a
+// filesystem of that size; filling it fails with "no space" inside the
+// sandbox only, freeing space works again, the files are reachable while
+// it is stopped and survive a start, and delete leaves no mount behind.
+func TestDiskLimit(t *testing.T) {
+	t.Run("per command", func(t *testing.T) { diskLimit(t, newProvider(t)) })
+	t.Run("namespace", func(t *testing.T) {
+		diskLimit(t, newProviderWith(t, bwrap.Config{AgentBinary: testenv.EngineBinary(t)}))
+	})
+}
+
+func diskLimit(t *testing.T, p *bwrap.Provider) {
+	ctx := context.Background()
+	id, other := sandboxtest.NewID(t), sandboxtest.NewID(t)
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id, Limits: sandbox.Limits{DiskGiB: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), id) })
+	if err := p.Ensure(ctx, sandbox.Spec{ID: other}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), other) })
+	run := func(id, cmd string) sandbox.ExecResult {
+		t.Helper()
+		res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: cmd, Timeout: 60 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return res
+	}
+	var size int64
+	if _, err := fmt.Sscan(run(id, "df -k --output=size /workspace | tail -1").Stdout, &size); err != nil || size < 900_000 || size > 1_100_000 {
+		t.Errorf("the workspace's size: %d KiB (%v), want about 1 GiB", size, err)
+	}
+	if res := run(id, "fallocate -l 900M /workspace/big && echo fits"); res.Stdout != "fits\n" {
+		t.Fatalf("900 MiB in 1 GiB: %+v", res)
+	}
+	res := run(id, "fallocate -l 200M /workspace/more")
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "No space left on device") {
+		t.Errorf("past the limit: %+v, want No space left on device", res)
+	}
+	// The other sandbox, without a limit, is not held back.
+	if res := run(other, "fallocate -l 200M /workspace/more && echo fine"); res.Stdout != "fine\n" {
+		t.Errorf("another sandbox: %+v", res)
+	}
+	if res := run(id, "rm /workspace/big && echo kept > /workspace/note && cat /workspace/note"); res.Stdout != "kept\n" {
+		t.Errorf("after freeing space: %+v", res)
+	}
+	// The files are in the image, reachable while the sandbox is stopped
+	// and after it started again.
+	if err := p.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := p.Files(ctx, id); err != nil {
+		t.Fatal(err)
+	} else if b, err := fs.ReadFile(ctx, "note", 100); err != nil || string(b) != "kept\n" {
+		t.Errorf("the files of the stopped sandbox: %q, %v", b, err)
+	}
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id, Limits: sandbox.Limits{DiskGiB: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(id, "cat /workspace/note"); res.Stdout != "kept\n" {
+		t.Errorf("after stop and start: %+v", res)
+	}
+	mounts := func() string {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, id) {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if mounts() == "" {
+		t.Error("the workspace is not a mount while the sandbox runs")
+	}
+	if err := p.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if m := mounts(); m != "" {
+		t.Errorf("mounts left after delete:\n%s", m)
 	}
 }

@@ -9,9 +9,10 @@
 // marked read-only read-only.
 //
 // It must never expose the host's /etc wholesale, its network, or any
-// process outside the command's own PID namespace. Processes a command
-// leaves in the background end with it: each command has its own PID
-// namespace. Disk use is not limited.
+// process outside the sandbox's PID namespace. Processes a command leaves
+// in the background end with it: on the per-command path with its PID
+// namespace, in the long-lived namespace by the agent's hand. A disk limit makes the workspace a filesystem of that size
+// (package diskimage).
 package bwrap
 
 import (

@@ -38,6 +38,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
@@ -89,8 +90,9 @@ type Config struct {
 	Network string
 	// DefaultLimits fill the zero fields of a spec's Limits. Zero fields
 	// here fall back to 1 CPU, 512 MiB of memory (no swap) and 256
-	// processes. DiskGiB is not enforced: overlay2 quotas need XFS with
-	// project quotas.
+	// processes. DiskGiB limits the workspace (package diskimage), not the
+	// image's own writable layer: overlay2 quotas need XFS with project
+	// quotas.
 	DefaultLimits sandbox.Limits
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	// Default DefaultStopTimeout. The container's main process exits at
@@ -339,6 +341,11 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	_, err := p.cli.ContainerRemove(ctx, ContainerName(id), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return p.apiErr("delete sandbox "+id, err)
+	}
+	// The workspace's filesystem, if it has a disk limit, before its
+	// files: removing them through the mount would leave the mount.
+	if err := diskimage.Unmount(p.workspaceDir(id)); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	// RemoveAll does not follow links, so links the sandbox planted in its
 	// workspace cannot make it delete anything outside.

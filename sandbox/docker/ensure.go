@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
@@ -85,8 +86,12 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) error {
 		return p.ensureErr(id, fmt.Errorf("it is being deleted: %w", sandbox.ErrUnavailable))
 	}
 	// created, exited, restarting: the bind-mounted directories must exist
-	// for the start to succeed.
+	// for the start to succeed, the workspace's filesystem mounted (after
+	// a reboot of the host).
 	if err := p.makeDirs(id); err != nil {
+		return p.ensureErr(id, err)
+	}
+	if err := diskimage.Ensure(p.diskImage(id), p.workspaceDir(id), 0); err != nil {
 		return p.ensureErr(id, err)
 	}
 	if err := p.start(ctx, id); err != nil {
@@ -196,6 +201,23 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		})
 	}
 
+	// A disk limit: the workspace on a filesystem of that size (package
+	// diskimage), mounted before the container binds the directory.
+	if gib := mergeLimits(spec.Limits, p.cfg.DefaultLimits).DiskGiB; gib > 0 {
+		if d := p.cfg.DaemonWorkspaceRoot; d != "" && filepath.Clean(d) != filepath.Clean(p.cfg.WorkspaceRoot) {
+			return fmt.Errorf("a %d GiB disk limit needs the engine on the Docker daemon's host, which would not see the workspace's filesystem "+
+				"(FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT is set); leave FLOWBOX_SANDBOX_DISK_GIB unset here", gib)
+		}
+		img := p.diskImage(id)
+		undo.add("remove the workspace's image", func(context.Context) error {
+			return errors.Join(ignoreMissing(os.Remove(img)), ignoreMissing(os.Remove(img+".lock")))
+		})
+		if err := diskimage.Ensure(img, p.workspaceDir(id), gib); err != nil {
+			return err
+		}
+		undo.add("unmount the workspace", func(context.Context) error { return diskimage.Unmount(p.workspaceDir(id)) })
+	}
+
 	created, err := p.cli.ContainerCreate(ctx, p.createOptions(spec))
 	if cerrdefs.IsConflict(err) {
 		// Another caller, maybe another engine, created it: use theirs.
@@ -224,6 +246,18 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		return p.apiErr("start the container", err)
 	}
 	return nil
+}
+
+// diskImage is the sandbox's workspace image, when it has a disk limit:
+// beside its directories, out of the container's reach.
+func (p *Provider) diskImage(id string) string { return filepath.Join(p.hostDir(id), "workspace.img") }
+
+// ignoreMissing is err unless it says the file was not there.
+func ignoreMissing(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 func isNotEmpty(err error) bool {
