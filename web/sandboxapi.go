@@ -527,7 +527,9 @@ func (h *SandboxAPI) DeleteSession(c *gin.Context) {
 // ToolList serves GET /api/sandbox/v1/tools.
 func (h *SandboxAPI) ToolList(c *gin.Context) {
 	owner, _ := caller(c)
-	scope := sandbox.Scope{AppID: sessions.NoApp, UserID: owner, ChatID: sessions.IDPrefix + "list"}
+	// No session: tools that are listed inside a sandbox (stdio MCP
+	// servers) are left out rather than a sandbox made to list them.
+	scope := sandbox.Scope{AppID: sessions.NoApp, UserID: owner}
 	tools, err := h.Tools.List(c.Request.Context(), scope)
 	if err != nil {
 		// A backend that failed (an MCP server down) leaves its tools

@@ -383,10 +383,20 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	}
 	expect(t, alice, "POST", "/api/apps/"+app.ID+"/keys", map[string]any{"name": "program"}, 201).JSON(t, &key)
 	prog := env.Bearer(key.Key)
+	// A stdio MCP server's tools are listed in a session's sandbox: the
+	// list without one leaves them out and makes no sandbox.
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	expect(t, admin, "POST", "/admin/api/mcp-servers", map[string]any{"id": "local", "name": "Local", "transport": "stdio",
+		"command": []string{"/workspace/mcp-server"}}, 201)
+	svc := env.Engine.Services
+	before, _ := svc.Store.ByProvider(t.Context(), svc.Provider.Name())
 	var tools struct {
 		Tools []struct{ Name string }
 	}
 	expect(t, prog, "GET", "/api/sandbox/v1/tools", nil, 200).JSON(t, &tools)
+	if after, _ := svc.Store.ByProvider(t.Context(), svc.Provider.Name()); len(after) != len(before) {
+		t.Errorf("listing the tools made a sandbox: %d records, %d before", len(after), len(before))
+	}
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
@@ -424,7 +434,6 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	expect(t, carol, "POST", "/api/sandbox/v1/sessions", map[string]any{"appId": app.ID}, 403)
 
 	// The audit files the calls under the app, as the service's.
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
 	var page struct {
 		Records []struct {
 			Command, ActorKind, Decision, ChatID string

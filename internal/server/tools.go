@@ -204,8 +204,8 @@ func (b *mcpBackend) Tools(ctx context.Context, scope sandbox.Scope) ([]registry
 	var out []registry.Tool
 	var errs []error
 	for _, srv := range servers {
-		if !srv.Enabled {
-			continue
+		if !srv.Enabled || srv.Transport != mcptool.TransportHTTP && scope.ChatID == "" {
+			continue // a stdio server is listed in a session's sandbox
 		}
 		tools, err := b.Expand(ctx, scope, "mcp:"+srv.ID)
 		errs = append(errs, err)
