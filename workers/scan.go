@@ -48,6 +48,14 @@ func (w *Workers) stopIdle(ctx context.Context) (int, error) {
 	provider := w.cfg.Manager.Provider().Name()
 	now := w.cfg.Now()
 	minIdle := w.cfg.MinIdle
+	var timeouts map[string]time.Duration
+	if w.cfg.IdleTimeouts != nil {
+		var err error
+		if timeouts, err = w.cfg.IdleTimeouts(ctx); err != nil {
+			// Sessions fall back to the chats' timeout for this scan.
+			w.log.Warn("stop scan: the sessions' idle timeouts are unknown", "err", err)
+		}
+	}
 	seen := make(map[string]bool)
 	stopped := 0
 	var errs []error
@@ -66,17 +74,8 @@ func (w *Workers) stopIdle(ctx context.Context) (int, error) {
 			}
 			seen[inst.SandboxID] = true
 			cutoff := now.Add(-sandbox.IdleAfter)
-			if w.cfg.IdleFor != nil {
-				// A timeout of its own (a service API session's), longer
-				// or shorter. The activity index knows no owner, the
-				// record does.
-				full := inst
-				if full.ChatID == "" {
-					if rec, err := w.cfg.Store.Get(ctx, provider, inst.SandboxID); err == nil {
-						full = rec
-					}
-				}
-				cutoff = now.Add(-w.cfg.IdleFor(ctx, full))
+			if d, ok := timeouts[inst.SandboxID]; ok {
+				cutoff = now.Add(-d) // a session's own timeout
 			}
 			if inst.LastActiveAt.Before(cutoff) {
 				cutoffs[inst.SandboxID] = cutoff

@@ -91,13 +91,14 @@ type Config struct {
 	// task clears them once the sandboxes are gone.
 	ChatData []ChatData
 
-	// IdleFor, when set, is how long one sandbox may stay idle before the
-	// stop scan stops it (a service API session's own timeout); nil:
-	// sandbox.IdleAfter for every one. MinIdle is the shortest it gives
-	// (default and at most sandbox.IdleAfter): the scan runs every MinIdle
-	// and looks at every sandbox idle that long.
-	IdleFor func(ctx context.Context, inst sandbox.Instance) time.Duration
-	MinIdle time.Duration
+	// IdleTimeouts, when set, gives the sandboxes (by ID) that may stay
+	// idle for another time than sandbox.IdleAfter before the stop scan
+	// stops them: service API sessions with a timeout of their own. It is
+	// read once per scan. MinIdle is the shortest such timeout (default
+	// and at most sandbox.IdleAfter): the scan runs every MinIdle and
+	// looks at every sandbox idle that long.
+	IdleTimeouts func(ctx context.Context) (map[string]time.Duration, error)
+	MinIdle      time.Duration
 
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -131,7 +132,7 @@ func (c *Config) setDefaults() error {
 	if c.RetryDelay == nil {
 		c.RetryDelay = asynq.DefaultRetryDelayFunc
 	}
-	if c.IdleFor == nil || c.MinIdle <= 0 || c.MinIdle > sandbox.IdleAfter {
+	if c.IdleTimeouts == nil || c.MinIdle <= 0 || c.MinIdle > sandbox.IdleAfter {
 		c.MinIdle = sandbox.IdleAfter
 	}
 	if c.ScanSchedule == "" {

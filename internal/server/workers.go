@@ -48,8 +48,8 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		Alerts:          alertWebhook(svc, cfg.Alerts),
 		Approvals:       approvalExpirer{svc},
 		// A service API session may have an idle timeout of its own.
-		IdleFor: svc.Sessions.IdleFor,
-		MinIdle: sessions.MinIdle,
+		IdleTimeouts: svc.Sessions.IdleTimeouts,
+		MinIdle:      sessions.MinIdle,
 		ChatData: []workers.ChatData{svc.Approvals, svc.Sessions,
 			workspaceData{ws: svc.Workspace, chats: history.New(svc.DB), sandbox: svc.Store, provider: svc.Provider.Name()}},
 		Logger: log,

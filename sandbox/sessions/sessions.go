@@ -184,12 +184,24 @@ func (s *Store) DeleteApp(ctx context.Context, appID string) error {
 	return nil
 }
 
-// IdleFor is how long a sandbox may stay idle before the stop scan stops
-// it: a session's own timeout, the chats' for every other sandbox.
-func (s *Store) IdleFor(ctx context.Context, inst sandbox.Instance) time.Duration {
-	sess, err := s.ForScope(ctx, sandbox.Scope{AppID: inst.AppID, UserID: inst.UserID, ChatID: inst.ChatID})
-	if err != nil || sess.IdleTimeout <= 0 {
-		return DefaultIdle
+// IdleTimeouts are the sessions' idle timeouts that differ from the
+// chats', by their sandbox's ID, for the stop scan: few sessions set one,
+// so the scan reads them once instead of a record per candidate.
+func (s *Store) IdleTimeouts(ctx context.Context) (map[string]time.Duration, error) {
+	cur, err := s.coll.Find(ctx, bson.D{{Key: "idleTimeout", Value: bson.D{{Key: "$ne", Value: int64(DefaultIdle)}}}},
+		options.Find().SetProjection(bson.D{{Key: "ownerId", Value: 1}, {Key: "appId", Value: 1}, {Key: "idleTimeout", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("list the sessions' idle timeouts: %w", err)
 	}
-	return sess.IdleTimeout
+	var list []Session
+	if err := cur.All(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list the sessions' idle timeouts: %w", err)
+	}
+	out := make(map[string]time.Duration, len(list))
+	for _, sess := range list {
+		if sess.IdleTimeout > 0 {
+			out[sess.Scope().SandboxID()] = sess.IdleTimeout
+		}
+	}
+	return out, nil
 }

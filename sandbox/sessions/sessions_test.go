@@ -56,18 +56,10 @@ func TestStore(t *testing.T) {
 			t.Errorf("ForScope(%+v): %v, want ErrNotFound", sc, err)
 		}
 	}
-	// Idle timeouts: the session's own, the chats' for everything else.
-	inst := func(sc sandbox.Scope) sandbox.Instance {
-		return sandbox.Instance{AppID: sc.AppID, UserID: sc.UserID, ChatID: sc.ChatID}
-	}
-	if d := s.IdleFor(ctx, inst(old.Scope())); d != time.Minute {
-		t.Errorf("IdleFor a session of 1m: %v", d)
-	}
-	if d := s.IdleFor(ctx, inst(newer.Scope())); d != sessions.DefaultIdle {
-		t.Errorf("IdleFor a session without one: %v", d)
-	}
-	if d := s.IdleFor(ctx, inst(sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "c1"})); d != sandbox.IdleAfter {
-		t.Errorf("IdleFor a chat: %v", d)
+	// Idle timeouts: only those that differ from the chats'.
+	timeouts, err := s.IdleTimeouts(ctx)
+	if err != nil || len(timeouts) != 1 || timeouts[old.Scope().SandboxID()] != time.Minute {
+		t.Errorf("IdleTimeouts: %v, %v; want only the 1-minute session's", timeouts, err)
 	}
 
 	// The deletion tasks' hooks: a chat deletion of the session's app
