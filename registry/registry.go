@@ -225,9 +225,7 @@ func (r *Registry) backend(name string) (Backend, string, error) {
 
 // Execute checks the params against the tool's schema and runs it.
 func (r *Registry) Execute(ctx context.Context, t Tool, call Call) (Result, error) {
-	if len(bytes.TrimSpace(call.Params)) == 0 || string(bytes.TrimSpace(call.Params)) == "null" {
-		call.Params = json.RawMessage("{}")
-	}
+	call.Params = Params(call.Params)
 	if err := t.Check(call.Params); err != nil {
 		return Result{}, err
 	}
@@ -237,6 +235,15 @@ func (r *Registry) Execute(ctx context.Context, t Tool, call Call) (Result, erro
 		}
 	}
 	return t.Run(ctx, call)
+}
+
+// Params is a call's params as tools read them: none (absent, empty or
+// null) is the empty object.
+func Params(p json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(p); len(t) == 0 || string(t) == "null" {
+		return json.RawMessage("{}")
+	}
+	return p
 }
 
 // Check reports, as a *ParamsError, params that do not match the tool's

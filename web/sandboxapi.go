@@ -628,7 +628,7 @@ func (h *SandboxAPI) execute(c *gin.Context, s sessions.Session, req executeRequ
 	if stream {
 		// Params are checked before the stream starts, so a bad call is
 		// still answered with its status.
-		if err := t.Check(orEmpty(req.Params)); err != nil {
+		if err := t.Check(registry.Params(req.Params)); err != nil {
 			h.toolError(c, err)
 			return
 		}
@@ -665,13 +665,6 @@ func (h *SandboxAPI) execute(c *gin.Context, s sessions.Session, req executeRequ
 		return
 	}
 	c.JSON(http.StatusOK, out)
-}
-
-func orEmpty(p json.RawMessage) json.RawMessage {
-	if len(strings.TrimSpace(string(p))) == 0 || string(p) == "null" {
-		return json.RawMessage("{}")
-	}
-	return p
 }
 
 // eventStream writes Server-Sent Events.
