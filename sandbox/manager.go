@@ -417,8 +417,17 @@ func (m *Manager) touchAdmitted(ctx context.Context, inst Instance) (started boo
 // error wrapping ErrDeleted and creates nothing; one whose sandbox is not
 // running and may not start under Config.Caps, with a *LimitError
 // (ErrLimit) whose text says which cap, and the result carries that text.
+// A command with standard input (ExecRequest.Stdin) needs a provider that
+// can give it one (ErrNoStdin otherwise) and runs without a timeout.
 func (m *Manager) Exec(ctx context.Context, scope Scope, req ExecRequest) (ExecResult, error) {
-	req.Timeout = ClampTimeout(req.Timeout)
+	if req.LongLived() {
+		if !m.cfg.Provider.Capabilities().Stdin {
+			return ExecResult{ExitCode: -1}, fmt.Errorf("%w: the %s provider has none", ErrNoStdin, m.cfg.Provider.Name())
+		}
+		req.Timeout = 0
+	} else {
+		req.Timeout = ClampTimeout(req.Timeout)
+	}
 	call := &Call{Scope: scope, SandboxID: IDFor(scope.AppID, scope.UserID, scope.ChatID), Request: req}
 	return m.exec(ctx, call)
 }
@@ -453,7 +462,7 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 			m.warm.Delete(call.SandboxID)
 			continue
 		}
-		if err == nil {
+		if err == nil && !call.Request.LongLived() {
 			m.touchAfter(ctx, call)
 		}
 		return m.execResult(ctx, call, start, res, err)
@@ -476,6 +485,10 @@ func (m *Manager) touchAfter(ctx context.Context, call *Call) {
 // run runs the command through the provider and refreshes the record
 // every Config.Heartbeat while it runs.
 func (m *Manager) run(ctx context.Context, call *Call) (ExecResult, error) {
+	if call.Request.LongLived() {
+		// Its caller counts its use: a program kept running is no use.
+		return m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -168,3 +168,15 @@ func trimIncompleteStart(p []byte) []byte {
 	}
 	return p
 }
+
+// AgentGone is the result of a long-lived command (ExecRequest.Stdin)
+// whose connection to the sandbox's agent broke: the sandbox stopped, or
+// its agent died, and the command with it (exit status 137, as killed).
+func AgentGone(c *Collector, duration time.Duration, why error) ExecResult {
+	res := c.Result(137, false, 0, duration)
+	if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
+		res.Stderr += "\n"
+	}
+	res.Stderr += "[the sandbox's agent is gone (" + validUTF8(why.Error()) + "): the sandbox stopped]"
+	return res
+}

@@ -33,6 +33,9 @@ var (
 	ErrRefused = errors.New("refused by policy")
 	// ErrReadOnly: a write to a read-only mount (the skills).
 	ErrReadOnly = errors.New("read-only")
+	// ErrNoStdin: a command with standard input (ExecRequest.Stdin) met a
+	// provider, or a sandbox, that cannot give it one.
+	ErrNoStdin = errors.New("this sandbox cannot give a command standard input")
 )
 
 // RefusedError is a policy's refusal: the rule that decided, why, and
@@ -165,6 +168,8 @@ type Capabilities struct {
 	// ReportsExhaustion: results say when a command met the sandbox's
 	// memory or process limit (ExecResult.OOMKilled, PidsLimited).
 	ReportsExhaustion bool `json:"reportsExhaustion"`
+	// Stdin: commands may have standard input (ExecRequest.Stdin).
+	Stdin bool `json:"stdin"`
 	// Unsafe marks a provider that gives commands the engine's own
 	// privileges (host). Prompts and logs must say so.
 	Unsafe bool `json:"unsafe"`
@@ -196,7 +201,24 @@ type ExecRequest struct {
 	// rules match run when Approved is exactly Command; a forbid still
 	// refuses it.
 	Approved string
+	// Stdin, when set, is the command's standard input, for a program
+	// the caller talks to (an MCP server on stdio). Such a command is
+	// long-lived: it has no timeout (Timeout is ignored, and middleware
+	// sets none), its live output is neither cut nor held back beyond a
+	// redaction's lookahead, and it runs until it exits, ctx ends or the
+	// sandbox stops. The manager does not refresh the sandbox's record
+	// while it runs: the caller counts its own use (Manager.Ensure), so
+	// that an idle sandbox still stops. Providers whose Capabilities lack
+	// Stdin refuse it with ErrNoStdin, as a sandbox may that cannot give
+	// one (a container without the agent). The provider reads Stdin from
+	// a goroutine of its own that may outlive Exec: the caller ends it
+	// (closes it) once Exec returned.
+	Stdin io.Reader
 }
+
+// LongLived reports whether the command runs with standard input and no
+// timeout (see Stdin).
+func (r ExecRequest) LongLived() bool { return r.Stdin != nil }
 
 // ExecResult is what a command produced. Stdout and Stderr are valid UTF-8
 // and capped (head and tail kept, the cut marked).

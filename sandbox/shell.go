@@ -16,13 +16,25 @@ package sandbox
 // bare bwrap start). The price: two commands running at once in one
 // sandbox may read a state file in the microseconds another rewrites it,
 // and then miss some variables for that one command.
-const shellScript = `__fb_s=$1 __fb_w=$2 __fb_c=$3
+//
+// A long-lived command (one with standard input, ExecRequest.Stdin)
+// restores the state and saves none: at its end it would write back the
+// state of its start over what the commands run meanwhile left.
+const shellScript = shellRestore + shellSave + `eval "$__fb_c"
+`
+
+const longLivedScript = shellRestore + `eval "$__fb_c"
+`
+
+const shellRestore = `__fb_s=$1 __fb_w=$2 __fb_c=$3
 shift 3
 if [ -r "$__fb_s/env" ]; then . "$__fb_s/env" >/dev/null 2>&1; fi
 __fb_l=$__fb_w
 if [ -r "$__fb_s/cwd" ]; then IFS= read -r __fb_l < "$__fb_s/cwd"; fi
 cd "$__fb_l" 2>/dev/null || cd "$__fb_w" 2>/dev/null || cd /
-__fb_save() {
+`
+
+const shellSave = `__fb_save() {
 	__fb_rc=$?
 	trap - EXIT
 	{
@@ -32,7 +44,6 @@ __fb_save() {
 	exit $__fb_rc
 }
 trap __fb_save EXIT
-eval "$__fb_c"
 `
 
 // ShellArgv returns the argv that runs command through the persistent
@@ -41,4 +52,19 @@ eval "$__fb_c"
 // seen by the command.
 func ShellArgv(shell, stateDir, workDir, command string) []string {
 	return []string{shell, "-c", shellScript, "flowbox-shell", stateDir, workDir, command}
+}
+
+// LongLivedArgv is ShellArgv for a long-lived command: the state is
+// restored, none is saved.
+func LongLivedArgv(shell, stateDir, workDir, command string) []string {
+	return []string{shell, "-c", longLivedScript, "flowbox-shell", stateDir, workDir, command}
+}
+
+// ArgvFor is the argv of req's command: LongLivedArgv for a long-lived
+// one, else ShellArgv.
+func ArgvFor(req ExecRequest, shell, stateDir, workDir string) []string {
+	if req.LongLived() {
+		return LongLivedArgv(shell, stateDir, workDir, req.Command)
+	}
+	return ShellArgv(shell, stateDir, workDir, req.Command)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -106,7 +107,7 @@ func auditFilter(c *gin.Context) (audit.Filter, bool) {
 		return bad("decision must be allowed, refused, ask, approved or rejected")
 	}
 	if f.Status != "" && !slices.Contains(audit.Statuses, f.Status) {
-		return bad("status must be one of success, failed, timed_out, refused, limited, unavailable, deleted, client_gone, error, pending, rejected")
+		return bad("status must be one of " + joinStatuses())
 	}
 	if f.Kind != "" && f.Kind != audit.KindCommand && f.Kind != audit.KindFile {
 		return bad("kind must be command or file")
@@ -244,4 +245,13 @@ func (h *AuditHandler) Export(c *gin.Context) {
 // the next, drawn by the script from /admin/api/audit.
 func (u *UI) Audit(c *gin.Context) {
 	u.render(c, "audit", translate(lang(c), "audit"), gin.H{"Statuses": audit.Statuses})
+}
+
+// joinStatuses lists the statuses a filter may name.
+func joinStatuses() string {
+	names := make([]string, len(audit.Statuses))
+	for i, st := range audit.Statuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
 }

@@ -16,7 +16,9 @@ func outputLimit(limit func(ctx context.Context, call *sandbox.Call) int64) sand
 	return sandbox.Middleware{Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
 		return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
 			n := limit(ctx, call)
-			if n <= 0 || n >= sandbox.DefaultOutputLimit {
+			// A long-lived program's output is its conversation with the
+			// caller, which limits what it keeps of it.
+			if n <= 0 || n >= sandbox.DefaultOutputLimit || call.Request.LongLived() {
 				return next(ctx, call)
 			}
 			cut := sandbox.TransformOutput(func(sandbox.Stream) sandbox.StreamTransformer { return &headOnly{left: n, limit: n} })

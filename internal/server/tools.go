@@ -191,6 +191,14 @@ type mcpBackend struct {
 
 func (b *mcpBackend) Prefix() string { return "mcp" }
 
+// Shutdown ends the stdio servers kept running in sandboxes.
+func (b *mcpBackend) Shutdown(ctx context.Context) error {
+	if b.client == nil {
+		return nil
+	}
+	return b.client.Close()
+}
+
 // Tools lists every registered server's tools; a server that cannot be
 // reached is reported and its tools left out.
 func (b *mcpBackend) Tools(ctx context.Context, scope sandbox.Scope) ([]registry.Tool, error) {
@@ -295,8 +303,10 @@ func (b *mcpBackend) run(ctx context.Context, t mcptool.Tool, call registry.Call
 	res, err := b.client.Call(ctx, t.Name, call.Params, mcptool.Target{Scope: call.Scope, Actor: call.Actor,
 		OnOutput: call.OnOutput, Approved: call.Approved})
 	if res.Command == "" {
-		// An HTTP server's call passed no sandbox chain: redact and audit
-		// it here (a stdio server's was a command of the chain).
+		// A call that ran no command of its own passed no sandbox chain
+		// (an HTTP server's; a call to a stdio server kept running):
+		// redact and audit it here. A stdio server's call that was a
+		// command was audited by the chain.
 		res.Text = b.a.redact(ctx, call.Scope.AppID, res.Text)
 		status := audit.StatusSuccess
 		if res.IsError {

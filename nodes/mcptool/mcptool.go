@@ -8,20 +8,22 @@
 // command policy, the approvals, the audit and the redaction apply to them
 // as to any command the agent runs.
 //
-// A stdio server lives for one operation (one listing page or one call),
-// not for the sandbox's lifetime: sandbox commands have no standard input,
-// and no process is kept running for a chat between commands (a provider
-// may end every process with its command). So each operation is one
-// command that starts the server, writes initialize,
-// notifications/initialized and the request to it, keeps its input open
-// until the answer is out (many servers, the Go SDK's among them, drop
-// what they are doing at the end of their input) or most of the timeout
-// has passed, and then closes it so that the server ends. A server that
-// keeps state between calls loses it; one that asks the client something
-// before it answers waits until the command's timeout; one that does not
-// end at the end of its input holds the command until its timeout, its
-// answer still used. The command line is the same for the same request,
-// so that a person approves exactly what runs.
+// A stdio server is kept running in the chat's sandbox where the sandbox
+// gives commands standard input (session.go): one long-lived command per
+// server and sandbox, one MCP session over its input and output for every
+// listing and call of that chat. Elsewhere (a sandbox without standard
+// input: Docker without the agent) a stdio server lives for one operation
+// (one listing page or one call): each operation is one command that
+// starts the server, writes initialize, notifications/initialized and the
+// request to it, keeps its input open until the answer is out (many
+// servers, the Go SDK's among them, drop what they are doing at the end
+// of their input) or most of the timeout has passed, and then closes it
+// so that the server ends. A server that keeps state between calls loses
+// it there; one that asks the client something before it answers waits
+// until the command's timeout; one that does not end at the end of its
+// input holds the command until its timeout, its answer still used. The
+// command line is the same for the same request, so that a person
+// approves exactly what runs.
 //
 // It must never run a stdio server on the engine's host, never send a
 // server's secrets anywhere but to that server, and never fail a run
@@ -69,6 +71,8 @@ const clientName = "flowbox"
 // it.
 type Sandbox interface {
 	Exec(ctx context.Context, scope sandbox.Scope, req sandbox.ExecRequest) (sandbox.ExecResult, error)
+	// Ensure makes the scope's sandbox run and counts a use of it.
+	Ensure(ctx context.Context, scope sandbox.Scope) (string, error)
 }
 
 // Servers is the registry the client reads servers from; *Store
@@ -184,8 +188,9 @@ type Client struct {
 	cfg Config
 	log *slog.Logger
 
-	mu    sync.Mutex
-	cache map[string]*entry
+	mu       sync.Mutex
+	cache    map[string]*entry
+	sessions map[string]*sessionSlot // the stdio servers kept running (session.go)
 }
 
 // entry is one server's tool list (per sandbox for stdio servers).

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -79,8 +80,25 @@ func (o *liveOutput) text() (string, bool) {
 // command in the sandbox.
 const stdioPages = 8
 
-// stdioTools lists a stdio server's tools, a page per command.
+// stdioTools lists a stdio server's tools: through its kept session, or
+// a page per command where it cannot be kept.
 func (c *Client) stdioTools(ctx context.Context, srv Server, t Target) ([]*mcp.Tool, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := c.session(ctx, srv, t)
+		if errors.Is(err, errNoStdin) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		tools, err := c.sessionTools(ctx, s)
+		// A server that ended meanwhile (its sandbox stopped) is started
+		// again once: a listing changes nothing.
+		if err != nil && attempt == 0 && !s.alive() && ctx.Err() == nil {
+			continue
+		}
+		return tools, err
+	}
 	var tools []*mcp.Tool
 	cursor := ""
 	for page := 0; page < stdioPages && len(tools) < maxTools; page++ {
@@ -101,8 +119,18 @@ func (c *Client) stdioTools(ctx context.Context, srv Server, t Target) ([]*mcp.T
 	return tools, nil
 }
 
-// stdioCall calls a tool of a stdio server.
+// stdioCall calls a tool of a stdio server: through its kept session
+// (the Result has no Command: the call ran none), or as a command of its
+// own where the server cannot be kept. A call is never sent twice: one
+// whose server ended meanwhile is a failure the model reads.
 func (c *Client) stdioCall(ctx context.Context, srv Server, tool string, args json.RawMessage, t Target) (Result, error) {
+	s, err := c.session(ctx, srv, t)
+	switch {
+	case err == nil:
+		return c.sessionCall(ctx, s, tool, args)
+	case !errors.Is(err, errNoStdin):
+		return Result{}, err
+	}
 	raw, cmd, err := c.exchange(ctx, srv, t, "tools/call", &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return Result{Command: cmd}, err

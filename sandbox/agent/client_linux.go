@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,7 +89,7 @@ func (c *Conn) Exec(ctx context.Context, req Request, stdout, stderr io.Writer) 
 	if req.Timeout < 0 {
 		return Result{}, errors.New("agent exec: negative timeout")
 	}
-	line, err := json.Marshal(wireRequest{Command: req.Command, TimeoutMs: req.Timeout.Milliseconds()})
+	line, err := json.Marshal(wireRequest{Command: req.Command, TimeoutMs: req.Timeout.Milliseconds(), Stdin: req.Stdin != nil})
 	if err != nil {
 		return Result{}, fmt.Errorf("agent exec: %w", err)
 	}
@@ -103,9 +104,21 @@ func (c *Conn) Exec(ctx context.Context, req Request, stdout, stderr io.Writer) 
 	if req.Timeout > 0 {
 		_ = c.c.SetReadDeadline(time.Now().Add(req.Timeout + grace))
 	}
+	cancelMsg := []byte{cancelByte}
+	var out *inputSender
+	if req.Stdin != nil {
+		h := frameHeader(frameCancel, 0)
+		cancelMsg = h[:]
+		out = &inputSender{c: c.c}
+		go out.send(req.Stdin)
+	}
 	stop := context.AfterFunc(ctx, func() {
+		if out != nil {
+			out.mu.Lock()
+			defer out.mu.Unlock()
+		}
 		_ = c.c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.c.Write([]byte{cancelByte})
+		_, _ = c.c.Write(cancelMsg)
 		_ = c.c.SetReadDeadline(time.Now().Add(cancelWait))
 	})
 	defer stop()
@@ -143,4 +156,39 @@ func (c *Conn) Exec(ctx context.Context, req Request, stdout, stderr io.Writer) 
 			return Result{}, fmt.Errorf("agent exec: %w: unknown frame type %d", ErrProtocol, typ)
 		}
 	}
+}
+
+// inputSender sends a command's standard input as frames, one write at a
+// time with the cancel.
+type inputSender struct {
+	mu sync.Mutex
+	c  *net.UnixConn
+}
+
+// send sends what r gives, then the end of the input, and stops at the
+// first write that fails (the connection closed: the command is over).
+func (s *inputSender) send(r io.Reader) {
+	buf := make([]byte, MaxFrame)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && s.write(frameStdin, buf[:n]) != nil {
+			return
+		}
+		if err != nil {
+			_ = s.write(frameStdinEnd, nil)
+			return
+		}
+	}
+}
+
+func (s *inputSender) write(typ byte, p []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := frameHeader(typ, len(p))
+	// The agent reads input as it comes (it queues what the command has
+	// not read), so a write that takes this long has no reader.
+	_ = s.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	bufs := net.Buffers{h[:], p}
+	_, err := bufs.WriteTo(s.c)
+	return err
 }

@@ -35,6 +35,22 @@
 // Any byte the client sends after the request, or the client closing the
 // connection, cancels the command: the agent kills it and still sends the
 // exit frame when it can.
+//
+// # Standard input
+//
+// A command's standard input is empty unless the request asks for it with
+// "stdin": true. Such a command runs until it exits, is cancelled, or its
+// timeout passes (timeoutMs 0: none); a long-lived program the engine
+// talks to, such as an MCP server on stdio. After the request line the
+// client sends frames in the answer's format:
+//
+//	5 stdin      bytes for the command's standard input
+//	6 stdin end  (empty) closes the command's standard input
+//	7 cancel     (empty) cancels the command
+//
+// and the connection's end cancels it too, as does any other frame. The
+// agent keeps what the command has not read yet, up to MaxStdinQueue
+// bytes; a client that sends more cancels the command.
 package agent
 
 import (
@@ -54,6 +70,9 @@ const (
 	MaxRequest = 1 << 20
 	// MaxFrame bounds a frame's payload.
 	MaxFrame = 32 << 10
+	// MaxStdinQueue bounds the input the agent holds for a command that
+	// has not read it yet.
+	MaxStdinQueue = 1 << 20
 )
 
 // Frame types.
@@ -62,6 +81,10 @@ const (
 	frameStderr byte = 2
 	frameExit   byte = 3
 	frameError  byte = 4
+	// From the client, for a command with standard input.
+	frameStdin    byte = 5
+	frameStdinEnd byte = 6
+	frameCancel   byte = 7
 )
 
 // Exit frame flags.
@@ -96,6 +119,11 @@ type Request struct {
 	// Timeout is enforced by the agent: when it passes, the command and
 	// every process it started are killed. Zero means none.
 	Timeout time.Duration
+	// Stdin, when set, is the command's standard input, sent as it is
+	// read; its end closes the command's input. Exec does not wait for a
+	// Read in progress when it returns: the caller ends Stdin then (for
+	// an io.Pipe, by closing it).
+	Stdin io.Reader
 }
 
 // Result is how a command ended.
@@ -117,6 +145,7 @@ type Result struct {
 type wireRequest struct {
 	Command   string `json:"command"`
 	TimeoutMs int64  `json:"timeoutMs,omitempty"`
+	Stdin     bool   `json:"stdin,omitempty"`
 }
 
 func frameHeader(typ byte, n int) [5]byte {

@@ -185,14 +185,20 @@ func (s *server) handle(ctx context.Context, conn *net.UnixConn) {
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 
-	// Whatever arrives next, or the connection's end, cancels.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		_, _ = br.ReadByte()
-		cancel()
-	}()
-	res, err := s.run(ctx, req, w)
+	var in *inputQueue
+	if req.Stdin {
+		in = newInputQueue()
+		go s.readInput(br, in, cancel)
+	} else {
+		// Whatever arrives next, or the connection's end, cancels.
+		go func() {
+			_, _ = br.ReadByte()
+			cancel()
+		}()
+	}
+	res, err := s.run(ctx, req, in, w)
 	if err != nil {
 		w.finish(frameError, []byte(err.Error()))
 		return
@@ -234,8 +240,106 @@ func readRequest(br *bufio.Reader) (wireRequest, error) {
 	return req, nil
 }
 
-// run runs one command and kills what it leaves, however it ends.
-func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Result, error) {
+// readInput reads the client's frames for a command with standard input
+// into in, and cancels the command at a cancel frame, an unknown one, a
+// queue over its bound, or the connection's end.
+func (s *server) readInput(r io.Reader, in *inputQueue, cancel context.CancelFunc) {
+	defer cancel()
+	defer in.end()
+	buf := make([]byte, MaxFrame)
+	for {
+		typ, p, err := readFrame(r, buf)
+		if err != nil {
+			return
+		}
+		switch typ {
+		case frameStdin:
+			if !in.push(p) {
+				s.log.Warn("agent: a command did not read its input; cancelled", "queued", MaxStdinQueue)
+				return
+			}
+		case frameStdinEnd:
+			in.end()
+		default: // frameCancel, or a frame a client has no business sending
+			return
+		}
+	}
+}
+
+// inputQueue holds what a client sent for a command's standard input
+// until the command reads it, up to MaxStdinQueue bytes, so that reading
+// the client's frames never waits on the command.
+type inputQueue struct {
+	mu    sync.Mutex
+	ready *sync.Cond
+	bufs  [][]byte
+	size  int
+	ended bool
+}
+
+func newInputQueue() *inputQueue {
+	q := &inputQueue{}
+	q.ready = sync.NewCond(&q.mu)
+	return q
+}
+
+// push queues a copy of p; false when that would pass the bound.
+func (q *inputQueue) push(p []byte) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ended {
+		return true // input after its end is dropped
+	}
+	if q.size+len(p) > MaxStdinQueue {
+		return false
+	}
+	q.bufs = append(q.bufs, bytes.Clone(p))
+	q.size += len(p)
+	q.ready.Signal()
+	return true
+}
+
+// end marks the end of the input: what is queued is still written.
+func (q *inputQueue) end() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ended = true
+	q.ready.Signal()
+}
+
+// pop takes the next chunk, waiting for one; ok is false at the end.
+func (q *inputQueue) pop() (p []byte, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.bufs) == 0 && !q.ended {
+		q.ready.Wait()
+	}
+	if len(q.bufs) == 0 {
+		return nil, false
+	}
+	p, q.bufs = q.bufs[0], q.bufs[1:]
+	q.size -= len(p)
+	return p, true
+}
+
+// feed writes the queued input to the command until the input ends or
+// the command stops reading, then closes the command's end.
+func (q *inputQueue) feed(w *os.File) {
+	defer w.Close()
+	for {
+		p, ok := q.pop()
+		if !ok {
+			return
+		}
+		if _, err := w.Write(p); err != nil {
+			return // the command closed its input or ended
+		}
+	}
+}
+
+// run runs one command and kills what it leaves, however it ends. With
+// in, the command reads it as its standard input.
+func (s *server) run(ctx context.Context, req wireRequest, in *inputQueue, w *frameWriter) (Result, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("start the command: %w", err)
@@ -247,7 +351,18 @@ func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Resu
 		return Result{}, fmt.Errorf("start the command: %w", err)
 	}
 	defer errR.Close()
+	var inR, inW *os.File
+	if in != nil {
+		if inR, inW, err = os.Pipe(); err != nil {
+			outW.Close()
+			errW.Close()
+			return Result{}, fmt.Errorf("start the command: %w", err)
+		}
+	}
 	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	if in != nil {
+		argv = sandbox.LongLivedArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	}
 	// Commands running at the same time share the counters: what one
 	// hits is reported for the others too.
 	before := readExhaustion(s.cfg.Cgroup)
@@ -259,9 +374,22 @@ func (s *server) run(ctx context.Context, req wireRequest, w *frameWriter) (Resu
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
+	if inR != nil {
+		cmd.Stdin = inR
+	}
 	exited, err := startCommand(cmd)
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+		if err != nil {
+			inW.Close()
+		} else {
+			// Writes to a command that is gone fail (EPIPE), which ends
+			// the feeding; so does the end of the input.
+			go in.feed(inW)
+		}
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("start the command: %w", err)
 	}

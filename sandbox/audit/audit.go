@@ -83,11 +83,15 @@ const (
 	// StatusRejected: a person rejected the command, or its approval
 	// expired (decision Rejected).
 	StatusRejected Status = "rejected"
+	// StatusStarted: a long-lived command (a stdio MCP server kept
+	// running, sandbox.ExecRequest.Stdin) is running: recorded at its
+	// first output. Another record says how it ended.
+	StatusStarted Status = "started"
 )
 
 // Statuses lists every status, for the filters of the admin page.
 var Statuses = []Status{StatusSuccess, StatusFailed, StatusTimedOut, StatusRefused, StatusLimited,
-	StatusUnavailable, StatusDeleted, StatusClientGone, StatusError, StatusPending, StatusRejected}
+	StatusUnavailable, StatusDeleted, StatusClientGone, StatusError, StatusPending, StatusRejected, StatusStarted}
 
 // Record is one audited call, as stored in the collection.
 type Record struct {

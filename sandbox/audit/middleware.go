@@ -86,6 +86,25 @@ func (cfg Config) exec(next sandbox.ExecFunc) sandbox.ExecFunc {
 		}
 		rec.Command = cfg.Redact(call.Request.Command)
 		began := time.Now()
+		if call.Request.LongLived() {
+			// It may run for hours: its start is recorded once it runs
+			// (its first output), its end as any command's.
+			sink, started := call.Request.OnOutput, false
+			call.Request.OnOutput = func(s sandbox.Stream, p []byte) {
+				if !started {
+					started = true
+					start := rec
+					start.Decision, start.Status = Allowed, StatusStarted
+					if call.Request.Approved != "" && call.Request.Approved == call.Request.Command {
+						start.Decision = Approved
+					}
+					cfg.emit(ctx, start)
+				}
+				if sink != nil {
+					sink(s, p)
+				}
+			}
+		}
 
 		res, err := next(ctx, call)
 

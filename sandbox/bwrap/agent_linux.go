@@ -68,6 +68,11 @@ func (p *Provider) execAgent(ctx context.Context, id string, m meta, req sandbox
 		return sandbox.ExecResult{}, true, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
 	conn, err := agent.Dial(ctx, p.agentSocket(id))
+	if err != nil && req.LongLived() {
+		// A program kept running belongs in the namespace, which it
+		// would otherwise keep from starting until it ends.
+		conn, err = p.agentConn(ctx, id, m)
+	}
 	if err != nil {
 		// No namespace (a new or restarted sandbox): this command takes
 		// the per-command path, as fast as ever for a first command, and
@@ -79,10 +84,20 @@ func (p *Provider) execAgent(ctx context.Context, id string, m meta, req sandbox
 	// on the per-command path.
 	before := p.cg.exhaustion(id)
 	start := time.Now()
-	r, err := conn.Exec(ctx, agent.Request{Command: req.Command, Timeout: timeout}, col.Stdout(), col.Stderr())
+	r, err := conn.Exec(ctx, agent.Request{Command: req.Command, Timeout: timeout, Stdin: req.Stdin}, col.Stdout(), col.Stderr())
 	if err != nil {
 		if ctx.Err() != nil {
 			return sandbox.ExecResult{}, true, fmt.Errorf("bwrap exec: %w", ctx.Err())
+		}
+		if req.LongLived() && errors.Is(err, agent.ErrRefused) {
+			// A namespace an older engine started has an agent that
+			// knows no standard input; the per-command path gives one.
+			return sandbox.ExecResult{}, false, nil
+		}
+		if req.LongLived() {
+			// The namespace ended under it (the sandbox stopped): that
+			// is how a long-lived command ends.
+			return sandbox.AgentGone(col, time.Since(start), err), true, nil
 		}
 		// The command may have run: it is not run again.
 		return sandbox.ExecResult{}, true, fmt.Errorf("bwrap exec %s through its agent: %w: %w", id, sandbox.ErrUnavailable, err)

@@ -71,7 +71,7 @@ func (p *Provider) log() *slog.Logger {
 
 func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true,
-		CommandProcessesEnd: true, ReportsExhaustion: true}
+		CommandProcessesEnd: true, ReportsExhaustion: true, Stdin: true}
 }
 
 // probe finds bwrap and the cgroup controllers once.
@@ -323,7 +323,10 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: read meta: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
 	timeout := req.Timeout
-	if timeout <= 0 {
+	switch {
+	case req.LongLived():
+		timeout = 0 // none
+	case timeout <= 0:
 		timeout = 30 * time.Second
 	}
 	if p.usesAgent() {
@@ -349,7 +352,10 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	}
 	defer blockW.Close()
 
-	tctx, cancel := context.WithTimeout(ctx, timeout)
+	tctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	if len(m.Egress) > 0 {
 		// The bind needs the directory; without the proxy's socket in it
@@ -361,7 +367,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if err := checkSources(m.Mounts); err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
-	argv := p.argv(id, m, req.Command)
+	argv := p.argv(id, m, req)
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
@@ -375,6 +381,22 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	var stderrBuf tailBuffer
 	cmd.Stdout = col.Stdout()
 	cmd.Stderr = io.MultiWriter(col.Stderr(), &stderrBuf)
+	if req.LongLived() {
+		// bwrap passes its standard input to the command: a pipe fed
+		// from Stdin, which Wait does not wait for (a Read of Stdin may
+		// block until the caller closes it).
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w", err)
+		}
+		defer inW.Close()
+		cmd.Stdin = inR
+		defer inR.Close()
+		go func() {
+			_, _ = io.Copy(inW, req.Stdin)
+			inW.Close()
+		}()
+	}
 
 	// The sandbox's counters of exhaustion, read around the command: with
 	// other commands running in the sandbox meanwhile, what they hit is
@@ -443,11 +465,11 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return result(exitCode, false, duration), nil
 }
 
-// argv returns the bwrap command line for one command in the sandbox
-// that m describes.
-func (p *Provider) argv(id string, m meta, command string) []string {
+// argv returns the bwrap command line for req in the sandbox that m
+// describes.
+func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
 	argv := p.namespaceArgs(id, m, true)
-	shell := sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, command)
+	shell := sandbox.ArgvFor(req, p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir)
 	if len(m.Egress) == 0 {
 		return append(append(argv, "--"), shell...)
 	}

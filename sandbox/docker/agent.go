@@ -29,6 +29,9 @@ const (
 	// agentStartup is how long after its container started the agent may
 	// take to listen before commands fall back to Docker execs.
 	agentStartup = 2 * time.Second
+	// longLivedStartup is that wait for a command with standard input,
+	// which only the agent can run.
+	longLivedStartup = 15 * time.Second
 )
 
 // agentCmd is the main process of a container with an agent.
@@ -47,7 +50,12 @@ func agentCmd(shell string) []string {
 // its socket): the caller runs the command as a Docker exec instead.
 func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecRequest) (res sandbox.ExecResult, handled bool, err error) {
 	started := time.Now()
-	conn, err := p.dialAgent(ctx, id)
+	patience := agentStartup
+	if req.LongLived() {
+		// A Docker exec cannot stand in: wait longer for the agent.
+		patience = longLivedStartup
+	}
+	conn, err := p.dialAgent(ctx, id, patience)
 	if err != nil {
 		return sandbox.ExecResult{}, true, err
 	}
@@ -55,10 +63,23 @@ func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecReq
 		return sandbox.ExecResult{}, false, nil
 	}
 	col := sandbox.NewCollector(0, req.OnOutput)
-	r, err := conn.Exec(ctx, agent.Request{Command: req.Command, Timeout: req.Timeout}, col.Stdout(), col.Stderr())
+	if req.LongLived() {
+		req.Timeout = 0 // none
+	}
+	r, err := conn.Exec(ctx, agent.Request{Command: req.Command, Timeout: req.Timeout, Stdin: req.Stdin}, col.Stdout(), col.Stderr())
 	if err != nil {
 		if ctx.Err() != nil {
 			return col.Result(-1, false, req.Timeout, time.Since(started)), true, fmt.Errorf("exec in sandbox %s: %w", id, ctx.Err())
+		}
+		if req.LongLived() && errors.Is(err, agent.ErrRefused) {
+			// An agent from before standard input: the container's
+			// binary is replaced when it is created again.
+			return sandbox.ExecResult{}, true, fmt.Errorf("exec in sandbox %s: %w: its agent is older than standard input (%v); delete the sandbox to have it created anew", id, sandbox.ErrNoStdin, err)
+		}
+		if req.LongLived() {
+			// The container stopped under it: that is how a long-lived
+			// command ends.
+			return sandbox.AgentGone(col, time.Since(started), err), true, nil
 		}
 		// The command may have run: this is no ErrNotRunning, whatever
 		// became of the container.
@@ -75,11 +96,12 @@ func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecReq
 // daemon why: a missing container is ErrNotFound, a stopped one
 // ErrNotRunning, and a container that just started is given agentStartup
 // for its agent to replace what was left at the socket's path and listen.
-// A nil connection with a nil error means: use a Docker exec. That is
+// A nil connection with a nil error means: use a Docker exec. patience
+// is how long after the container started the agent may take. That is
 // also the answer to what the sandbox may have put there (a link to a
 // socket of the host, which the client refuses, or anything else):
 // Docker execs do not need the socket.
-func (p *Provider) dialAgent(ctx context.Context, id string) (*agent.Conn, error) {
+func (p *Provider) dialAgent(ctx context.Context, id string, patience time.Duration) (*agent.Conn, error) {
 	sock := filepath.Join(p.agentDir(id), agentSocketName)
 	var startedAt time.Time
 	for wait := time.Millisecond; ; wait = min(2*wait, 5*time.Millisecond) {
@@ -104,7 +126,7 @@ func (p *Provider) dialAgent(ctx context.Context, id string) (*agent.Conn, error
 				startedAt = time.Now()
 			}
 		}
-		if time.Since(startedAt) > agentStartup {
+		if time.Since(startedAt) > patience {
 			p.agentUnreachable(id, err)
 			return nil, nil
 		}

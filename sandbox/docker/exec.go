@@ -102,6 +102,9 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 			return res, err
 		}
 	}
+	if req.LongLived() {
+		return sandbox.ExecResult{}, fmt.Errorf("exec in sandbox %s: %w: its container runs no agent (created before it, or its agent does not answer)", id, sandbox.ErrNoStdin)
+	}
 	return p.execDocker(ctx, id, req)
 }
 

@@ -161,6 +161,10 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if err := check(id); err != nil {
 		return sandbox.ExecResult{}, err
 	}
+	if req.LongLived() {
+		// No program the engine talks to runs on its own host.
+		return sandbox.ExecResult{}, fmt.Errorf("host exec %s: %w", id, sandbox.ErrNoStdin)
+	}
 	switch st, _ := p.Status(ctx, id); st {
 	case sandbox.StatusMissing:
 		return sandbox.ExecResult{}, fmt.Errorf("host exec %s: %w", id, sandbox.ErrNotFound)

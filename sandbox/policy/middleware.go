@@ -60,7 +60,7 @@ func Middleware(src Source) sandbox.Middleware {
 				}
 				return sandbox.ExecResult{ExitCode: -1}, NewAskError(v, call.Request.Command)
 			}
-			if t := p.Limits.Timeout(); t > 0 && (call.Request.Timeout <= 0 || call.Request.Timeout > t) {
+			if t := p.Limits.Timeout(); t > 0 && !call.Request.LongLived() && (call.Request.Timeout <= 0 || call.Request.Timeout > t) {
 				call.Request.Timeout = t
 			}
 			res, err := next(ctx, call)

@@ -1,6 +1,7 @@
 // Command mcp-echo is a tiny MCP server on stdio for the tests of
 // nodes/mcptool: they build it statically and run it inside real
-// sandboxes. It offers echo, add, big and sleep. With -mute it reads its input
+// sandboxes. It offers echo, add, big, sleep and count (which says how
+// many times it was called by this process). With -mute it reads its input
 // to the end and exits without a word, as a broken server would.
 package main
 
@@ -12,6 +13,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +75,15 @@ func main() {
 				return nil, nil, ctx.Err()
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+		})
+	// count keeps state between calls: a server kept running answers 1,
+	// 2, 3; one started for each call always 1.
+	var calls atomic.Int64
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Count the calls of this process.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			n := calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d (pid %d)", n, os.Getpid())}}}, nil, nil
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
