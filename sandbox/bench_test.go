@@ -45,7 +45,10 @@ func benchBwrap(b *testing.B) *bwrap.Provider { return benchBwrapWith(b, bwrap.C
 
 func benchBwrapWith(b *testing.B, cfg bwrap.Config) *bwrap.Provider {
 	b.Helper()
-	cfg.Root, cfg.CgroupParent = b.TempDir(), "flowbox-bench"
+	if cfg.Root == "" {
+		cfg.Root = b.TempDir()
+	}
+	cfg.CgroupParent = "flowbox-bench"
 	p, err := bwrap.New(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -191,6 +191,7 @@ type Client struct {
 	mu       sync.Mutex
 	cache    map[string]*entry
 	sessions map[string]*sessionSlot // the stdio servers kept running (session.go)
+	closed   bool                    // by Close: no server starts
 }
 
 // entry is one server's tool list (per sandbox for stdio servers).

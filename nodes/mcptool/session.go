@@ -155,6 +155,9 @@ func (c *Client) session(ctx context.Context, srv Server, t Target) (*stdioSessi
 		return nil, &sandboxError{err: fmt.Errorf("stdio MCP servers run in the chat's sandbox, and this engine has none: %w", sandbox.ErrUnavailable)}
 	}
 	slot := c.slot(srv.ID + "/" + t.Scope.SandboxID())
+	if slot == nil {
+		return nil, fmt.Errorf("MCP server %q: the engine is stopping", srv.ID)
+	}
 	select {
 	case slot.lock <- struct{}{}:
 	case <-ctx.Done():
@@ -193,10 +196,14 @@ func (c *Client) session(ctx context.Context, srv Server, t Target) (*stdioSessi
 	return s, nil
 }
 
-// slot returns the session slot of key, creating it.
+// slot returns the session slot of key, creating it; nil once the client
+// is closed.
 func (c *Client) slot(key string) *sessionSlot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
 	if c.sessions == nil {
 		c.sessions = map[string]*sessionSlot{}
 	}
@@ -362,11 +369,12 @@ func methodOf(doing string) string {
 	return "tools/list"
 }
 
-// Close ends every stdio server the client keeps running.
+// Close ends every stdio server the client keeps running; none starts
+// after it (their operations fail, saying the engine is stopping).
 func (c *Client) Close() error {
 	c.mu.Lock()
 	slots := c.sessions
-	c.sessions = nil
+	c.sessions, c.closed = nil, true
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, slot := range slots {

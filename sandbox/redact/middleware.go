@@ -47,6 +47,12 @@ func WithReport(report func(ctx context.Context, call *sandbox.Call, findings []
 // chooses for the call; nil leaves the call alone. The command itself
 // runs as given: redact Call.Request.Command with Redactor.Redact where it
 // is shown or stored.
+//
+// A long-lived command's output (sandbox.ExecRequest.Stdin: a stdio MCP
+// server's messages) is its conversation with the engine, which shows
+// nobody the stream and redacts what it passes on (each call's result):
+// it is left alone here, where a block would withhold the rest of the
+// conversation and hold back every later answer.
 func Middleware(pick func(ctx context.Context, call *sandbox.Call) *Redactor, opts ...Option) sandbox.Middleware {
 	var o options
 	for _, opt := range opts {
@@ -57,6 +63,9 @@ func Middleware(pick func(ctx context.Context, call *sandbox.Call) *Redactor, op
 	}
 	mw := sandbox.Middleware{Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
 		return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
+			if call.Request.LongLived() {
+				return next(ctx, call)
+			}
 			r := pick(ctx, call)
 			if r == nil {
 				return next(ctx, call)

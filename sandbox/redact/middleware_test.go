@@ -149,6 +149,36 @@ func TestMiddlewareBlock(t *testing.T) {
 	}
 }
 
+// A long-lived command's conversation with its caller is left alone
+// (the caller redacts what it passes on): a block there would hold back
+// every later answer.
+func TestMiddlewareLongLived(t *testing.T) {
+	r, err := redact.New(redact.Config{DefaultStrategy: redact.Block})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, scope := manager(t, redact.Middleware(func(context.Context, *sandbox.Call) *redact.Redactor { return r }))
+	in, out := io.Pipe()
+	defer in.Close()
+	l := &live{}
+	done := make(chan sandbox.ExecResult, 1)
+	go func() {
+		res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "exec cat", Stdin: in, OnOutput: l.sink})
+		if err != nil {
+			t.Errorf("Exec: %v", err)
+		}
+		done <- res
+	}()
+	if _, err := io.WriteString(out, "token "+githubToken+"\nthe next answer\n"); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	res := <-done
+	if want := "token " + githubToken + "\nthe next answer\n"; res.Stdout != want {
+		t.Errorf("stdout %q; want the conversation as it was", res.Stdout)
+	}
+}
+
 // A nil Redactor leaves the call alone.
 func TestMiddlewareNilRedactor(t *testing.T) {
 	m, scope := manager(t, redact.Middleware(func(context.Context, *sandbox.Call) *redact.Redactor { return nil }))
