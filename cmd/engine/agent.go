@@ -7,11 +7,24 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
+
+// The agent runs on the process's main thread. Under gVisor (runsc; the
+// release Debian 12 ships, 20221219) prctl(PR_SET_CHILD_SUBREAPER), which
+// agent.Serve calls on its caller's thread before it listens, succeeds
+// only on thread 1 of the container's PID 1: the docker provider makes
+// the agent PID 1 there, and main, which calls sandboxAgent, runs on the
+// main thread once init has locked it.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-agent" {
+		runtime.LockOSThread()
+	}
+}
 
 // sandboxAgent runs the exec agent (sandbox/agent) as a sandbox's main
 // process: the docker provider bind-mounts this binary, built static

@@ -146,6 +146,7 @@ type Sandbox struct {
 	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
 	DockerImage      string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
 	DockerShell      string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRuntime    string  // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
 	DockerRoot       string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
 	DockerDaemonRoot string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
 	// BwrapAgentBinary is the engine binary whose command agent runs each
@@ -308,6 +309,7 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.DockerHost = str("FLOWBOX_DOCKER_HOST", "")
 	s.DockerImage = str("FLOWBOX_DOCKER_IMAGE", "flowbox-sandbox:bookworm")
 	s.DockerShell = str("FLOWBOX_DOCKER_SHELL", "/bin/bash")
+	s.DockerRuntime = str("FLOWBOX_DOCKER_RUNTIME", "")
 	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
 	s.BwrapAgentBinary = str("FLOWBOX_BWRAP_AGENT_BINARY", "")
@@ -340,6 +342,9 @@ func Parse(getenv func(string) string) (Config, error) {
 	if b := s.DockerAgentBinary; b != "" && b != "none" && !filepath.IsAbs(b) {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_AGENT_BINARY=%q: use an absolute path, or none for a docker exec per command", b))
 	}
+	if r := s.DockerRuntime; strings.ContainsFunc(r, notRuntimeName) {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_RUNTIME=%q: use the name of a runtime the Docker daemon has (docker info lists them under Runtimes), such as runsc for gVisor", r))
+	}
 	if b := s.DockerDaemonAgentBinary; b != "" && !filepath.IsAbs(b) {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY=%q: use an absolute path", b))
 	}
@@ -350,6 +355,11 @@ func Parse(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// notRuntimeName reports a character no Docker runtime's name has.
+func notRuntimeName(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-')
 }
 
 // retention reads FLOWBOX_AUDIT_RETENTION: whole days ("90", "90d") or

@@ -170,3 +170,33 @@ func TestDockerDaemonFilesDir(t *testing.T) {
 		})
 	}
 }
+
+func TestDockerRuntime(t *testing.T) {
+	const key = "FLOWBOX_DOCKER_RUNTIME"
+	tests := []struct {
+		name, value, want, err string
+	}{
+		{"default: the daemon's own", "", "", ""},
+		{"gVisor", "runsc", "runsc", ""},
+		{"a containerd shim", "io.containerd.runsc.v1", "io.containerd.runsc.v1", ""},
+		{"a path", "/usr/bin/runsc", "", key + `="/usr/bin/runsc": use the name of a runtime the Docker daemon has`},
+		{"arguments", "runsc --network=none", "", key + `="runsc --network=none": use the name`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(env(map[string]string{key: tc.value}))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want it to mention %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Sandbox.DockerRuntime != tc.want {
+				t.Fatalf("DockerRuntime = %q, want %q", c.Sandbox.DockerRuntime, tc.want)
+			}
+		})
+	}
+}

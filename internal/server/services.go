@@ -269,7 +269,7 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy, AgentBinary: agentBin, Logger: log})
 		},
 		"docker": func() (sandbox.Provider, error) {
-			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell,
+			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell, Runtime: sc.DockerRuntime,
 				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log, Egress: proxy,
 				DaemonPaths: daemonPaths})
 		},

@@ -12,10 +12,12 @@ import (
 
 // RequireEnv names the variable that lists required components,
 // comma-separated (for example "docker,bwrap,redis,chromium"). The names
-// in use: docker (a reachable dockerd), sandbox-image (the image built by
-// images/sandbox/build.sh), bwrap (bubblewrap), redis (redis-server),
-// chromium (Debian's Chromium, for the browser tests) and python3 (for
-// the example skills' scripts, run on the host by their own tests).
+// in use: docker (a reachable dockerd), runsc (gVisor, registered with
+// that dockerd as the runtime runsc, as scripts/test does), sandbox-image
+// (the image built by images/sandbox/build.sh), bwrap (bubblewrap), redis
+// (redis-server), chromium (Debian's Chromium, for the browser tests) and
+// python3 (for the example skills' scripts, run on the host by their own
+// tests).
 const RequireEnv = "FLOWBOX_TEST_REQUIRE"
 
 // Required reports whether FLOWBOX_TEST_REQUIRE names component.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,4 +272,69 @@ func BenchmarkDelete(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRuntime compares sandboxes under gVisor (the runtime runsc,
+// as scripts/test registers it) with the daemon's default runtime, runc,
+// commands through the agent: a command's round trip (exec: `true`), a
+// new sandbox's first output (cold-start, as BenchmarkColdStart's
+// ms/first-output), and a command that writes 1000 small files in the
+// workspace and reads them back (files). Each iteration does it once on
+// each runtime, in turn, so that both see the same machine; it reports
+// each one's mean (ms/runc, ms/runsc) and runsc's as a multiple of
+// runc's (x-runc).
+func BenchmarkRuntime(b *testing.B) {
+	providers := func(b *testing.B) (runc, runsc *docker.Provider) {
+		gvisor := pathConfig(b, true)
+		gvisor.Runtime = dockertest.Runtime(b, dockertest.GVisor)
+		return dockertest.Provider(b, pathConfig(b, true)), dockertest.Provider(b, gvisor)
+	}
+	// compare runs op on each runtime per iteration and reports the means.
+	compare := func(b *testing.B, op func(p *docker.Provider) time.Duration) {
+		runc, runsc := providers(b)
+		var onRunc, onRunsc time.Duration
+		for b.Loop() {
+			onRunc += op(runc)
+			onRunsc += op(runsc)
+		}
+		n := float64(b.N)
+		b.ReportMetric(float64(onRunc.Microseconds())/n/1000, "ms/runc")
+		b.ReportMetric(float64(onRunsc.Microseconds())/n/1000, "ms/runsc")
+		b.ReportMetric(float64(onRunsc)/float64(onRunc), "x-runc")
+	}
+	// timed runs command in a sandbox of p's that is already serving
+	// commands, made once per provider.
+	timed := func(b *testing.B, command, want string) func(p *docker.Provider) time.Duration {
+		ids := map[*docker.Provider]string{}
+		return func(p *docker.Provider) time.Duration {
+			id, ok := ids[p]
+			if !ok {
+				b.StopTimer()
+				id = sandbox.IDFor("bench", b.Name(), time.Now().String())
+				if err := p.Ensure(context.Background(), sandbox.Spec{ID: id}); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+				execTrue(b, p, id) // the agent may still be starting
+				ids[p] = id
+				b.StartTimer()
+			}
+			start := time.Now()
+			res, err := p.Exec(context.Background(), id, sandbox.ExecRequest{Command: command, Timeout: time.Minute})
+			took := time.Since(start)
+			if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != want {
+				b.Fatalf("Exec(%q): %+v, %v; want %q", command, res, err, want)
+			}
+			return took
+		}
+	}
+	b.Run("exec", func(b *testing.B) { compare(b, timed(b, "true", "")) })
+	b.Run("cold-start", func(b *testing.B) {
+		compare(b, func(p *docker.Provider) time.Duration {
+			_, first := coldStartOnce(b, p, nil)
+			return first
+		})
+	})
+	const files = `mkdir d && cd d && i=0 && while [ $i -lt 1000 ]; do echo "file $i" >f$i; i=$((i+1)); done && cat f* | wc -l && cd .. && rm -r d`
+	b.Run("files", func(b *testing.B) { compare(b, timed(b, files, "1000")) })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/docker"
 )
 
 // TestDiskLimit: a sandbox with a disk limit has its workspace on a
@@ -18,7 +19,18 @@ import (
 // start, and delete leaves no mount behind.
 func TestDiskLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, pathConfig(t, true))
+	testDiskLimit(t, pathConfig(t, true))
+}
+
+// TestDiskLimitGVisor is TestDiskLimit under gVisor, whose file server
+// sees the workspace's filesystem mounted on the host directory it binds.
+func TestDiskLimitGVisor(t *testing.T) {
+	t.Parallel()
+	testDiskLimit(t, gvisorConfig(t))
+}
+
+func testDiskLimit(t *testing.T, cfg docker.Config) {
+	e := newEnv(t, cfg)
 	ctx := testCtx(t)
 	id := e.started(t, sandbox.Spec{Limits: sandbox.Limits{DiskGiB: 1}})
 	t.Cleanup(func() { e.p.Delete(context.Background(), id) })

@@ -26,15 +26,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
@@ -123,6 +126,21 @@ type Config struct {
 	// whose spec has an allowlist (sandbox.Spec.Egress) through their
 	// agent; nil: such a spec fails to ensure.
 	Egress *egress.Proxy
+	// Runtime is the OCI runtime new containers run under, by the name
+	// the daemon knows it by (docker info's Runtimes), such as runsc for
+	// gVisor, which the daemon must have been given (daemon.json
+	// "runtimes" or dockerd --add-runtime). Fingerprint, and the first
+	// creation, say when the daemon lacks it. An existing container keeps
+	// the runtime it was created with. Default: the daemon's default
+	// runtime (runc).
+	//
+	// Under gVisor (the runtime's program or shim is runsc) the agent is
+	// the container's PID 1, without Docker's init, and results do not
+	// report exhaustion: gVisor shows the agent no cgroup counters, and
+	// the memory and pids limits hold for the sandbox as a whole, whose
+	// kernel a command past them takes down with it (the next Ensure
+	// starts it again, with its files).
+	Runtime string
 	// DaemonPaths say where the Docker daemon sees the engine's
 	// directories that sandboxes mount (sandbox.Spec.Mounts): a source
 	// under a map's Engine directory is bound from the same place under
@@ -148,6 +166,12 @@ type Provider struct {
 	// unreachable is logged once: later fallbacks to Docker execs are
 	// debug messages.
 	unreachable sync.Once
+	// rt is what the daemon said of Config.Runtime.
+	rt struct {
+		sync.Mutex
+		known  bool
+		gvisor bool
+	}
 }
 
 var _ sandbox.Provider = (*Provider)(nil)
@@ -235,9 +259,11 @@ func (p *Provider) Capabilities() sandbox.Capabilities {
 		// Through the agent only; a Docker exec's background processes
 		// live on in the container.
 		CommandProcessesEnd: p.agent != "",
+		Stdin:               p.agent != "",
 		// Through the agent only: a Docker exec's result carries no
-		// counters of the container's cgroups.
-		ReportsExhaustion: p.agent != "",
+		// counters of the container's cgroups, and gVisor shows the agent
+		// none.
+		ReportsExhaustion: p.agent != "" && !p.gvisor(),
 	}
 }
 
@@ -283,7 +309,65 @@ func (p *Provider) Fingerprint(ctx context.Context) error {
 			return fmt.Errorf("docker sandbox: %w", err)
 		}
 	}
+	if _, err := p.runtime(ctx); err != nil {
+		return fmt.Errorf("docker sandbox: %w", err)
+	}
 	return nil
+}
+
+// runtime asks the daemon, once, about Config.Runtime: whether it has
+// it, and whether it is gVisor.
+func (p *Provider) runtime(ctx context.Context) (gvisor bool, err error) {
+	if p.cfg.Runtime == "" {
+		return false, nil
+	}
+	p.rt.Lock()
+	defer p.rt.Unlock()
+	if p.rt.known {
+		return p.rt.gvisor, nil
+	}
+	res, err := p.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return false, p.apiErr("ask the Docker daemon for its runtimes", err)
+	}
+	rt, ok := res.Info.Runtimes[p.cfg.Runtime]
+	if !ok && strings.HasPrefix(p.cfg.Runtime, "io.containerd.") {
+		// A containerd shim by its full name, which daemons from 23 on
+		// run without a "runtimes" entry: the creation will tell.
+		rt, ok = system.RuntimeWithStatus{Runtime: system.Runtime{Type: p.cfg.Runtime}}, true
+	}
+	if !ok {
+		return false, fmt.Errorf("the Docker daemon at %s has no runtime %q (it has %s); register it with the daemon "+
+			"(a \"runtimes\" entry in its daemon.json, or dockerd --add-runtime) and restart or reload it, or set FLOWBOX_DOCKER_RUNTIME to one it has",
+			p.cli.DaemonHost(), p.cfg.Runtime, strings.Join(slices.Sorted(maps.Keys(res.Info.Runtimes)), ", "))
+	}
+	p.rt.known = true
+	p.rt.gvisor = isGVisor(p.cfg.Runtime, rt.Path, rt.Type)
+	return p.rt.gvisor, nil
+}
+
+// gvisor reports whether new containers run under gVisor: what the
+// daemon said, or before it was asked, whether Config.Runtime is named
+// runsc.
+func (p *Provider) gvisor() bool {
+	if p.cfg.Runtime == "" {
+		return false
+	}
+	p.rt.Lock()
+	defer p.rt.Unlock()
+	if p.rt.known {
+		return p.rt.gvisor
+	}
+	return isGVisor(p.cfg.Runtime, "", "")
+}
+
+// isGVisor reports whether the daemon's runtime name, with its program
+// (path) or containerd shim (typ), is gVisor's runsc.
+func isGVisor(name, path, typ string) bool {
+	if path == "" && typ == "" {
+		return name == "runsc" || strings.HasPrefix(name, "io.containerd.runsc.")
+	}
+	return filepath.Base(path) == "runsc" || strings.HasPrefix(typ, "io.containerd.runsc.")
 }
 
 // Status implements sandbox.Provider.

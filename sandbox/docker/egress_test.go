@@ -19,8 +19,20 @@ import (
 // resolving to a private address are refused with 403, and audited. A
 // container without one reaches nothing.
 func TestEgressDocker(t *testing.T) {
+	testEgress(t, docker.Config{AgentBinary: dockertest.AgentBinary(t)})
+}
+
+// TestEgressGVisor is TestEgressDocker under gVisor, whose agent reaches
+// the proxy's socket in its bind mount only if runsc lets sandboxes open
+// host sockets (--host-uds=open or all).
+func TestEgressGVisor(t *testing.T) {
+	testEgress(t, gvisorConfig(t))
+}
+
+func testEgress(t *testing.T, cfg docker.Config) {
 	penv := egresstest.New(t)
-	e := newEnv(t, docker.Config{AgentBinary: dockertest.AgentBinary(t), Egress: penv.Proxy})
+	cfg.Egress = penv.Proxy
+	e := newEnv(t, cfg)
 	id := e.started(t, sandbox.Spec{Egress: penv.Allow})
 	// busybox wget crashes when it goes through a proxy: the requests
 	// are written out, as a client would send them.

@@ -178,6 +178,11 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		err = p.ensureErr(id, err)
 	}()
 
+	gvisor, err := p.runtime(ctx)
+	if err != nil {
+		return err
+	}
+
 	// Directories: remember the ones this call created. The rollback
 	// removes them only while empty, so it never deletes files another
 	// caller's sandbox put there meanwhile. The root itself is shared and
@@ -218,7 +223,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		undo.add("unmount the workspace", func(context.Context) error { return diskimage.Unmount(p.workspaceDir(id)) })
 	}
 
-	created, err := p.cli.ContainerCreate(ctx, p.createOptions(spec))
+	created, err := p.cli.ContainerCreate(ctx, p.createOptions(spec, gvisor))
 	if cerrdefs.IsConflict(err) {
 		// Another caller, maybe another engine, created it: use theirs.
 		undo = cleanup{}
@@ -264,7 +269,8 @@ func isNotEmpty(err error) bool {
 	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
-func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOptions {
+// createOptions are the container of spec's, under gVisor if gvisor.
+func (p *Provider) createOptions(spec sandbox.Spec, gvisor bool) client.ContainerCreateOptions {
 	id := spec.ID
 	lim := mergeLimits(spec.Limits, p.cfg.DefaultLimits)
 	labels := map[string]string{LabelManaged: "true", LabelSandbox: id}
@@ -279,7 +285,11 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 		network = container.NetworkMode(p.cfg.Network)
 	}
 	mem := lim.MemoryMiB << 20
-	init := true
+	// Under gVisor the agent is PID 1 itself: runsc (20221219) lets only
+	// the main thread of PID 1 become a child subreaper, as the agent
+	// does (cmd/engine runs it there); PID 1 gets the orphans anyway,
+	// and the agent ends on SIGTERM by itself.
+	init := !gvisor || p.agent == ""
 	stopSecs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
 	cmd := keepAlive
 	mounts := []mount.Mount{
@@ -325,6 +335,7 @@ func (p *Provider) createOptions(spec sandbox.Spec) client.ContainerCreateOption
 			StopTimeout: &stopSecs,
 		},
 		HostConfig: &container.HostConfig{
+			Runtime:     p.cfg.Runtime,
 			NetworkMode: network,
 			CapDrop:     []string{"ALL"},
 			SecurityOpt: []string{"no-new-privileges"},

@@ -19,3 +19,6 @@ func NewRunningAs(cfg Config, executable string) (*Provider, error) {
 
 // DaemonPath exposes daemonPath.
 var DaemonPath = daemonPath
+
+// IsGVisor exposes isGVisor.
+var IsGVisor = isGVisor

@@ -32,6 +32,10 @@ type Harness struct {
 	// Leftovers names whatever of a deleted sandbox is still on the
 	// machine (containers, directories, cgroups); empty when nothing.
 	Leftovers func(t *testing.T, p sandbox.Provider, id string) []string
+	// Skip names the tests (by their name in Run) this configuration of
+	// the provider cannot pass, each with why; the test is reported as
+	// skipped with that reason. A name that is no test fails the suite.
+	Skip map[string]string
 }
 
 var seq struct {
@@ -61,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"TimeoutKillsEverything", testTimeout},
 		{"CommandProcessesEnd", testCommandProcessesEnd},
 		{"StdinIsEmpty", testStdin},
+		{"LongLived", testLongLived},
 		{"OutputCapped", testOutputCap},
 		{"OutputStreamsLive", testStreaming},
 		{"MemoryHogKilled", testMemoryHog},
@@ -72,8 +77,20 @@ func Run(t *testing.T, h Harness) {
 		{"Mounts", testMounts},
 		{"MountsRefused", testMountsRefused},
 	}
+	names := map[string]bool{}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+		names[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			if why, ok := h.Skip[tc.name]; ok {
+				t.Skip(why)
+			}
+			tc.fn(t, h)
+		})
+	}
+	for name := range h.Skip {
+		if !names[name] {
+			t.Errorf("Harness.Skip names %q, which is no conformance test", name)
+		}
 	}
 }
 

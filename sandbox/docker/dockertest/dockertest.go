@@ -81,6 +81,29 @@ func Client(t testing.TB) *client.Client {
 	return cli
 }
 
+// GVisor is the runtime scripts/test registers with its daemon: gVisor's
+// runsc, with --network=none and --host-uds=all (see there why). It is
+// also the component FLOWBOX_TEST_REQUIRE names to require it.
+const GVisor = "runsc"
+
+// Runtime returns name, for docker.Config.Runtime, when the test daemon
+// has a runtime of that name, or stops the test (testenv.Need, with the
+// runtime's name as the component).
+func Runtime(t testing.TB, name string) string {
+	t.Helper()
+	cli := Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		testenv.Need(t, name, fmt.Errorf("ask the Docker daemon at %s for its runtimes: %w", cli.DaemonHost(), err))
+	}
+	if _, ok := res.Info.Runtimes[name]; !ok {
+		testenv.Need(t, name, fmt.Errorf("the Docker daemon at %s has no runtime %q (scripts/test registers runsc when it is installed: apt-get install runsc)", cli.DaemonHost(), name))
+	}
+	return name
+}
+
 // Provider returns a provider for cfg on the test daemon. Zero fields get
 // test defaults: Image, Shell, and a WorkspaceRoot under t.TempDir. The
 // busybox image is imported first if the daemon lacks it. At cleanup,
