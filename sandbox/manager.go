@@ -118,6 +118,8 @@ type Config struct {
 	// Clock times the manager's waits (BusyWait, Heartbeat); default the
 	// real time.
 	Clock Clock
+	// Pool configures the warm pool (B2); its zero value has none.
+	Pool PoolConfig
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -145,6 +147,8 @@ type Manager struct {
 	// created holds the sandboxes this process created whose startup
 	// commands have not run yet (with Config.Lifecycle).
 	created sync.Map // sandbox ID → struct{}
+	// pool is the warm pool; nil without PoolConfig.Store.
+	pool *pool
 }
 
 // IdleAfter is how long a sandbox may go unused before the stop scan
@@ -201,6 +205,10 @@ func New(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("sandbox manager: caps need a Store that counts running records (sandbox.RunningCounter); %T does not", cfg.Store)
 		}
 		m.counter = c
+	}
+	var err error
+	if m.pool, err = m.newPool(cfg.Pool); err != nil {
+		return nil, err
 	}
 	m.exec, m.file = sealOutput(m.execCore), m.fileCore
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
@@ -288,7 +296,8 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	// A sandbox without a record is created now (a stopped one keeps its
 	// record): its startup commands will run.
 	fresh := false
-	if m.cfg.Lifecycle != nil {
+	pooled := m.pool != nil && m.pool.on
+	if m.cfg.Lifecycle != nil || pooled {
 		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
 		fresh = errors.Is(err, ErrNotFound)
 	}
@@ -318,6 +327,10 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			spec.Egress = egress.Narrow(m.cfg.Egress, app)
 		}
 	}
+	if fresh && pooled && m.adopt(ctx, scope, spec) {
+		m.markCreated(id)
+		return nil
+	}
 	if err := m.cfg.Provider.Ensure(ctx, spec); err != nil {
 		m.log.Error("sandbox ensure failed", "sandboxId", id, "err", err)
 		if started {
@@ -333,9 +346,17 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		return fmt.Errorf("ensure sandbox %s: %w", id, err)
 	}
 	if fresh {
-		m.created.Store(id, struct{}{})
+		m.markCreated(id)
 	}
 	return nil
+}
+
+// markCreated has the startup commands of a sandbox this process just
+// created run before its first command.
+func (m *Manager) markCreated(id string) {
+	if m.cfg.Lifecycle != nil {
+		m.created.Store(id, struct{}{})
+	}
 }
 
 // touch refreshes the record, waiting while the stop scan or

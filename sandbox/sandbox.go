@@ -130,6 +130,11 @@ type Spec struct {
 	// and intermediate files, the skills), fixed when the sandbox is
 	// created.
 	Mounts []Mount
+	// Pool marks a warm pool's member (B2): a started sandbox that no
+	// chat owns yet, named by a pool id of IDFor's shape. List reports it
+	// with Resource.Pool, so that reconciliation does not take it for an
+	// orphan; Adopter.Adopt gives it to a chat.
+	Pool bool
 }
 
 // Mount is a host directory a sandbox sees at Target.
@@ -245,6 +250,25 @@ type Resource struct {
 	Status    Status
 	CreatedAt time.Time
 	Labels    map[string]string
+	// Pool: a warm pool's member not yet adopted (Spec.Pool).
+	Pool bool
+}
+
+// Adopter is a provider that can give a running warm pool member to a
+// chat (B2) instead of creating the chat's sandbox.
+type Adopter interface {
+	// Adopt makes the running pool member poolID the sandbox spec.ID.
+	// Afterwards poolID names nothing, and spec.ID is in every way a
+	// sandbox Ensure(spec) created: its labels (List), its mounts across
+	// a stop and start, Delete leaving nothing of either name. The member
+	// was created with the same limits, network and egress as spec; its
+	// mounts had other sources, which the caller has moved: each
+	// writable mount's directory now is spec's source for the same
+	// target, and the member's old source path still leads to it (a
+	// symbolic link), for providers whose restart finds sources by path.
+	// Adopt fails with ErrNotFound when poolID does not exist or does not
+	// run, and with an error, touching nothing, when spec.ID exists.
+	Adopt(ctx context.Context, poolID string, spec Spec) error
 }
 
 // Provider runs sandboxes. Implementations: sandbox/docker, sandbox/bwrap,

@@ -110,6 +110,8 @@ type UI struct {
 	Sandboxes SandboxLister
 	// Limits, when set, are the caps the admin page shows with their use.
 	Limits *Limits
+	// Pool, when set, gives the warm pool's figures the admin page shows.
+	Pool PoolStats
 
 	pages map[string]*template.Template
 }
@@ -398,7 +400,7 @@ func (u *UI) Admin(c *gin.Context) {
 			return
 		}
 	}
-	u.render(c, "admin", translate(lang(c), "sandboxes"), gin.H{"Sandboxes": list, "Limits": u.Limits.view(c.Request.Context(), list)})
+	u.render(c, "admin", translate(lang(c), "sandboxes"), gin.H{"Sandboxes": list, "Limits": u.Limits.view(c.Request.Context(), list), "Pool": u.Pool.view(c.Request.Context())})
 }
 
 // UserList is the admins' user management. The script draws the list

@@ -11,7 +11,7 @@ import "github.com/prometheus/client_golang/prometheus"
 //	flowbox_sandboxes_stopped_total              sandboxes the stop scan stopped
 //	flowbox_sandboxes_deleted_total              sandboxes deleted with their chat or app
 //	flowbox_reconcile_repairs_total{kind}        what reconciliation fixed: requeued_deletion,
-//	                                             stale_claim, orphan, vanished
+//	                                             stale_claim, orphan, vanished, pool_member
 //	flowbox_deletion_enqueue_failures_total      deletions recorded whose task could not be queued
 type Metrics struct {
 	processed       *prometheus.CounterVec
@@ -57,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"scanned", "skipped"} {
 		m.scans.WithLabelValues(r)
 	}
-	for _, k := range []string{repairRequeued, repairStaleClaim, repairOrphan, repairVanished, repairActivity} {
+	for _, k := range []string{repairRequeued, repairStaleClaim, repairOrphan, repairVanished, repairActivity, repairPool} {
 		m.repairs.WithLabelValues(k)
 	}
 	if reg != nil {
@@ -73,4 +73,5 @@ const (
 	repairOrphan     = "orphan"
 	repairVanished   = "vanished"
 	repairActivity   = "activity_index" // running sandboxes missing from the stop scan's index
+	repairPool       = "pool_member"    // warm pool members without a document, of another shape, or documents without a member
 )

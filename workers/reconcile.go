@@ -210,9 +210,15 @@ func (w *Workers) reconcileProvider(ctx context.Context) error {
 	}
 	listed := make(map[string]bool, len(resources))
 	var orphans, vanished, stuck []string
+	// Warm pool members have no record: the pool reconciles them.
+	pooled, poolErr := w.cfg.Manager.ReconcilePool(ctx, resources, old)
+	if pooled > 0 {
+		w.m.repairs.WithLabelValues(repairPool).Add(float64(pooled))
+		w.log.Warn("reconciliation removed warm pool members", "count", pooled)
+	}
 	for _, r := range resources {
 		listed[r.ID] = true
-		if !recorded[r.ID] && r.CreatedAt.Before(old) {
+		if !r.Pool && !recorded[r.ID] && r.CreatedAt.Before(old) {
 			orphans = append(orphans, r.ID)
 		}
 	}
@@ -226,7 +232,7 @@ func (w *Workers) reconcileProvider(ctx context.Context) error {
 		}
 	}
 	return errors.Join(
-		refreshErr,
+		refreshErr, poolErr,
 		w.claimed(ctx, orphans, repairOrphan, w.removeOrphan),
 		w.claimed(ctx, vanished, repairVanished, func(ctx context.Context, id string) (bool, error) {
 			return w.repairVanished(ctx, id, old)

@@ -213,6 +213,7 @@ func (w *Workers) ServeMux() *asynq.ServeMux {
 	mux.HandleFunc(TypeAuditPrune, w.HandleAuditPrune)
 	mux.HandleFunc(TypeApprovalExpire, w.HandleApprovalExpire)
 	mux.HandleFunc(TypeAlertWebhook, w.HandleAlertWebhook)
+	mux.HandleFunc(TypePoolRefill, w.HandlePoolRefill)
 	return mux
 }
 
@@ -259,6 +260,7 @@ func (w *Workers) Start() error {
 	}{
 		{w.cfg.ScanSchedule, NewStopIdleTask(), []asynq.Option{asynq.Unique(w.cfg.MinIdle / 2)}},
 		{w.cfg.ReconcileSchedule, NewReconcileTask(w.cfg.ReconcileEvery), []asynq.Option{asynq.Unique(w.cfg.ReconcileEvery / 2)}},
+		{"@every " + PoolRefillEvery.String(), NewPoolRefillTask(), []asynq.Option{asynq.Unique(PoolRefillEvery / 2)}},
 	}
 	if w.cfg.Audit != nil && w.cfg.AuditRetention > 0 {
 		entries = append(entries, struct {
@@ -284,6 +286,8 @@ func (w *Workers) Start() error {
 		w.srv.Shutdown()
 		return fmt.Errorf("start the scheduler: %w", err)
 	}
+	// The warm pool fills at start, not a period later.
+	w.RequestPoolRefill()
 	w.log.Info("workers started", "queues", Queues(), "concurrency", w.cfg.Concurrency, "owner", w.owner)
 	return nil
 }

@@ -141,6 +141,7 @@ type Sandbox struct {
 	MemoryMiB        int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
 	Pids             int64   // FLOWBOX_SANDBOX_PIDS (default 256)
 	DiskGiB          int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
+	PoolSize         int     // FLOWBOX_SANDBOX_POOL_SIZE: started sandboxes kept for new chats' first commands (default 2; 0: no warm pool)
 	Root             string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
 	PolicyFile       string  // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
 	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
@@ -304,6 +305,10 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.MemoryMiB = integer("FLOWBOX_SANDBOX_MEMORY_MIB", 512)
 	s.Pids = integer("FLOWBOX_SANDBOX_PIDS", 256)
 	s.DiskGiB = integer("FLOWBOX_SANDBOX_DISK_GIB", 0)
+	s.PoolSize = int(integer("FLOWBOX_SANDBOX_POOL_SIZE", 2))
+	if s.PoolSize < 0 || s.PoolSize > 1000 {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_POOL_SIZE=%d: use 0 (no warm pool) to 1000", s.PoolSize))
+	}
 	s.Root = str("FLOWBOX_SANDBOX_ROOT", filepath.Join(c.DataDir, "sandboxes"))
 	s.PolicyFile = str("FLOWBOX_POLICY_FILE", "")
 	s.DockerHost = str("FLOWBOX_DOCKER_HOST", "")

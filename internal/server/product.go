@@ -71,7 +71,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	access := &web.Access{Apps: appStore, Chats: chats}
 	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
-	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc},
+	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
 		Limits: &web.Limits{Sandboxes: sandboxCaps(cfg.Caps), Runs: runs}}
 	if err := ui.Load(); err != nil {
 		return nil, err

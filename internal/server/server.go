@@ -98,6 +98,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if err := reg.Register(svc.AlertMetrics); err != nil {
 		return nil, fmt.Errorf("register the alert metrics: %w", err)
 	}
+	if err := reg.Register(poolCollector{svc.Manager}); err != nil {
+		return nil, fmt.Errorf("register the warm pool metrics: %w", err)
+	}
 	if e.Workers, err = NewWorkers(svc, cfg, log, reg); err != nil {
 		return nil, err
 	}
@@ -135,13 +138,19 @@ func (e *Engine) StartWorkers() error {
 	return nil
 }
 
-// Close lets running tasks finish, then stops everything New started, in
-// reverse order. The HTTP server serving Handler must be shut down first.
-func (e *Engine) Close() {
+// StopWorkers lets running tasks finish and stops the workers, if
+// started; Close does it too.
+func (e *Engine) StopWorkers() {
 	if e.started {
 		e.Workers.Shutdown()
 		e.started = false
 	}
+}
+
+// Close lets running tasks finish, then stops everything New started, in
+// reverse order. The HTTP server serving Handler must be shut down first.
+func (e *Engine) Close() {
+	e.StopWorkers()
 	if e.dashboard != nil {
 		e.dashboard.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -38,6 +39,9 @@ import (
 // Services are the long-lived components of one engine process, below the
 // product: what engine worker and engine shell need too.
 type Services struct {
+	// poolRefill is the workers' RequestPoolRefill, once they exist.
+	poolRefill atomic.Pointer[func()]
+
 	DB       *mongo.Database
 	Redis    *redis.Client
 	Store    *mongostore.Store
@@ -182,7 +186,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		// need them (the workers' stops and deletions included).
 		Lifecycle:  appLifecycle{apps: appsReader},
 		Middleware: middleware,
-		Logger:     log,
+		// Started sandboxes of the operator's shape wait for new chats;
+		// the workers refill the pool, asked by each adoption.
+		Pool: sandbox.PoolConfig{
+			Size: cfg.Sandbox.PoolSize, Store: store,
+			Workspace: s.Workspace, SharedMounts: []sandbox.Mount{s.skillsMount()},
+			Refill: s.requestPoolRefill,
+		},
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err

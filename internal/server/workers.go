@@ -57,6 +57,8 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
+	refill := w.RequestPoolRefill
+	svc.poolRefill.Store(&refill)
 	return w, nil
 }
 

@@ -39,7 +39,20 @@ func (s *Services) mountsFor(ctx context.Context, scope sandbox.Scope) ([]sandbo
 	if err != nil {
 		return nil, err
 	}
-	return append(mounts, sandbox.Mount{Source: s.Skills.Dir(), Target: sandbox.SkillsDir, ReadOnly: true}), nil
+	return append(mounts, s.skillsMount()), nil
+}
+
+// skillsMount shows every sandbox the installed skills, read-only.
+func (s *Services) skillsMount() sandbox.Mount {
+	return sandbox.Mount{Source: s.Skills.Dir(), Target: sandbox.SkillsDir, ReadOnly: true}
+}
+
+// requestPoolRefill has the workers refill the warm pool after an
+// adoption.
+func (s *Services) requestPoolRefill() {
+	if f := s.poolRefill.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // promptWorkspace lists a chat's files for the tool-call node's prompt.

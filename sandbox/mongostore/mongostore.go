@@ -55,6 +55,7 @@ type Store struct {
 	coll      *mongo.Collection // sandbox_instances
 	claims    *mongo.Collection // sandbox_claims
 	deletions *mongo.Collection // sandbox_deletions
+	pool      *mongo.Collection // sandbox_pool
 	activity  *activity.Index   // nil: Idle asks the records' index
 	log       *slog.Logger
 }
@@ -84,6 +85,7 @@ func New(ctx context.Context, db *mongo.Database, logger *slog.Logger, opts ...O
 		coll:      db.Collection(Collection),
 		claims:    db.Collection(ClaimsCollection),
 		deletions: db.Collection(DeletionsCollection),
+		pool:      db.Collection(PoolCollection),
 		log:       logger,
 	}
 	for _, o := range opts {
@@ -98,6 +100,7 @@ func New(ctx context.Context, db *mongo.Database, logger *slog.Logger, opts ...O
 	}{
 		{s.claims, mongo.IndexModel{Keys: bson.D{{Key: "claimedAt", Value: 1}}, Options: options.Index().SetName(IndexClaimedAt)}},
 		{s.deletions, mongo.IndexModel{Keys: bson.D{{Key: "state", Value: 1}, {Key: "requestedAt", Value: 1}}, Options: options.Index().SetName(IndexDeletionState)}},
+		{s.pool, mongo.IndexModel{Keys: bson.D{{Key: "provider", Value: 1}, {Key: "createdAt", Value: 1}}, Options: options.Index().SetName(IndexPool)}},
 	} {
 		if _, err := m.coll.Indexes().CreateOne(ctx, m.model); err != nil {
 			return nil, fmt.Errorf("create indexes of %s: %w", m.coll.Name(), err)

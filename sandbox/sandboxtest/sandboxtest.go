@@ -76,6 +76,7 @@ func Run(t *testing.T, h Harness) {
 		{"FilesConfined", testFilesConfined},
 		{"Mounts", testMounts},
 		{"MountsRefused", testMountsRefused},
+		{"PoolAdopt", testPoolAdopt},
 	}
 	names := map[string]bool{}
 	for _, tc := range tests {

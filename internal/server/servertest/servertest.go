@@ -106,6 +106,9 @@ func Start(t testing.TB, opts Options) *Env {
 		"FLOWBOX_CAP_RUNS":           "0",
 		"FLOWBOX_CAP_USER_RUNS":      "0",
 		"FLOWBOX_CAP_LINK_RUNS":      "0",
+		// No warm pool unless a test asks for one (web/pool_test.go):
+		// most tests count sandboxes, and each member is a namespace.
+		"FLOWBOX_SANDBOX_POOL_SIZE": "0",
 	}
 	for k, v := range opts.Env {
 		env[k] = v
@@ -131,6 +134,9 @@ func Start(t testing.TB, opts Options) *Env {
 		for _, inst := range list {
 			_ = svc.Manager.Delete(context.Background(), inst.SandboxID)
 		}
+		// No refill after the drain.
+		e.Engine.StopWorkers()
+		_, _ = svc.Manager.DrainPool(context.Background())
 		e.Engine.Close()
 	})
 	return e

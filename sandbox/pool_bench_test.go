@@ -1,0 +1,116 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/workspace"
+)
+
+// BenchmarkWarmPool puts a new chat's first command with a warm pool
+// beside the same command created cold, in turn, on each provider with
+// its command agent: the time from Exec to the first output of `echo
+// hi`, the chat's record, workspace directories and skills mount
+// included. The pool is refilled between iterations, off the clock.
+//
+//	go test -run '^$' -bench WarmPool -benchtime 30x ./sandbox/
+func BenchmarkWarmPool(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		p    func(b *testing.B) sandbox.Provider
+	}{
+		{"bwrap", func(b *testing.B) sandbox.Provider {
+			return benchBwrapWith(b, bwrap.Config{AgentBinary: testenv.EngineBinary(b)})
+		}},
+		{"docker", func(b *testing.B) sandbox.Provider {
+			return dockertest.Provider(b, docker.Config{Image: dockertest.Image, Shell: "/bin/sh", AgentBinary: dockertest.AgentBinary(b)})
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := tc.p(b)
+			ctx := context.Background()
+			store, err := mongostore.New(ctx, mongotest.DB(b), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws, err := workspace.New(workspace.Config{Root: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			skills := sandbox.Mount{Source: b.TempDir(), Target: sandbox.SkillsDir, ReadOnly: true}
+			manager := func(size int) *sandbox.Manager {
+				m, err := sandbox.New(sandbox.Config{Provider: p, Store: store,
+					MountsFor: func(ctx context.Context, scope sandbox.Scope) ([]sandbox.Mount, error) {
+						m, err := ws.Mounts(ctx, scope)
+						return append(m, skills), err
+					},
+					Pool: sandbox.PoolConfig{Size: size, Store: store, Workspace: ws, SharedMounts: []sandbox.Mount{skills}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return m
+			}
+			cold, warm := manager(0), manager(1)
+			b.Cleanup(func() { _, _ = warm.DrainPool(context.Background()) })
+			var made []func()
+			b.Cleanup(func() {
+				for _, del := range made {
+					del()
+				}
+			})
+			first := func(m *sandbox.Manager, i int, name string) time.Duration {
+				s := sandbox.Scope{AppID: "bench", UserID: "u", ChatID: fmt.Sprintf("%s-%d-%d", name, i, time.Now().UnixNano())}
+				out := make(chan time.Time, 1)
+				start := time.Now()
+				res, err := m.Exec(ctx, s, sandbox.ExecRequest{Command: "echo hi", Timeout: 30 * time.Second,
+					OnOutput: func(sandbox.Stream, []byte) {
+						select {
+						case out <- time.Now():
+						default:
+						}
+					}})
+				if err != nil || res.Stdout != "hi\n" {
+					b.Fatalf("first command: %+v %v", res, err)
+				}
+				made = append(made, func() { _ = m.Delete(context.Background(), s.SandboxID()) })
+				return (<-out).Sub(start)
+			}
+			var coldT, warmT []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				if _, err := warm.RefillPool(ctx); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(200 * time.Millisecond) // the member's agent settles, as it has long done in use
+				b.StartTimer()
+				warmT = append(warmT, first(warm, i, "warm"))
+				coldT = append(coldT, first(cold, i, "cold"))
+			}
+			b.StopTimer()
+			s, _, _ := warm.PoolStats(ctx)
+			if s.Claims != uint64(b.N) {
+				b.Fatalf("%d of %d first commands adopted a member (%+v)", s.Claims, b.N, s)
+			}
+			p50 := func(d []time.Duration) float64 {
+				slices.Sort(d)
+				return float64(d[len(d)/2].Microseconds()) / 1000
+			}
+			pc, pw := p50(coldT), p50(warmT)
+			b.ReportMetric(pc, "cold-p50-ms")
+			b.ReportMetric(pw, "pool-p50-ms")
+			b.ReportMetric(pw/pc, "pool/cold")
+			b.ReportMetric(s.RefillSeconds/float64(s.Refills)*1000, "refill-mean-ms")
+		})
+	}
+}

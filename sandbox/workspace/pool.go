@@ -1,0 +1,206 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// The warm pool's members (sandbox.PoolWorkspace) get directories of
+// their own under Root/pool/<poolId>, mounted where a chat's are. A chat
+// that adopts a member takes those very directories (the member's
+// mounts keep working): each is exchanged with the chat's own, the
+// chat's files are moved into it, and Root/pool/<poolId> becomes a link
+// to the chat's directory, for providers that find a mount's source by
+// its path again when they restart the sandbox. The links go once their
+// chat's directory is gone (Sweep).
+
+const (
+	poolDir = "pool"
+	// adoptingFile marks a chat directory an adoption is moving files
+	// in; a second adoption of the same chat is refused while it exists.
+	adoptingFile = "adopting"
+	// sweepAfter is how old an unknown member directory must be before
+	// Sweep removes it: its member may just be being created.
+	sweepAfter = 10 * time.Minute
+)
+
+var _ sandbox.PoolWorkspace = (*Store)(nil)
+
+func (s *Store) memberDir(poolID string) string { return filepath.Join(s.root, poolDir, poolID) }
+
+// MemberMounts creates a member's uploads and intermediate directories and
+// returns their mounts.
+func (s *Store) MemberMounts(ctx context.Context, poolID string) ([]sandbox.Mount, error) {
+	if !sandbox.ValidID(poolID) {
+		return nil, fmt.Errorf("%w: %q is not a pool id", sandbox.ErrInvalidPath, poolID)
+	}
+	s.chatsOnce.Do(func() { s.chatsErr = s.makeChats() })
+	if s.chatsErr != nil {
+		return nil, s.chatsErr
+	}
+	mode := os.FileMode(0o755)
+	if s.worldWritable {
+		mode = 0o700
+	}
+	if err := mkdir(filepath.Join(s.root, poolDir), mode); err != nil {
+		return nil, fmt.Errorf("create the warm pool's directory: %w", err)
+	}
+	dir := s.memberDir(poolID)
+	if err := mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create a warm pool member's directory: %w", err)
+	}
+	var mounts []sandbox.Mount
+	for _, a := range []Area{Uploads, Intermediate} {
+		if err := mkdir(filepath.Join(dir, string(a)), s.areaMode()); err != nil {
+			return nil, fmt.Errorf("create a warm pool member's directory: %w", err)
+		}
+		mounts = append(mounts, sandbox.Mount{Source: filepath.Join(dir, string(a)), Target: a.Target()})
+	}
+	return mounts, nil
+}
+
+// Adopt gives the chat of scope the member's directories: afterwards the
+// chat's uploads and intermediate directories are the member's, holding
+// the chat's files, and the member's path links to the chat's directory.
+// On failure nothing is deleted: a file not moved stays where it was.
+func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) error {
+	if !sandbox.ValidID(poolID) {
+		return fmt.Errorf("%w: %q is not a pool id", sandbox.ErrInvalidPath, poolID)
+	}
+	chat, err := s.ensure(scope)
+	if err != nil {
+		return err
+	}
+	mark := filepath.Join(chat, adoptingFile)
+	f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("mark the chat's directory as being adopted: %w", err)
+	}
+	f.Close()
+	defer os.Remove(mark)
+	member := s.memberDir(poolID)
+	for _, a := range []Area{Uploads, Intermediate} {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := exchange(filepath.Join(member, string(a)), filepath.Join(chat, string(a))); err != nil {
+			return err
+		}
+	}
+	// Both areas now live in the chat's directory; the member's holds
+	// nothing more and becomes the link.
+	if err := os.Remove(member); err != nil {
+		return fmt.Errorf("replace the member's directory with a link: %w", err)
+	}
+	// Relative, so that it leads there for a Docker daemon that sees the
+	// files at another path too.
+	if err := os.Symlink(filepath.Join("..", chatsDir, filepath.Base(chat)), member); err != nil {
+		return fmt.Errorf("link the member's directory to the chat's: %w", err)
+	}
+	return nil
+}
+
+// exchange swaps the directories from (the member's, empty) and to (the
+// chat's) atomically, then moves what the chat had into the directory
+// now at to, and removes the emptied one. A file saved into the old
+// directory while this runs is moved too; one saved after it was removed
+// fails, and its upload says so.
+func exchange(from, to string) error {
+	if err := renameExchange(from, to); err != nil {
+		return fmt.Errorf("exchange %s with %s: %w", from, to, err)
+	}
+	for range 10 {
+		entries, err := os.ReadDir(from)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", from, err)
+		}
+		for _, e := range entries {
+			if err := renameNoReplace(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+				return fmt.Errorf("move %s into %s: %w", e.Name(), to, err)
+			}
+		}
+		err = os.Remove(from)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("remove %s: %w", from, err)
+		}
+	}
+	return fmt.Errorf("remove %s: files keep arriving in it", from)
+}
+
+// Discard removes a member's directories, which its sandbox never used
+// for a chat, or its link. It deletes no file: a directory that is not
+// empty stays, and the error names it.
+func (s *Store) Discard(ctx context.Context, poolID string) error {
+	if !sandbox.ValidID(poolID) {
+		return fmt.Errorf("%w: %q is not a pool id", sandbox.ErrInvalidPath, poolID)
+	}
+	dir := s.memberDir(poolID)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("discard a warm pool member's directory: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return os.Remove(dir)
+	}
+	for _, name := range []string{string(Uploads), string(Intermediate), ""} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("discard a warm pool member's directory (left in place): %w", err)
+		}
+	}
+	return nil
+}
+
+// Sweep removes the links whose chat directory is gone, and the
+// directories of members that keep does not know and that are older
+// than ten minutes. It returns how many it removed.
+func (s *Store) Sweep(ctx context.Context, keep func(poolID string) bool) (int, error) {
+	root := filepath.Join(s.root, poolDir)
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sweep the warm pool's directories: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			break
+		}
+		path := filepath.Join(root, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				if err := os.Remove(path); err == nil {
+					removed++
+				}
+			}
+			continue
+		}
+		if !sandbox.ValidID(e.Name()) || keep(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < sweepAfter {
+			continue
+		}
+		if err := s.Discard(ctx, e.Name()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}

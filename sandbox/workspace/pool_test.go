@@ -1,0 +1,140 @@
+//go:build linux
+
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+const poolA, poolB = "00000000000000aa", "00000000000000bb"
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestPoolAdopt: the chat takes the member's very directories (which a
+// running sandbox has mounted), with the files uploaded before, and the
+// member's path leads to the chat's directory.
+func TestPoolAdopt(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Config{})
+	mounts, err := s.MemberMounts(ctx, poolA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 2 || mounts[0].Target != sandbox.UploadsDir || mounts[1].Target != sandbox.IntermediateDir {
+		t.Fatalf("MemberMounts = %+v; want uploads and intermediate", mounts)
+	}
+	upIno, midIno := inode(t, mounts[0].Source), inode(t, mounts[1].Source)
+
+	// Uploaded before the chat's first command.
+	if _, err := s.Save(ctx, scopeA, "", "early.txt", strings.NewReader("early\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(areaDir(s, scopeA, Intermediate), "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Adopt(ctx, scopeA, poolA); err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	if got := inode(t, areaDir(s, scopeA, Uploads)); got != upIno {
+		t.Errorf("the chat's uploads is inode %d; want the member's %d, which its sandbox mounts", got, upIno)
+	}
+	if got := inode(t, areaDir(s, scopeA, Intermediate)); got != midIno {
+		t.Errorf("the chat's intermediate is inode %d; want the member's %d", got, midIno)
+	}
+	if data, err := os.ReadFile(filepath.Join(areaDir(s, scopeA, Uploads), "early.txt")); err != nil || string(data) != "early\n" {
+		t.Errorf("the early upload after Adopt: %q, %v", data, err)
+	}
+	if fi, err := os.Stat(filepath.Join(areaDir(s, scopeA, Intermediate), "sub")); err != nil || !fi.IsDir() {
+		t.Errorf("the chat's intermediate directory after Adopt: %v", err)
+	}
+	// The member's old source path still leads there.
+	if got := inode(t, mounts[0].Source); got != upIno {
+		t.Errorf("the member's old uploads path leads to inode %d; want %d", got, upIno)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(areaDir(s, scopeA, Uploads)), adoptingFile)); !os.IsNotExist(err) {
+		t.Errorf("the adoption's mark is left: %v", err)
+	}
+	// The listing and uploads see the files as before.
+	entries, err := s.List(ctx, scopeA, Uploads, "")
+	if err != nil || len(entries) != 1 || entries[0].Name != "early.txt" {
+		t.Errorf("List after Adopt = %+v, %v", entries, err)
+	}
+
+	// Sweep keeps the link while the chat's directory exists.
+	if n, err := s.Sweep(ctx, func(string) bool { return false }); err != nil || n != 0 {
+		t.Errorf("Sweep with the chat alive removed %d, %v; want 0", n, err)
+	}
+	if err := s.DeleteChat(ctx, scopeA); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Sweep(ctx, func(string) bool { return false }); err != nil || n != 1 {
+		t.Errorf("Sweep after the chat's deletion removed %d, %v; want the link", n, err)
+	}
+	if _, err := os.Lstat(s.memberDir(poolA)); !os.IsNotExist(err) {
+		t.Errorf("the member's link after Sweep: %v", err)
+	}
+}
+
+// TestPoolDiscard: a member that was not adopted is discarded without
+// its files; a chat being adopted refuses a second adoption.
+func TestPoolDiscard(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Config{})
+	for _, id := range []string{poolA, poolB} {
+		if _, err := s.MemberMounts(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Discard(ctx, poolB); err != nil {
+		t.Fatalf("Discard of an unused member: %v", err)
+	}
+	if _, err := os.Lstat(s.memberDir(poolB)); !os.IsNotExist(err) {
+		t.Errorf("the discarded member's directory: %v", err)
+	}
+	// A member directory with a file in it (never so in use) is kept.
+	mounts, _ := s.MemberMounts(ctx, poolB)
+	if err := os.WriteFile(filepath.Join(mounts[0].Source, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Discard(ctx, poolB); err == nil {
+		t.Errorf("Discard of a member directory holding a file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(mounts[0].Source, "x")); err != nil {
+		t.Errorf("Discard deleted a file: %v", err)
+	}
+
+	if _, err := s.Mounts(ctx, scopeB); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(filepath.Dir(areaDir(s, scopeB, Uploads)), adoptingFile)
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Adopt(ctx, scopeB, poolA); err == nil {
+		t.Errorf("Adopt of a chat another adoption is moving succeeded")
+	}
+	if fi, err := os.Lstat(s.memberDir(poolA)); err != nil || !fi.IsDir() {
+		t.Errorf("the refused member's directory: %v", err)
+	}
+	if err := s.Adopt(ctx, scopeB, "../x"); err == nil {
+		t.Errorf("Adopt of a malformed pool id succeeded")
+	}
+	// Sweep leaves members it is told to keep, and young ones.
+	if n, err := s.Sweep(ctx, func(id string) bool { return id == poolA }); err != nil || n != 0 {
+		t.Errorf("Sweep removed %d, %v; want 0 (one kept, one young)", n, err)
+	}
+}
