@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -27,13 +28,31 @@ func (m *Manager) mountFor(ctx context.Context, scope Scope, p string) (Mount, b
 	if err != nil {
 		return Mount{}, false, fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
 	}
-	for _, mt := range mounts {
-		at := strings.TrimPrefix(mt.Target, WorkspaceDir+"/")
-		if rel == at || strings.HasPrefix(rel, at+"/") {
-			return mt, true, nil
-		}
+	if i := mountIndex(mounts, rel); i >= 0 {
+		return mounts[i], true, nil
 	}
 	return Mount{}, false, nil
+}
+
+// mountAt returns the index of the mount whose target holds p, or -1.
+func mountAt(mounts []Mount, p string) (int, error) {
+	rel, err := WorkspaceRel(p)
+	if err != nil {
+		return -1, err
+	}
+	return mountIndex(mounts, rel), nil
+}
+
+// mountIndex returns the index of the mount whose target holds rel (a
+// path relative to /workspace), or -1.
+func mountIndex(mounts []Mount, rel string) int {
+	for i, mt := range mounts {
+		at := strings.TrimPrefix(mt.Target, WorkspaceDir+"/")
+		if rel == at || strings.HasPrefix(rel, at+"/") {
+			return i
+		}
+	}
+	return -1
 }
 
 // mountFile runs a file operation on a mount's host directory.
@@ -90,4 +109,76 @@ func (m *Manager) withMounts(ctx context.Context, scope Scope, entries []FileInf
 		return entries[i].Name < entries[j].Name
 	})
 	return entries
+}
+
+// MountedFiles is a sandbox's /workspace as its commands see it, for a
+// provider's Files: the workspace directory, and under each mount's
+// target the mount's source (in the workspace directory a mount point is
+// an empty directory).
+type MountedFiles struct {
+	Workspace Files
+	Mounts    []Mount
+}
+
+var _ Files = MountedFiles{}
+
+// at returns the files that hold p and p's mount, if it is in one.
+func (f MountedFiles) at(p string) (Files, *Mount, error) {
+	i, err := mountAt(f.Mounts, p)
+	if err != nil || i < 0 {
+		return f.Workspace, nil, err
+	}
+	m := &f.Mounts[i]
+	return DirFiles{Dir: m.Source, At: m.Target}, m, nil
+}
+
+func (f MountedFiles) List(ctx context.Context, p string) ([]FileInfo, error) {
+	files, _, err := f.at(p)
+	if err != nil {
+		return nil, err
+	}
+	return files.List(ctx, p)
+}
+
+func (f MountedFiles) Stat(ctx context.Context, p string) (FileInfo, error) {
+	files, _, err := f.at(p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return files.Stat(ctx, p)
+}
+
+func (f MountedFiles) Open(ctx context.Context, p string) (io.ReadCloser, FileInfo, error) {
+	files, _, err := f.at(p)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	return files.Open(ctx, p)
+}
+
+func (f MountedFiles) ReadFile(ctx context.Context, p string, max int64) ([]byte, error) {
+	files, _, err := f.at(p)
+	if err != nil {
+		return nil, err
+	}
+	return files.ReadFile(ctx, p, max)
+}
+
+func (f MountedFiles) WriteFile(ctx context.Context, p string, data []byte) error {
+	files, m, err := f.at(p)
+	if err != nil {
+		return err
+	}
+	if m != nil && m.ReadOnly {
+		return fmt.Errorf("write %s: %w: %s is mounted read-only", p, ErrReadOnly, m.Target)
+	}
+	return files.WriteFile(ctx, p, data)
+}
+
+func (f MountedFiles) Zip(ctx context.Context, p string, w io.Writer) error {
+	files, _, err := f.at(p)
+	if err != nil {
+		return err
+	}
+	return files.Zip(ctx, p, w)
 }

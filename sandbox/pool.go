@@ -149,8 +149,8 @@ func (s PoolShape) String() string {
 	return strings.Join(parts, " · ")
 }
 
-// Imager is a provider whose sandboxes run one image; the pool's shape
-// includes it.
+// Imager is a provider whose sandboxes run one image (and runtime); the
+// pool's shape includes what Image returns.
 type Imager interface{ Image() string }
 
 // PoolStats are the pool's figures: its configuration, what the database

@@ -295,7 +295,8 @@ type Provider interface {
 	// sandbox is not an error.
 	Delete(ctx context.Context, id string) error
 	Status(ctx context.Context, id string) (Status, error)
-	// Files gives access to the sandbox's /workspace. It does not start the
+	// Files gives access to the sandbox's /workspace as its commands see
+	// it, its mounts included (MountedFiles). It does not start the
 	// sandbox; ErrNotFound when the sandbox does not exist.
 	Files(ctx context.Context, id string) (Files, error)
 	// List returns every sandbox this provider holds, for reconciliation.

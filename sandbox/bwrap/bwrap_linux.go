@@ -142,6 +142,9 @@ type meta struct {
 	// later Ensure's spec does not change them. Sandboxes created before
 	// mounts existed have none.
 	Mounts []sandbox.Mount `json:"mounts,omitempty"`
+	// Pool: a warm pool's member that no chat has adopted yet
+	// (sandbox.Spec.Pool; see pool_linux.go).
+	Pool bool `json:"pool,omitempty"`
 }
 
 func checkID(id string) error {
@@ -155,11 +158,28 @@ func checkID(id string) error {
 // stopped one. Every step is idempotent, so concurrent callers (also in
 // other processes) converge on one sandbox. The spec's mounts are checked
 // every time but used only by the call that creates the sandbox: a
-// sandbox keeps the mounts it was created with.
-func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
+// sandbox keeps the mounts it was created with. A warm pool's member
+// (spec.Pool) also has its namespace started, when there is an agent.
+func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
 	if err := checkID(spec.ID); err != nil {
 		return err
 	}
+	// Never in the middle of an adoption of this name, nor of a stop.
+	unlock, err := p.lockNamespace(spec.ID)
+	if err != nil {
+		return fmt.Errorf("bwrap ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
+	}
+	err = p.ensure(ctx, spec)
+	unlock()
+	if err != nil {
+		return err
+	}
+	p.warmPoolMember(ctx, spec.ID)
+	return nil
+}
+
+// ensure is Ensure under the sandbox's lock.
+func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := p.probe(); err != nil {
 		return fmt.Errorf("bwrap ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
 	}
@@ -222,7 +242,7 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		cleanup = append(cleanup, func() error { return diskimage.Unmount(p.workspace(id)) })
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
-		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts}
+		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts, Pool: spec.Pool}
 		// The mount points, before anything else can put a file where one
 		// goes: bwrap cannot bind a directory onto it.
 		for _, mnt := range mounts {
@@ -576,6 +596,9 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 		return fmt.Errorf("bwrap stop %s: %w", id, err)
 	}
 	defer unlock()
+	if _, err := os.Stat(p.dir(id)); errors.Is(err, fs.ErrNotExist) {
+		return nil // deleted or adopted under another name meanwhile
+	}
 	if err := os.WriteFile(p.stoppedMark(id), nil, 0o600); err != nil {
 		return fmt.Errorf("bwrap stop %s: %w", id, err)
 	}
@@ -617,7 +640,8 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Files gives access to the sandbox's workspace directory.
+// Files gives access to the sandbox's workspace directory, and to its
+// mounts' directories at their targets.
 func (p *Provider) Files(ctx context.Context, id string) (sandbox.Files, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
@@ -625,7 +649,12 @@ func (p *Provider) Files(ctx context.Context, id string) (sandbox.Files, error) 
 	if _, err := os.Stat(p.workspace(id)); err != nil {
 		return nil, fmt.Errorf("bwrap files %s: %w", id, sandbox.ErrNotFound)
 	}
-	return sandbox.DirFiles{Dir: p.workspace(id)}, nil
+	files := sandbox.DirFiles{Dir: p.workspace(id)}
+	m, err := p.readMeta(id)
+	if err != nil || len(m.Mounts) == 0 {
+		return files, nil
+	}
+	return sandbox.MountedFiles{Workspace: files, Mounts: m.Mounts}, nil
 }
 
 // List returns every sandbox directory under Root.
@@ -648,7 +677,7 @@ func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
 		}
 		r := sandbox.Resource{ID: e.Name(), Status: st}
 		if m, err := p.readMeta(e.Name()); err == nil {
-			r.CreatedAt, r.Labels = m.CreatedAt, m.Labels
+			r.CreatedAt, r.Labels, r.Pool = m.CreatedAt, m.Labels, m.Pool
 		} else if fi, err := e.Info(); err == nil {
 			r.CreatedAt = fi.ModTime().UTC()
 		}

@@ -12,7 +12,10 @@ import (
 // Provider is unavailable off Linux: bubblewrap needs Linux namespaces.
 type Provider struct{}
 
-var _ sandbox.Provider = (*Provider)(nil)
+var (
+	_ sandbox.Provider = (*Provider)(nil)
+	_ sandbox.Adopter  = (*Provider)(nil)
+)
 
 var errOS = fmt.Errorf("bwrap: %w: bubblewrap sandboxes need Linux", sandbox.ErrUnsupported)
 
@@ -31,3 +34,4 @@ func (p *Provider) Exec(context.Context, string, sandbox.ExecRequest) (sandbox.E
 	return sandbox.ExecResult{}, errOS
 }
 func (p *Provider) Files(context.Context, string) (sandbox.Files, error) { return nil, errOS }
+func (p *Provider) Adopt(context.Context, string, sandbox.Spec) error    { return errOS }

@@ -182,6 +182,30 @@ func (c cgroups) remove(id string) error {
 	return errors.Join(errs...)
 }
 
+// rename gives the sandbox oldID's groups to newID: cgroup v1 renames a
+// group within its hierarchy, the processes in it staying, and refuses a
+// name that exists. On failure what was renamed is renamed back.
+func (c cgroups) rename(ctls []string, oldID, newID string) error {
+	var done []string
+	for _, ctl := range ctls {
+		from, to := c.dir(ctl, oldID), c.dir(ctl, newID)
+		err := os.Rename(from, to)
+		if err == nil {
+			done = append(done, ctl)
+			continue
+		}
+		if _, serr := os.Stat(to); errors.Is(err, fs.ErrNotExist) && serr == nil {
+			continue // a controller mounted with one renamed already
+		}
+		errs := []error{fmt.Errorf("rename %s cgroup of %s: %w", ctl, oldID, err)}
+		for i := len(done) - 1; i >= 0; i-- {
+			errs = append(errs, os.Rename(c.dir(done[i], newID), c.dir(done[i], oldID)))
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
 // exists reports whether the sandbox's groups exist (the pids one decides).
 func (c cgroups) exists(id string) bool {
 	_, err := os.Stat(c.dir("pids", id))

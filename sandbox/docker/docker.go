@@ -59,11 +59,15 @@ const (
 var defaultLimits = sandbox.Limits{CPUCount: 1, MemoryMiB: 512, Pids: 256}
 
 // Labels put on every container; List finds the product's containers by
-// LabelManaged. A spec's own labels are added under LabelPrefix.
+// LabelManaged. A spec's own labels are added under LabelPrefix, unless
+// their key would stand for one of these. LabelPoolMember marks a warm
+// pool's member (sandbox.Spec.Pool); LabelSandbox stays its pool id when
+// it is adopted (see Adopt).
 const (
-	LabelPrefix  = "flowbox."
-	LabelManaged = LabelPrefix + "managed"
-	LabelSandbox = LabelPrefix + "sandbox"
+	LabelPrefix     = "flowbox."
+	LabelManaged    = LabelPrefix + "managed"
+	LabelSandbox    = LabelPrefix + "sandbox"
+	LabelPoolMember = LabelPrefix + "pool-member"
 )
 
 // Config configures a Provider. Every zero value has the default named in
@@ -416,7 +420,9 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 }
 
 // Delete implements sandbox.Provider: the container, its anonymous volumes
-// and the sandbox's host directory.
+// and the sandbox's host directory, with the link an adoption left at its
+// pool id's place. A pool id that was adopted names nothing: the link
+// stays for the sandbox it leads to.
 func (p *Provider) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
@@ -425,6 +431,16 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	_, err := p.cli.ContainerRemove(ctx, ContainerName(id), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return p.apiErr("delete sandbox "+id, err)
+	}
+	if p.adoptedAway(id) {
+		if err := p.removeDanglingLink(id); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
+		return nil
+	}
+	// The link first: the record that names it goes with the files.
+	if err := p.removePoolLink(id); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	// The workspace's filesystem, if it has a disk limit, before its
 	// files: removing them through the mount would leave the mount.
@@ -445,23 +461,37 @@ func isRemovalInProgress(err error) bool {
 }
 
 // Files implements sandbox.Provider. The workspace is a host directory, so
-// files are reachable while the sandbox is stopped.
+// files are reachable while the sandbox is stopped, and so are its
+// mounts' directories, at their targets, as its record has them (a
+// container created before records shows the workspace alone).
 func (p *Provider) Files(ctx context.Context, id string) (sandbox.Files, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
 	dir := p.workspaceDir(id)
+	if p.adoptedAway(id) {
+		return nil, fmt.Errorf("files of sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("files of sandbox %s: %w", id, sandbox.ErrNotFound)
 		}
 		return nil, fmt.Errorf("files of sandbox %s: %w", id, err)
 	}
-	return sandbox.DirFiles{Dir: dir}, nil
+	files := sandbox.DirFiles{Dir: dir}
+	rec, _, err := p.readRecord(id)
+	if err != nil {
+		p.log.Warn("the sandbox's mounts are unknown; its files are the workspace's alone", "sandbox", id, "err", err)
+	}
+	if len(rec.Mounts) == 0 {
+		return files, nil
+	}
+	return sandbox.MountedFiles{Workspace: files, Mounts: rec.Mounts}, nil
 }
 
 // List implements sandbox.Provider: every container labelled as the
-// product's, running or not.
+// product's, running or not. A warm pool's member is listed with Pool
+// set; once adopted, as the sandbox it became, with its owner's labels.
 func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
 	res, err := p.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
@@ -472,25 +502,21 @@ func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
 	}
 	out := make([]sandbox.Resource, 0, len(res.Items))
 	for _, c := range res.Items {
-		id := c.Labels[LabelSandbox]
-		if !sandbox.ValidID(id) {
+		label := c.Labels[LabelSandbox]
+		if !sandbox.ValidID(label) {
 			continue
 		}
-		r := sandbox.Resource{
+		id, pool, labels, ok := p.listedAs(c, label)
+		if !ok {
+			continue
+		}
+		out = append(out, sandbox.Resource{
 			ID:        id,
 			Status:    statusOf(c.State),
 			CreatedAt: time.Unix(c.Created, 0).UTC(),
-			Labels:    map[string]string{},
-		}
-		for k, v := range c.Labels {
-			if k == LabelManaged || k == LabelSandbox {
-				continue
-			}
-			if name, ok := strings.CutPrefix(k, LabelPrefix); ok {
-				r.Labels[name] = v
-			}
-		}
-		out = append(out, r)
+			Labels:    labels,
+			Pool:      pool,
+		})
 	}
 	return out, nil
 }

@@ -49,6 +49,12 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
 		return fmt.Errorf("ensure sandbox %s: %w", id, err)
 	}
 	spec.Mounts = mounts
+	if p.adoptedAway(id) {
+		// Its directory is the link an adoption left for the adopting
+		// sandbox's container: a sandbox made here would share its
+		// files. Not ErrUnavailable: retrying will not help.
+		return fmt.Errorf("ensure sandbox %s: the id was a warm pool member's, adopted by another sandbox; it cannot be used again", id)
+	}
 	if err := p.ensure(ctx, spec); err != nil {
 		return err
 	}
@@ -247,6 +253,13 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		}
 		return err
 	})
+	// Written by the creator only: a container is created once.
+	if err := p.writeRecord(id, record{Mounts: spec.Mounts}); err != nil {
+		return err
+	}
+	undo.add("remove the sandbox's record", func(context.Context) error {
+		return ignoreMissing(os.Remove(filepath.Join(p.hostDir(id), recordFile)))
+	})
 	if _, err := p.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil && !cerrdefs.IsNotModified(err) {
 		return p.apiErr("start the container", err)
 	}
@@ -274,11 +287,11 @@ func (p *Provider) createOptions(spec sandbox.Spec, gvisor bool) client.Containe
 	id := spec.ID
 	lim := mergeLimits(spec.Limits, p.cfg.DefaultLimits)
 	labels := map[string]string{LabelManaged: "true", LabelSandbox: id}
-	for k, v := range spec.Labels {
-		if k == "managed" || k == "sandbox" {
-			continue // the product's own labels win
-		}
+	for k, v := range ownerLabels(spec.Labels) {
 		labels[LabelPrefix+k] = v
+	}
+	if spec.Pool {
+		labels[LabelPoolMember] = "true"
 	}
 	network := container.NetworkMode("none")
 	if spec.Network {

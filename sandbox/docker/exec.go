@@ -98,6 +98,10 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 		return sandbox.ExecResult{}, err
 	}
 	if p.agent != "" {
+		if p.adoptedAway(id) {
+			// Its agent's socket, through the link, is another sandbox's.
+			return sandbox.ExecResult{}, fmt.Errorf("exec in sandbox %s: %w", id, sandbox.ErrNotFound)
+		}
 		if res, handled, err := p.execAgent(ctx, id, req); handled {
 			return res, err
 		}

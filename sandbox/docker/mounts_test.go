@@ -87,6 +87,17 @@ func TestMountsThroughDaemonPaths(t *testing.T) {
 	if got, want := binds[sandbox.UploadsDir], filepath.Join(daemon, "chat", "uploads"); got != want {
 		t.Errorf("the container binds %s from %q, want %q", sandbox.UploadsDir, got, want)
 	}
+	// Files serve the mounts from where the engine sees them.
+	files, err := e.p.Files(testCtx(t), id)
+	if err != nil {
+		t.Fatalf("Files: %v", err)
+	}
+	if entries, err := files.List(testCtx(t), sandbox.UploadsDir); err != nil || len(entries) != 1 || entries[0].Name != "as-the-engine-sees-it.txt" {
+		t.Errorf("Files.List(%s) = %+v, %v; want the engine's file", sandbox.UploadsDir, entries, err)
+	}
+	if err := files.WriteFile(testCtx(t), "skills/planted.md", nil); !errors.Is(err, sandbox.ErrReadOnly) {
+		t.Errorf("Files.WriteFile into the read-only skills: %v, want ErrReadOnly", err)
+	}
 
 	// A map to where the daemon has nothing: the create fails, says what
 	// to set, and leaves nothing behind.
@@ -94,7 +105,7 @@ func TestMountsThroughDaemonPaths(t *testing.T) {
 	cfg.WorkspaceRoot = e.root
 	wrong := newEnv(t, cfg)
 	id2 := sandboxtest.NewID(t)
-	err := wrong.p.Ensure(testCtx(t), sandbox.Spec{ID: id2, Mounts: mounts[:1]})
+	err = wrong.p.Ensure(testCtx(t), sandbox.Spec{ID: id2, Mounts: mounts[:1]})
 	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "FLOWBOX_DOCKER_DAEMON_FILES_DIR") {
 		t.Fatalf("Ensure with a source the daemon does not see: err = %v, want ErrUnavailable that names FLOWBOX_DOCKER_DAEMON_FILES_DIR", err)
 	}

@@ -240,6 +240,9 @@ func (s *Store) copy(ctx context.Context, q *chatQuota, dst io.Writer, src io.Re
 				return written, &QuotaError{What: QuotaFile, Name: name, Limit: s.maxFile}
 			}
 			if err := s.reserve(ctx, q, int64(n), written, name); err != nil {
+				if errors.Is(err, ErrQuota) {
+					return 0, err // reserve gave the bytes back
+				}
 				return written, err
 			}
 			written += int64(n)
@@ -302,7 +305,7 @@ func (s *Store) receiving(q *chatQuota, tmp string) bool {
 }
 
 // reserve takes n more bytes of the chat's quota for an upload that has
-// reserved mine already.
+// reserved mine already; refusing, it gives mine back.
 func (s *Store) reserve(ctx context.Context, q *chatQuota, n, mine int64, name string) error {
 	if s.maxChat < 0 {
 		return nil
@@ -317,7 +320,10 @@ func (s *Store) reserve(ctx context.Context, q *chatQuota, n, mine int64, name s
 		q.used, q.measured = used, true
 	}
 	if q.used+n > s.maxChat {
-		return &QuotaError{What: QuotaChat, Name: name, Limit: s.maxChat, Used: q.used - mine}
+		// The refused upload's bytes go back at once, under the same lock:
+		// no other upload in flight is refused for them.
+		q.used -= mine
+		return &QuotaError{What: QuotaChat, Name: name, Limit: s.maxChat, Used: q.used}
 	}
 	q.used += n
 	return nil
