@@ -294,9 +294,18 @@ func (c *Client) start(ctx context.Context, srv Server, t Target) (*stdioSession
 }
 
 // serverCommand is the command line that starts a server: exec (the
-// shell gives way to it, and saves no state) and its argv, each word
-// quoted by the shell parser's own quoting.
+// shell gives way to it, and saves no state) and its argv.
 func serverCommand(argv []string) (string, error) {
+	words, err := quoteArgv(argv)
+	if err != nil {
+		return "", err
+	}
+	return "exec " + words, nil
+}
+
+// quoteArgv is a program's argv as shell words, each quoted by the shell
+// parser's own quoting.
+func quoteArgv(argv []string) (string, error) {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		q, err := syntax.Quote(a, syntax.LangPOSIX)
@@ -305,7 +314,7 @@ func serverCommand(argv []string) (string, error) {
 		}
 		words[i] = q
 	}
-	return "exec " + strings.Join(words, " "), nil
+	return strings.Join(words, " "), nil
 }
 
 // sessionTools lists a kept server's tools, every page.

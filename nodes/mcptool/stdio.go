@@ -285,13 +285,9 @@ func inputGrace(timeout time.Duration) time.Duration {
 // server's status. Every word comes quoted by the shell parser's own
 // quoting; the rest is plain POSIX sh, for any sandbox image.
 func stdioCommand(argv, lines []string, id string, grace time.Duration) (string, error) {
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		q, err := syntax.Quote(a, syntax.LangPOSIX)
-		if err != nil {
-			return "", fmt.Errorf("command element %d cannot be passed to a program: %w", i, err)
-		}
-		words[i] = q
+	words, err := quoteArgv(argv)
+	if err != nil {
+		return "", err
 	}
 	msgs := make([]string, len(lines))
 	for i, l := range lines {
@@ -313,7 +309,7 @@ func stdioCommand(argv, lines []string, id string, grace time.Duration) (string,
 	// fractions falls back to polling every second.
 	b.WriteString(`{ printf '%s\n' ` + strings.Join(msgs, " ") + `; sleep ` + seconds + ` >/dev/null 2>&1 & g=$!; ` +
 		`while [ ! -e "$f" ] && kill -0 "$g" 2>/dev/null; do sleep ` + interval + ` 2>/dev/null || sleep 1; done; kill "$g" 2>/dev/null; } | `)
-	b.WriteString(`{ ` + strings.Join(words, " ") + `; echo "$?" > "$f.rc"; } | `)
+	b.WriteString(`{ ` + words + `; echo "$?" > "$f.rc"; } | `)
 	// Its output, up to the answer: read reads a byte at a time, so no
 	// line is held back waiting for the next.
 	b.WriteString(`{ while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; case $l in *` + id + `*) break;; esac; done; : > "$f"; }; `)
