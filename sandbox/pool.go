@@ -50,12 +50,15 @@ type PoolMember struct {
 
 // PoolStore keeps the members' documents (sandbox/mongostore implements
 // it). Claim and Release are the sandbox claims of the stop scan: a
-// member's claim names its pool id.
+// member's claim names its pool id. An adoption removes the member's
+// document before it releases the claim.
 type PoolStore interface {
 	AddMember(ctx context.Context, m PoolMember) error
 	SetMemberReady(ctx context.Context, provider, poolID string) error
 	// Members returns the provider's members, oldest first.
 	Members(ctx context.Context, provider string) ([]PoolMember, error)
+	// HasMember reports whether the member's document exists.
+	HasMember(ctx context.Context, provider, poolID string) (bool, error)
 	// RemoveMember removes a member's document; a missing one is not an
 	// error.
 	RemoveMember(ctx context.Context, provider, poolID string) error
@@ -299,6 +302,15 @@ func (m *Manager) adopt(ctx context.Context, scope Scope, spec Spec) bool {
 		}
 		if len(got) == 0 {
 			continue // another engine's
+		}
+		// The listing may be older than an adoption that removed the
+		// member's document and then released its claim: the document,
+		// read again under the claim, says whether it is still free.
+		if free, err := p.cfg.Store.HasMember(ctx, provider, mem.PoolID); err != nil || !free {
+			if err := p.cfg.Store.Release(context.WithoutCancel(ctx), provider, got, p.cfg.Owner); err != nil {
+				m.log.Warn("warm pool member's claim not released; reconciliation will drop it", "poolId", mem.PoolID, "err", err)
+			}
+			continue
 		}
 		ok := m.adoptMember(ctx, scope, spec, mem.PoolID)
 		// The member's document and claim go beside the first command:

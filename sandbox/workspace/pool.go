@@ -87,6 +87,13 @@ func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) e
 	f.Close()
 	defer os.Remove(mark)
 	member := s.memberDir(poolID)
+	// Never through a link: an adopted member's path leads to its chat.
+	if fi, err := os.Lstat(member); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("it is no directory (adopted already)")
+		}
+		return fmt.Errorf("warm pool member %s's directory: %w", poolID, err)
+	}
 	for _, a := range []Area{Uploads, Intermediate} {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -139,7 +146,8 @@ func exchange(from, to string) error {
 }
 
 // Discard removes a member's directories, which its sandbox never used
-// for a chat, or its link. It deletes no file: a directory that is not
+// for a chat, or its link once the chat's directory is gone. It deletes
+// no file: a directory that is not
 // empty stays, and the error names it.
 func (s *Store) Discard(ctx context.Context, poolID string) error {
 	if !sandbox.ValidID(poolID) {
@@ -153,7 +161,12 @@ func (s *Store) Discard(ctx context.Context, poolID string) error {
 	case err != nil:
 		return fmt.Errorf("discard a warm pool member's directory: %w", err)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return os.Remove(dir)
+		// An adopted member's link stays while its chat's directory
+		// exists: a Docker sandbox finds its mounts through it.
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return os.Remove(dir)
+		}
+		return nil
 	}
 	for _, name := range []string{string(Uploads), string(Intermediate), ""} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -74,6 +74,28 @@ func TestPoolAdopt(t *testing.T) {
 		t.Errorf("List after Adopt = %+v, %v", entries, err)
 	}
 
+	// A second adoption of the same member, through its link, is refused
+	// and leaves both chats' directories alone.
+	if _, err := s.Save(ctx, scopeB, "", "b.txt", strings.NewReader("b\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Adopt(ctx, scopeB, poolA); err == nil {
+		t.Errorf("Adopt of an adopted member succeeded")
+	}
+	if got := inode(t, areaDir(s, scopeA, Uploads)); got != upIno {
+		t.Errorf("the first chat's uploads changed after a refused adoption")
+	}
+	if _, err := os.Stat(filepath.Join(areaDir(s, scopeB, Uploads), "b.txt")); err != nil {
+		t.Errorf("the second chat's upload after a refused adoption: %v", err)
+	}
+
+	if err := s.Discard(ctx, poolA); err != nil {
+		t.Errorf("Discard of an adopted member: %v", err)
+	}
+	if got := inode(t, mounts[0].Source); got != upIno {
+		t.Errorf("Discard of an adopted member broke its link")
+	}
+
 	// Sweep keeps the link while the chat's directory exists.
 	if n, err := s.Sweep(ctx, func(string) bool { return false }); err != nil || n != 0 {
 		t.Errorf("Sweep with the chat alive removed %d, %v; want 0", n, err)
