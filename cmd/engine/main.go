@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,6 +90,42 @@ func main() {
 	os.Exit(code)
 }
 
+// agentName is the agent-only binary (cmd/flowbox-agent) the engine
+// looks for beside its own executable.
+const agentName = "flowbox-agent"
+
+// besideAgent returns the path of the agent-only binary beside this
+// executable, links resolved, or "" when there is none.
+func besideAgent() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return ""
+	}
+	path := filepath.Join(filepath.Dir(exe), agentName)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return ""
+	}
+	return path
+}
+
+// static reports whether the binary at path needs no dynamic loader.
+func static(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}
+
 // newLogger logs text to stderr at level (debug, info, warn or error).
 func newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
@@ -104,12 +141,23 @@ func setup() (config.Config, *slog.Logger, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
+	// The agent-only binary beside this one is the sandboxes' command
+	// agent: it starts faster and holds a tenth of the engine's memory.
+	agentBin := besideAgent()
 	if cfg.Sandbox.BwrapAgentBinary == "" {
-		// This binary is an engine: bwrap sandboxes run its command agent
-		// in one long-lived namespace each.
+		cfg.Sandbox.BwrapAgentBinary = agentBin
+	}
+	if cfg.Sandbox.BwrapAgentBinary == "" {
+		// Else this binary is an engine: bwrap sandboxes run its command
+		// agent in one long-lived namespace each.
 		if exe, err := os.Executable(); err == nil {
 			cfg.Sandbox.BwrapAgentBinary, _ = filepath.EvalSymlinks(exe)
 		}
+	}
+	// Docker runs it from a bind mount in any image: only a static one,
+	// and only where the daemon sees this machine's paths.
+	if cfg.Sandbox.DockerAgentBinary == "" && cfg.Sandbox.DockerDaemonAgentBinary == "" && agentBin != "" && static(agentBin) {
+		cfg.Sandbox.DockerAgentBinary = agentBin
 	}
 	log, err := newLogger(cfg.LogLevel)
 	return cfg, log, err

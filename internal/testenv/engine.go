@@ -12,11 +12,13 @@ import (
 	"testing"
 )
 
-var engineBuild struct {
+type build struct {
 	once sync.Once
 	path string
 	err  error
 }
+
+var engineBuild, agentBuild build
 
 // EngineBinary returns a static engine binary (CGO_ENABLED=0 go build
 // ./cmd/engine) for tests that run its commands inside sandboxes (the
@@ -25,16 +27,25 @@ var engineBuild struct {
 // take a minute) and kept at one path in the temporary directory,
 // replaced atomically by each build, so that a Docker daemon on this
 // machine sees it at the same path.
-func EngineBinary(t testing.TB) string {
-	t.Helper()
-	engineBuild.once.Do(func() { engineBuild.path, engineBuild.err = buildEngine() })
-	if engineBuild.err != nil {
-		t.Fatalf("testenv: build the engine: %v", engineBuild.err)
-	}
-	return engineBuild.path
+func EngineBinary(t testing.TB) string { return engineBuild.get(t, "./cmd/engine", "flowbox-engine") }
+
+// AgentBinary returns the static agent-only binary (./cmd/flowbox-agent),
+// which the engine runs as the sandboxes' command agent when it lies
+// beside it; built and kept as EngineBinary is.
+func AgentBinary(t testing.TB) string {
+	return agentBuild.get(t, "./cmd/flowbox-agent", "flowbox-agent")
 }
 
-func buildEngine() (string, error) {
+func (b *build) get(t testing.TB, pkg, name string) string {
+	t.Helper()
+	b.once.Do(func() { b.path, b.err = buildStatic(pkg, name) })
+	if b.err != nil {
+		t.Fatalf("testenv: build %s: %v", pkg, b.err)
+	}
+	return b.path
+}
+
+func buildStatic(pkg, name string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -47,19 +58,19 @@ func buildEngine() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "flowbox-agent-*")
+	tmp, err := os.CreateTemp(dir, name+"-*")
 	if err != nil {
 		return "", err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), "./cmd/engine")
+	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("CGO_ENABLED=0 go build ./cmd/engine: %w\n%s", err, out)
+		return "", fmt.Errorf("CGO_ENABLED=0 go build %s: %w\n%s", pkg, err, out)
 	}
-	path := filepath.Join(dir, "flowbox-agent")
+	path := filepath.Join(dir, name)
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", err
 	}

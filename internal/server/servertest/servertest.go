@@ -87,7 +87,7 @@ func Start(t testing.TB, opts Options) *Env {
 		"FLOWBOX_SANDBOX_PROVIDER": "bwrap",
 		// As engine serve runs them: each running sandbox one namespace
 		// with the command agent in it.
-		"FLOWBOX_BWRAP_AGENT_BINARY":       testenv.EngineBinary(t),
+		"FLOWBOX_BWRAP_AGENT_BINARY":       testenv.AgentBinary(t),
 		"FLOWBOX_ADMIN_USER":               AdminName,
 		"FLOWBOX_ADMIN_PASSWORD":           AdminPassword,
 		"FLOWBOX_ADMIN_TOKEN":              AdminToken,

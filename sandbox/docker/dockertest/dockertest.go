@@ -250,12 +250,13 @@ func writeRootfs(w io.Writer, busybox []byte, applets []string) error {
 	return tw.Close()
 }
 
-// AgentBinary returns a static engine binary to run as the sandboxes'
-// agent (docker.Config.AgentBinary): testenv.EngineBinary, which the
-// daemon, on this machine, sees at the same path.
+// AgentBinary returns a static binary to run as the sandboxes' agent
+// (docker.Config.AgentBinary): testenv.AgentBinary, the agent-only binary
+// the engine ships beside itself, which the daemon, on this machine,
+// sees at the same path.
 func AgentBinary(t testing.TB) string {
 	t.Helper()
-	path := testenv.EngineBinary(t)
+	path := testenv.AgentBinary(t)
 	if err := checkStatic(path); err != nil {
 		t.Fatalf("dockertest: %v", err)
 	}

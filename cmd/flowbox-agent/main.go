@@ -1,0 +1,37 @@
+// Command flowbox-agent is the sandbox command agent alone (package
+// sandbox/agent): what the engine's sandbox-agent command runs, in a
+// binary a tenth of the engine's size, so that each running sandbox's
+// agent starts faster and holds less memory. The engine uses it when it
+// lies beside the engine's executable (build it with CGO_ENABLED=0 for
+// Docker sandboxes); the providers start it as
+//
+//	flowbox-agent sandbox-agent -socket PATH [flags]
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/flowbox/flowbox/sandbox/agent"
+)
+
+// The agent runs on the main thread (see agent.Main).
+func init() { runtime.LockOSThread() }
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "sandbox-agent" {
+		args = args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := agent.Main(ctx, args)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flowbox-agent:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/egress"
+)
+
+// Main runs the agent as a sandbox's main process from its command-line
+// arguments (after the sandbox-agent word): the engine's sandbox-agent
+// command and the agent-only flowbox-agent binary both call it. It reads
+// no FLOWBOX_* configuration; commands get the process's environment.
+//
+// The caller must run it on the process's main thread, locked there from
+// init: under gVisor (Debian 12's runsc) prctl(PR_SET_CHILD_SUBREAPER),
+// which Serve calls on its caller's thread, succeeds only on thread 1 of
+// the container's PID 1.
+func Main(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sandbox-agent", flag.ContinueOnError)
+	socket := fs.String("socket", "", "path of the Unix socket to serve on (required)")
+	shell := fs.String("shell", "/bin/sh", "shell that interprets commands")
+	stateDir := fs.String("state-dir", sandbox.StateDir, "directory of the persistent shell's state")
+	workDir := fs.String("workdir", sandbox.WorkspaceDir, "directory a new sandbox's commands start in")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	egressSocket := fs.String("egress-socket", "", "the egress proxy's Unix socket: forward "+egress.ListenAddr+" to it (see engine egress-forward)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *socket == "" || fs.NArg() > 0 {
+		return errors.New("usage: sandbox-agent -socket PATH [-shell SH] [-state-dir DIR] [-workdir DIR] [-egress-socket PATH]")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("log level %q: use debug, info, warn or error", *logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if *egressSocket != "" {
+		ln, err := net.Listen("tcp", egress.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("egress forwarder: %w", err)
+		}
+		go egress.Forward(ctx, ln, *egressSocket)
+	}
+	return Serve(ctx, Config{
+		Socket:   *socket,
+		Shell:    *shell,
+		StateDir: *stateDir,
+		WorkDir:  *workDir,
+		Env:      os.Environ(),
+		Logger:   log,
+	})
+}
