@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +29,7 @@ import (
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
 
@@ -111,21 +111,6 @@ func besideAgent() string {
 	return path
 }
 
-// static reports whether the binary at path needs no dynamic loader.
-func static(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return false
-		}
-	}
-	return true
-}
-
 // newLogger logs text to stderr at level (debug, info, warn or error).
 func newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
@@ -156,7 +141,7 @@ func setup() (config.Config, *slog.Logger, error) {
 	}
 	// Docker runs it from a bind mount in any image: only a static one,
 	// and only where the daemon sees this machine's paths.
-	if cfg.Sandbox.DockerAgentBinary == "" && cfg.Sandbox.DockerDaemonAgentBinary == "" && agentBin != "" && static(agentBin) {
+	if cfg.Sandbox.DockerAgentBinary == "" && cfg.Sandbox.DockerDaemonAgentBinary == "" && agentBin != "" && docker.CheckStatic(agentBin) == nil {
 		cfg.Sandbox.DockerAgentBinary = agentBin
 	}
 	log, err := newLogger(cfg.LogLevel)

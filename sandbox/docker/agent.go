@@ -216,7 +216,7 @@ func selfAgent(executable func() (string, error)) (string, error) {
 			return "", fmt.Errorf("this engine's binary %s is a temporary build of go run or go test; build it with go build", exe)
 		}
 	}
-	if err := checkStatic(exe); err != nil {
+	if err := CheckStatic(exe); err != nil {
 		return "", fmt.Errorf("this engine's binary: %w", err)
 	}
 	return exe, nil
@@ -227,15 +227,16 @@ func selfAgent(executable func() (string, error)) (string, error) {
 // this process cannot see is the daemon's to judge: the container's
 // creation fails if it is missing.
 func checkAgentBinary(path string) error {
-	err := checkStatic(path)
+	err := CheckStatic(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	return err
 }
 
-// checkStatic says why the binary at path is no static executable.
-func checkStatic(path string) error {
+// CheckStatic says why the binary at path is no static executable, which
+// an agent binary must be to run in any image (nil when it is one).
+func CheckStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("the agent binary %s: %w", path, err)
@@ -243,7 +244,7 @@ func checkStatic(path string) error {
 	defer f.Close()
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("the agent binary %s is dynamically linked; build it static with CGO_ENABLED=0 go build ./cmd/engine", path)
+			return fmt.Errorf("the agent binary %s is dynamically linked; build it static with CGO_ENABLED=0 go build ./cmd/flowbox-agent", path)
 		}
 	}
 	return nil

@@ -8,7 +8,6 @@ package dockertest
 import (
 	"archive/tar"
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -257,24 +256,8 @@ func writeRootfs(w io.Writer, busybox []byte, applets []string) error {
 func AgentBinary(t testing.TB) string {
 	t.Helper()
 	path := testenv.AgentBinary(t)
-	if err := checkStatic(path); err != nil {
+	if err := docker.CheckStatic(path); err != nil {
 		t.Fatalf("dockertest: %v", err)
 	}
 	return path
-}
-
-// checkStatic fails unless the binary at path needs no dynamic loader:
-// images such as busybox have none.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked; the agent must be static", path)
-		}
-	}
-	return nil
 }
