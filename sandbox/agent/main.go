@@ -13,6 +13,10 @@ import (
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
+// TokenEnv names the environment variable that gives an agent serving on
+// TCP its sandbox's token.
+const TokenEnv = "FLOWBOX_AGENT_TOKEN"
+
 // Main runs the agent as a sandbox's main process from its command-line
 // arguments (after the sandbox-agent word): the engine's sandbox-agent
 // command and the agent-only flowbox-agent binary both call it. It reads
@@ -24,7 +28,8 @@ import (
 // the container's PID 1.
 func Main(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sandbox-agent", flag.ContinueOnError)
-	socket := fs.String("socket", "", "path of the Unix socket to serve on (required)")
+	socket := fs.String("socket", "", "path of the Unix socket to serve on")
+	listen := fs.String("listen", "", "TCP address to serve on (\":7070\"), with the token of $"+TokenEnv+" (see the protocol's Over TCP)")
 	shell := fs.String("shell", "/bin/sh", "shell that interprets commands")
 	stateDir := fs.String("state-dir", sandbox.StateDir, "directory of the persistent shell's state")
 	workDir := fs.String("workdir", sandbox.WorkspaceDir, "directory a new sandbox's commands start in")
@@ -33,8 +38,14 @@ func Main(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *socket == "" || fs.NArg() > 0 {
-		return errors.New("usage: sandbox-agent -socket PATH [-shell SH] [-state-dir DIR] [-workdir DIR] [-egress-socket PATH]")
+	if (*socket == "" && *listen == "") || fs.NArg() > 0 {
+		return errors.New("usage: sandbox-agent {-socket PATH | -listen ADDR} [-shell SH] [-state-dir DIR] [-workdir DIR] [-egress-socket PATH]")
+	}
+	// The token is the engine's; commands do not inherit it.
+	token := []byte(os.Getenv(TokenEnv))
+	os.Unsetenv(TokenEnv)
+	if *listen != "" && len(token) < MinToken {
+		return fmt.Errorf("-listen needs the sandbox's token in $%s, at least %d bytes", TokenEnv, MinToken)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -50,6 +61,8 @@ func Main(ctx context.Context, args []string) error {
 	}
 	return Serve(ctx, Config{
 		Socket:   *socket,
+		Listen:   *listen,
+		Token:    token,
 		Shell:    *shell,
 		StateDir: *stateDir,
 		WorkDir:  *workDir,

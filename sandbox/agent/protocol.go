@@ -51,9 +51,49 @@
 // and the connection's end cancels it too, as does any other frame. The
 // agent keeps what the command has not read yet, up to MaxStdinQueue
 // bytes; a client that sends more cancels the command.
+//
+// # File operations
+//
+// A request with "op" set works on the sandbox's workspace instead of
+// running a command, for providers that have no host directory to read
+// (Kubernetes): "list", "stat", "read", "write" and "zip", with "path"
+// (as sandbox.Files takes it) and, for "read", "max" (0: no bound; the
+// agent answers too_large past it). The agent serves them with
+// sandbox.DirFiles on its work directory, so its rules on links and
+// special files hold there too. It answers with
+//
+//	8 data   the operation's output: the JSON of a FileInfo ("stat") or
+//	         of a list of them ("list"), the file's bytes ("read"), the
+//	         ZIP archive ("zip"); any number of frames
+//	9 done   (empty) the operation succeeded; always the last frame
+//	4 error  the JSON {"kind": ..., "error": ...}; kind is one of
+//	         not_found, invalid_path, too_large, read_only or empty
+//
+// "read" sends a first data frame with the file's FileInfo as JSON before
+// its bytes. "write" sends the file's bytes after the request as stdin
+// frames ending with a stdin end frame, at most MaxWrite bytes, and the
+// agent replaces the file atomically once it has them all.
+//
+// # Over TCP
+//
+// An agent that listens on TCP (a Kubernetes pod's, reached over the
+// cluster's network) first proves to the client, and the client to it,
+// that both hold the sandbox's secret token, before the request line:
+//
+//	client: 32 random bytes Cc
+//	agent:  32 random bytes Ca, then HMAC-SHA256(token, "agent" || Cc)
+//	client: HMAC-SHA256(token, "client" || Ca), then the request line
+//
+// Neither side sends anything that depends on the token before it has
+// seen the other's proof, so a pod that took over a deleted sandbox's
+// address learns neither the token nor the command. The connection is
+// not encrypted: the cluster's network must be trusted not to be read
+// (or encrypted by the cluster, as a service mesh does).
 package agent
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,6 +101,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // Bounds of the protocol.
@@ -73,6 +115,8 @@ const (
 	// MaxStdinQueue bounds the input the agent holds for a command that
 	// has not read it yet.
 	MaxStdinQueue = 1 << 20
+	// MaxWrite bounds a file a "write" operation replaces.
+	MaxWrite = 256 << 20
 )
 
 // Frame types.
@@ -85,7 +129,36 @@ const (
 	frameStdin    byte = 5
 	frameStdinEnd byte = 6
 	frameCancel   byte = 7
+	// File operations.
+	frameData byte = 8
+	frameDone byte = 9
 )
+
+// File operations (the request's "op").
+const (
+	opList  = "list"
+	opStat  = "stat"
+	opRead  = "read"
+	opWrite = "write"
+	opZip   = "zip"
+)
+
+// fileError is the error frame's payload of a file operation.
+type fileError struct {
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error"`
+}
+
+// The kinds of fileError, each a sentinel of package sandbox.
+var errorKinds = []struct {
+	kind string
+	err  error
+}{
+	{"not_found", sandbox.ErrNotFound},
+	{"invalid_path", sandbox.ErrInvalidPath},
+	{"too_large", sandbox.ErrTooLarge},
+	{"read_only", sandbox.ErrReadOnly},
+}
 
 // Exit frame flags.
 const (
@@ -143,9 +216,13 @@ type Result struct {
 
 // wireRequest is the request line.
 type wireRequest struct {
-	Command   string `json:"command"`
+	Command   string `json:"command,omitempty"`
 	TimeoutMs int64  `json:"timeoutMs,omitempty"`
 	Stdin     bool   `json:"stdin,omitempty"`
+	// File operations.
+	Op   string `json:"op,omitempty"`
+	Path string `json:"path,omitempty"`
+	Max  int64  `json:"max,omitempty"`
 }
 
 func frameHeader(typ byte, n int) [5]byte {
@@ -217,3 +294,21 @@ func printable(p []byte) string {
 		return r
 	}, s)
 }
+
+// MinToken is the shortest token an agent serving on TCP accepts.
+const MinToken = 16
+
+// nonceSize is the size of the handshake's random challenges and proofs.
+const nonceSize = 32
+
+// proof is one side's answer to the other's challenge (see Over TCP).
+func proof(token []byte, side string, challenge []byte) []byte {
+	m := hmac.New(sha256.New, token)
+	m.Write([]byte(side))
+	m.Write(challenge)
+	return m.Sum(nil)
+}
+
+// ErrAuth: the other end of a TCP connection does not hold the sandbox's
+// token.
+var ErrAuth = errors.New("the sandbox's agent failed authentication")

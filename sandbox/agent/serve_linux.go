@@ -69,6 +69,13 @@ type Config struct {
 	// and refused forks, to report them with each command. Default
 	// /sys/fs/cgroup: in a container, the container's own groups.
 	Cgroup string
+	// Listen, when set, is a TCP address to serve on as well (":7070"),
+	// for an engine that reaches the sandbox over a network. Every
+	// connection to it proves it holds Token first (see Over TCP).
+	Listen string
+	// Token is the sandbox's secret, at least MinToken bytes; required
+	// with Listen.
+	Token []byte
 }
 
 // Serve runs the agent until ctx ends: it listens on cfg.Socket and runs
@@ -78,8 +85,11 @@ type Config struct {
 // Serve makes the process a child subreaper and reaps its orphans: it is
 // meant to be the process's only user of child processes.
 func Serve(ctx context.Context, cfg Config) error {
-	if cfg.Socket == "" {
-		return errors.New("agent: no socket path")
+	if cfg.Socket == "" && cfg.Listen == "" {
+		return errors.New("agent: no socket path or address to listen on")
+	}
+	if cfg.Listen != "" && len(cfg.Token) < MinToken {
+		return fmt.Errorf("agent: serving on TCP needs a token of at least %d bytes", MinToken)
 	}
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
@@ -99,12 +109,29 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := watchChildren(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("agent: replace the old socket: %w", err)
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+	if cfg.Socket != "" {
+		if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("agent: replace the old socket: %w", err)
+		}
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		lns = append(lns, ln)
+	}
+	if cfg.Listen != "" {
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("agent: %w", err)
+		}
+		lns = append(lns, ln)
 	}
 	go keepSpareThreads(spareThreads)
 	// What the program's start allocated and left (the packages of the
@@ -113,40 +140,56 @@ func Serve(ctx context.Context, cfg Config) error {
 	debug.FreeOSMemory()
 	s := &server{cfg: cfg, env: commandEnv(cfg.Env), log: cfg.Logger}
 
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	stop := context.AfterFunc(ctx, closeAll)
 	defer stop()
 	hctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var serveErr error
-	for {
-		conn, err := ln.AcceptUnix()
-		if err == nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.handle(hctx, conn)
-			}()
-			continue
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if errors.Is(err, net.ErrClosed) {
-			serveErr = fmt.Errorf("agent: accept: %w", err)
-			break
-		}
-		// Out of descriptors or memory: the running commands may free
-		// some.
-		s.log.Warn("agent: accept", "err", err)
-		time.Sleep(50 * time.Millisecond)
+	errs := make(chan error, len(lns))
+	for _, ln := range lns {
+		_, tcp := ln.(*net.TCPListener)
+		go func() { errs <- s.accept(ctx, hctx, ln, tcp, &wg) }()
 	}
-	ln.Close()
+	// The first listener to fail ends the agent: a sandbox whose engine
+	// cannot reach it is of no use.
+	serveErr := <-errs
+	closeAll()
+	for range len(lns) - 1 {
+		if err := <-errs; serveErr == nil {
+			serveErr = err
+		}
+	}
 	cancel()
 	wg.Wait()
 	if err := killOrphans(); err != nil {
 		s.log.Error("agent: processes survive the shutdown", "err", err)
 	}
 	return serveErr
+}
+
+// accept serves the connections of one listener until it is closed:
+// nil when ctx ended, the error otherwise.
+func (s *server) accept(ctx, hctx context.Context, ln net.Listener, tcp bool, wg *sync.WaitGroup) error {
+	for {
+		conn, err := ln.Accept()
+		if err == nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.handle(hctx, conn, tcp)
+			}()
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("agent: accept: %w", err)
+		}
+		// Out of descriptors or memory: the running commands may free
+		// some.
+		s.log.Warn("agent: accept", "err", err)
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 type server struct {
@@ -178,17 +221,27 @@ func commandEnv(extra []string) []string {
 }
 
 // handle serves one connection: one request, its output, its end.
-func (s *server) handle(ctx context.Context, conn *net.UnixConn) {
+func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	defer conn.Close()
 	w := &frameWriter{c: conn}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
+	if tcp {
+		if err := s.authenticate(conn, br); err != nil {
+			s.log.Warn("agent: a connection failed authentication", "remote", conn.RemoteAddr().String(), "err", err)
+			return
+		}
+	}
 	req, err := readRequest(br)
 	if err != nil {
 		w.finish(frameError, []byte(err.Error()))
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
+	if req.Op != "" {
+		s.fileOp(ctx, req, br, w)
+		return
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -241,6 +294,18 @@ func readRequest(br *bufio.Reader) (wireRequest, error) {
 	}
 	if strings.IndexByte(req.Command, 0) >= 0 {
 		return wireRequest{}, errors.New("malformed request: the command holds a NUL byte")
+	}
+	switch req.Op {
+	case "":
+	case opList, opStat, opRead, opWrite, opZip:
+		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 {
+			return wireRequest{}, fmt.Errorf("malformed request: a %q operation with a command", req.Op)
+		}
+		if req.Max < 0 {
+			return wireRequest{}, errors.New("malformed request: negative max")
+		}
+	default:
+		return wireRequest{}, fmt.Errorf("malformed request: unknown operation %q", req.Op)
 	}
 	return req, nil
 }
@@ -475,7 +540,7 @@ func exitCode(st *os.ProcessState) int {
 // write the stream may be cut mid-frame, so every later write fails too.
 type frameWriter struct {
 	mu  sync.Mutex
-	c   *net.UnixConn
+	c   net.Conn
 	err error
 }
 
