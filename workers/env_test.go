@@ -26,6 +26,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+	"github.com/flowbox/flowbox/sandbox/kubernetes/kubetest"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -146,6 +147,9 @@ var providers = []struct {
 }{
 	{"bwrap", func(t testing.TB, _ string) sandbox.Provider { return bwrapProvider(t) }},
 	{"docker", dockerProvider},
+	// Each test's provider has a namespace of its own: List sees only
+	// the test's sandboxes.
+	{"kubernetes", func(t testing.TB, _ string) sandbox.Provider { return kubetest.Provider(t, nil) }},
 }
 
 // env is one engine's worth of components on a private database and a

@@ -6,6 +6,10 @@
 // Docker sandboxes); the providers start it as
 //
 //	flowbox-agent sandbox-agent -socket PATH [flags]
+//
+// and a Kubernetes pod's init container copies it into the pod with
+//
+//	flowbox-agent install PATH
 package main
 
 import (
@@ -24,6 +28,13 @@ func init() { runtime.LockOSThread() }
 
 func main() {
 	args := os.Args[1:]
+	if len(args) == 2 && args[0] == "install" {
+		if err := agent.Install(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "flowbox-agent:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(args) > 0 && args[0] == "sandbox-agent" {
 		args = args[1:]
 	}

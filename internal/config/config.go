@@ -132,16 +132,37 @@ type Workers struct {
 	AuditRetention time.Duration
 }
 
+// Kube configures the Kubernetes provider (FLOWBOX_SANDBOX_PROVIDER=kubernetes).
+type Kube struct {
+	Config       string // FLOWBOX_KUBE_CONFIG: the kubeconfig's path (default: $KUBECONFIG; empty: in-cluster, the engine pod's service account)
+	Namespace    string // FLOWBOX_KUBE_NAMESPACE: where the sandboxes' pods, claims and secrets live (default flowbox-sandboxes)
+	Image        string // FLOWBOX_KUBE_IMAGE: the sandbox image (default flowbox-sandbox:bookworm)
+	AgentImage   string // FLOWBOX_KUBE_AGENT_IMAGE: the image holding the command agent (default flowbox-agent:latest, images/agent/build.sh)
+	PullPolicy   string // FLOWBOX_KUBE_PULL_POLICY: IfNotPresent | Always | Never (default IfNotPresent)
+	Shell        string // FLOWBOX_KUBE_SHELL (default /bin/bash)
+	StorageClass string // FLOWBOX_KUBE_STORAGE_CLASS: the class of the sandboxes' claims (default: the cluster's default class)
+	RuntimeClass string // FLOWBOX_KUBE_RUNTIME_CLASS: the pods' runtimeClassName, such as gvisor or kata (default: the cluster's default runtime)
+	// FilesClaim is the claim (ReadWriteMany) holding the files directory
+	// (uploads, intermediate files, skills), which the engine's pods mount
+	// at FLOWBOX_FILES_DIR and the sandboxes' pods mount from.
+	// FLOWBOX_KUBE_FILES_CLAIM. FilesHostPath instead is the files
+	// directory's path on the node, for a single-node cluster:
+	// FLOWBOX_KUBE_FILES_HOST_PATH. Without either, chats have no uploads
+	// or skills in their sandboxes.
+	FilesClaim    string
+	FilesHostPath string
+}
+
 // Sandbox configures the sandbox provider and its limits.
 type Sandbox struct {
-	Provider         string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | host (default auto)
+	Provider         string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | kubernetes | host (default auto; auto never picks kubernetes or host)
 	AllowUnsafeHost  bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
 	Network          bool    // FLOWBOX_SANDBOX_NETWORK (default false)
 	CPUs             float64 // FLOWBOX_SANDBOX_CPUS (default 1)
 	MemoryMiB        int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
 	Pids             int64   // FLOWBOX_SANDBOX_PIDS (default 256)
 	DiskGiB          int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
-	PoolSize         int     // FLOWBOX_SANDBOX_POOL_SIZE: started sandboxes kept for new chats' first commands (default 2; 0: no warm pool)
+	PoolSize         int     // FLOWBOX_SANDBOX_POOL_SIZE: started sandboxes kept for new chats' first commands (default 2, 0 with kubernetes; 0: no warm pool)
 	Root             string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
 	PolicyFile       string  // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
 	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
@@ -167,6 +188,9 @@ type Sandbox struct {
 	// for an engine that runs in a container.
 	// FLOWBOX_DOCKER_DAEMON_FILES_DIR (default: the files directory).
 	DockerDaemonFilesDir string
+
+	// Kubernetes: sandboxes as pods (sandbox/kubernetes, docs/KUBERNETES.md).
+	Kube Kube
 
 	// Egress is the allowlist of host names sandboxes reach through the
 	// engine's egress proxy (sandbox/egress). FLOWBOX_SANDBOX_EGRESS,
@@ -305,7 +329,11 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.MemoryMiB = integer("FLOWBOX_SANDBOX_MEMORY_MIB", 512)
 	s.Pids = integer("FLOWBOX_SANDBOX_PIDS", 256)
 	s.DiskGiB = integer("FLOWBOX_SANDBOX_DISK_GIB", 0)
-	s.PoolSize = int(integer("FLOWBOX_SANDBOX_POOL_SIZE", 2))
+	pool := int64(2)
+	if s.Provider == "kubernetes" {
+		pool = 0 // no warm pool there
+	}
+	s.PoolSize = int(integer("FLOWBOX_SANDBOX_POOL_SIZE", pool))
 	if s.PoolSize < 0 || s.PoolSize > 1000 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_POOL_SIZE=%d: use 0 (no warm pool) to 1000", s.PoolSize))
 	}
@@ -321,6 +349,18 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
 	s.DockerDaemonAgentBinary = str("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY", "")
 	s.DockerDaemonFilesDir = str("FLOWBOX_DOCKER_DAEMON_FILES_DIR", "")
+	s.Kube = Kube{
+		Config:        str("FLOWBOX_KUBE_CONFIG", os.Getenv("KUBECONFIG")),
+		Namespace:     str("FLOWBOX_KUBE_NAMESPACE", "flowbox-sandboxes"),
+		Image:         str("FLOWBOX_KUBE_IMAGE", "flowbox-sandbox:bookworm"),
+		AgentImage:    str("FLOWBOX_KUBE_AGENT_IMAGE", "flowbox-agent:latest"),
+		PullPolicy:    str("FLOWBOX_KUBE_PULL_POLICY", "IfNotPresent"),
+		Shell:         str("FLOWBOX_KUBE_SHELL", "/bin/bash"),
+		StorageClass:  str("FLOWBOX_KUBE_STORAGE_CLASS", ""),
+		RuntimeClass:  str("FLOWBOX_KUBE_RUNTIME_CLASS", ""),
+		FilesClaim:    str("FLOWBOX_KUBE_FILES_CLAIM", ""),
+		FilesHostPath: str("FLOWBOX_KUBE_FILES_HOST_PATH", ""),
+	}
 
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -333,9 +373,12 @@ func Parse(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_MODE=%q: use development or production", c.Mode))
 	}
 	switch s.Provider {
-	case "auto", "bwrap", "docker", "host":
+	case "auto", "bwrap", "docker", "kubernetes", "host":
 	default:
-		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_PROVIDER=%q: use auto, bwrap, docker or host", s.Provider))
+		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_PROVIDER=%q: use auto, bwrap, docker, kubernetes or host", s.Provider))
+	}
+	if s.Provider == "kubernetes" {
+		errs = append(errs, s.Kube.check(*s)...)
 	}
 	if s.Provider == "host" && c.Mode == "production" {
 		errs = append(errs, "FLOWBOX_SANDBOX_PROVIDER=host is refused in production mode: it gives commands the engine's privileges; use bwrap or docker")
@@ -363,6 +406,29 @@ func Parse(getenv func(string) string) (Config, error) {
 }
 
 // notRuntimeName reports a character no Docker runtime's name has.
+// check says what is wrong with the Kubernetes settings.
+func (k Kube) check(s Sandbox) []string {
+	var errs []string
+	switch k.PullPolicy {
+	case "IfNotPresent", "Always", "Never":
+	default:
+		errs = append(errs, fmt.Sprintf("FLOWBOX_KUBE_PULL_POLICY=%q: use IfNotPresent, Always or Never", k.PullPolicy))
+	}
+	if k.FilesClaim != "" && k.FilesHostPath != "" {
+		errs = append(errs, "FLOWBOX_KUBE_FILES_CLAIM and FLOWBOX_KUBE_FILES_HOST_PATH are both set: use the claim on a cluster, the host path on a single node")
+	}
+	if p := k.FilesHostPath; p != "" && !filepath.IsAbs(p) {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_KUBE_FILES_HOST_PATH=%q: use an absolute path", p))
+	}
+	if len(s.Egress) > 0 {
+		errs = append(errs, "FLOWBOX_SANDBOX_EGRESS is not supported with FLOWBOX_SANDBOX_PROVIDER=kubernetes: the cluster's NetworkPolicy says what sandboxes reach (docs/KUBERNETES.md)")
+	}
+	if s.PoolSize > 0 {
+		errs = append(errs, "FLOWBOX_SANDBOX_POOL_SIZE: the kubernetes provider has no warm pool; set it to 0")
+	}
+	return errs
+}
+
 func notRuntimeName(r rune) bool {
 	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-')
 }

@@ -31,7 +31,11 @@ func TestErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "vm"}, "use auto, bwrap, docker or host"},
+		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "vm"}, "use auto, bwrap, docker, kubernetes or host"},
+		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_KUBE_PULL_POLICY": "sometimes"}, "FLOWBOX_KUBE_PULL_POLICY=\"sometimes\""},
+		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_SANDBOX_EGRESS": "pypi.org"}, "NetworkPolicy"},
+		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_SANDBOX_POOL_SIZE": "2"}, "no warm pool"},
+		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_KUBE_FILES_CLAIM": "files", "FLOWBOX_KUBE_FILES_HOST_PATH": "/srv"}, "both set"},
 		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "host", "FLOWBOX_MODE": "production"}, "refused in production"},
 		{map[string]string{"FLOWBOX_SANDBOX_MEMORY_MIB": "lots"}, "FLOWBOX_SANDBOX_MEMORY_MIB"},
 		{map[string]string{"FLOWBOX_SANDBOX_NETWORK": "maybe"}, "not true or false"},

@@ -15,9 +15,10 @@ import (
 // in use: docker (a reachable dockerd), runsc (gVisor, registered with
 // that dockerd as the runtime runsc, as scripts/test does), sandbox-image
 // (the image built by images/sandbox/build.sh), bwrap (bubblewrap), redis
-// (redis-server), chromium (Debian's Chromium, for the browser tests) and
+// (redis-server), chromium (Debian's Chromium, for the browser tests),
 // python3 (for the example skills' scripts, run on the host by their own
-// tests).
+// tests) and kubernetes (the cluster of scripts/kube-up, named by
+// KUBECONFIG, with the test images loaded; scripts/test starts it).
 const RequireEnv = "FLOWBOX_TEST_REQUIRE"
 
 // Required reports whether FLOWBOX_TEST_REQUIRE names component.

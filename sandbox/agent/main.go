@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"fmt"
 	"log/slog"
 	"net"
@@ -69,4 +70,35 @@ func Main(ctx context.Context, args []string) error {
 		Env:      os.Environ(),
 		Logger:   log,
 	})
+}
+
+// Install copies the running executable to dst, executable by all: how a
+// Kubernetes pod's init container puts the agent into a volume the
+// sandbox's container runs it from.
+func Install(dst string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("install: find this executable: %w", err)
+	}
+	in, err := os.Open(exe)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o555)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("install: copy to %s: %w", tmp, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	return nil
 }

@@ -44,7 +44,7 @@ var seq struct {
 }
 
 // NewID returns a fresh sandbox id for a test.
-func NewID(t *testing.T) string {
+func NewID(t testing.TB) string {
 	seq.Lock()
 	seq.n++
 	n := seq.n

@@ -1,0 +1,82 @@
+package kubernetes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+	"github.com/flowbox/flowbox/sandbox/kubernetes/kubetest"
+	"github.com/flowbox/flowbox/sandbox/sandboxtest"
+)
+
+// BenchmarkVsDocker measures the Kubernetes provider beside the Docker
+// provider (with its agent), in the same run, on the same busybox image:
+//
+//	cold       a new sandbox's Ensure and its first command's output
+//	exec       a command's round trip in a running sandbox (true)
+//	stopstart  Stop, then Ensure and a command's output
+//
+//	go test -run '^$' -bench VsDocker -benchtime 10x ./sandbox/kubernetes/
+func BenchmarkVsDocker(b *testing.B) {
+	for _, pv := range []struct {
+		name string
+		new  func(b *testing.B) sandbox.Provider
+	}{
+		{"kubernetes", func(b *testing.B) sandbox.Provider { return kubetest.Provider(b, nil) }},
+		{"docker", func(b *testing.B) sandbox.Provider { return dockertest.Provider(b, docker.Config{}) }},
+	} {
+		b.Run(pv.name+"/cold", func(b *testing.B) {
+			p := pv.new(b)
+			for i := 0; i < b.N; i++ {
+				id := sandboxtest.NewID(b)
+				ensureAndEcho(b, p, id)
+				b.StopTimer()
+				if err := p.Delete(context.Background(), id); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+		b.Run(pv.name+"/exec", func(b *testing.B) {
+			p := pv.new(b)
+			id := sandboxtest.NewID(b)
+			ensureAndEcho(b, p, id)
+			b.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if res, err := p.Exec(context.Background(), id, sandbox.ExecRequest{Command: "true", Timeout: 10 * time.Second}); err != nil || res.ExitCode != 0 {
+					b.Fatalf("Exec: %+v, %v", res, err)
+				}
+			}
+		})
+		b.Run(pv.name+"/stopstart", func(b *testing.B) {
+			p := pv.new(b)
+			id := sandboxtest.NewID(b)
+			ensureAndEcho(b, p, id)
+			b.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := p.Stop(context.Background(), id); err != nil {
+					b.Fatal(err)
+				}
+				ensureAndEcho(b, p, id)
+			}
+		})
+	}
+}
+
+// ensureAndEcho ensures the sandbox and runs a command that prints.
+func ensureAndEcho(b *testing.B, p sandbox.Provider, id string) {
+	b.Helper()
+	ctx := context.Background()
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+		b.Fatalf("Ensure: %v", err)
+	}
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "echo up", Timeout: 30 * time.Second})
+	if err != nil || res.Stdout != "up\n" {
+		b.Fatalf("first command: %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,401 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/agent"
+)
+
+// Ensure makes the sandbox run: it creates the claim and the secret when
+// they are missing, replaces a files-mode or ended pod, creates the pod,
+// and waits until its agent answers.
+func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
+	id := spec.ID
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if spec.Pool {
+		return fmt.Errorf("kubernetes sandbox: %w: no warm pool on Kubernetes; set the pool size to 0", sandbox.ErrUnsupported)
+	}
+	if len(spec.Egress) > 0 {
+		return fmt.Errorf("kubernetes sandbox: %w: an egress allowlist (%s); on Kubernetes the cluster's NetworkPolicy says what sandboxes reach: leave the allowlist empty and allow the hosts there", sandbox.ErrUnsupported, strings.Join(spec.Egress, ", "))
+	}
+	mounts, err := sandbox.CheckMounts(spec.Mounts)
+	if err != nil {
+		return fmt.Errorf("kubernetes sandbox: %w", err)
+	}
+	for _, m := range mounts {
+		if p.cfg.FilesRoot == "" {
+			return fmt.Errorf("kubernetes sandbox: mount of %q at %q: no volume holds the engine's files for the pods; configure the files root with its claim or host path", m.Source, m.Target)
+		}
+		if _, err := p.mountSubPath(m.Source); err != nil {
+			return fmt.Errorf("kubernetes sandbox: %w", err)
+		}
+	}
+
+	pods := p.cli.CoreV1().Pods(p.cfg.Namespace)
+	pod, err := pods.Get(ctx, name(id), metav1.GetOptions{})
+	switch {
+	case err == nil && live(pod) && pod.Annotations[annotationMode] == modeRun:
+		return p.waitReady(ctx, id)
+	case err == nil:
+		// A files-mode pod, or one that ended: a new one replaces it.
+		if err := p.deletePod(ctx, id); err != nil {
+			return err
+		}
+	case !apierrors.IsNotFound(err):
+		return apiErr("ensure "+id, err)
+	}
+	rec := specRecord{Limits: mergeLimits(spec.Limits, p.cfg.DefaultLimits), Network: spec.Network, Mounts: mounts, Labels: spec.Labels}
+	pvc, err := p.claim(ctx, id, rec)
+	if err != nil {
+		return err
+	}
+	if rec, err = recordOf(pvc); err != nil {
+		return fmt.Errorf("kubernetes sandbox: %w", err)
+	}
+	if err := p.secret(ctx, id, pvc); err != nil {
+		return err
+	}
+	if err := p.createPod(ctx, id, rec, modeRun); err != nil {
+		return err
+	}
+	return p.waitReady(ctx, id)
+}
+
+// claim gets the sandbox's claim, creating it with rec when it is
+// missing.
+func (p *Provider) claim(ctx context.Context, id string, rec specRecord) (*corev1.PersistentVolumeClaim, error) {
+	pvcs := p.cli.CoreV1().PersistentVolumeClaims(p.cfg.Namespace)
+	pvc, err := pvcs.Get(ctx, name(id), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		raw, _ := json.Marshal(rec)
+		want := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name(id),
+				Labels:      map[string]string{LabelManaged: "true", LabelSandbox: id},
+				Annotations: map[string]string{annotationSpec: string(raw)},
+			},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(rec.Limits.DiskGiB<<30, resource.BinarySI)},
+				},
+			},
+		}
+		if p.cfg.StorageClass != "" {
+			want.Spec.StorageClassName = &p.cfg.StorageClass
+		}
+		pvc, err = pvcs.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // another engine's Ensure
+			pvc, err = pvcs.Get(ctx, name(id), metav1.GetOptions{})
+		}
+	}
+	if err != nil {
+		return nil, apiErr("create the claim of "+id, err)
+	}
+	if pvc.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("kubernetes sandbox: %s is being deleted: %w", id, sandbox.ErrUnavailable)
+	}
+	return pvc, nil
+}
+
+// secret makes sure the sandbox's token exists, owned by its claim so
+// that the cluster deletes it with the claim if nothing else does.
+func (p *Provider) secret(ctx context.Context, id string, pvc *corev1.PersistentVolumeClaim) error {
+	secrets := p.cli.CoreV1().Secrets(p.cfg.Namespace)
+	_, err := secrets.Get(ctx, name(id), metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return apiErr("read the token of "+id, err)
+	}
+	_, err = secrets.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name(id),
+			Labels: map[string]string{LabelManaged: "true", LabelSandbox: id},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: pvc.Name, UID: pvc.UID,
+			}},
+		},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{tokenKey: newToken()},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return apiErr("create the token of "+id, err)
+	}
+	return nil
+}
+
+// createPod creates the sandbox's pod in mode; one that exists already
+// (another engine's Ensure) is fine.
+func (p *Provider) createPod(ctx context.Context, id string, rec specRecord, mode string) error {
+	pod, err := p.podFor(id, rec, mode)
+	if err != nil {
+		return fmt.Errorf("kubernetes sandbox: %w", err)
+	}
+	_, err = p.cli.CoreV1().Pods(p.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return apiErr("create the pod of "+id, err)
+	}
+	return nil
+}
+
+// podFor is the sandbox's pod.
+func (p *Provider) podFor(id string, rec specRecord, mode string) (*corev1.Pod, error) {
+	lim := mergeLimits(rec.Limits, p.cfg.DefaultLimits)
+	network := "off"
+	if rec.Network {
+		network = "on"
+	}
+	memory := resource.NewQuantity(lim.MemoryMiB<<20, resource.BinarySI)
+	cpu := resource.NewMilliQuantity(int64(lim.CPUCount*1000), resource.DecimalSI)
+	// Requests are what the scheduler counts: an idle sandbox uses a
+	// fraction of its limits, and a node holds hundreds of them.
+	memRequest := resource.NewQuantity(min(lim.MemoryMiB, 32)<<20, resource.BinarySI)
+	cpuRequest := resource.NewMilliQuantity(10, resource.DecimalSI)
+	no := false
+	grace := int64(1)
+	secure := &corev1.SecurityContext{
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		AllowPrivilegeEscalation: &no,
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: workspaceVolume, MountPath: sandbox.WorkspaceDir, SubPath: "workspace"},
+		{Name: workspaceVolume, MountPath: sandbox.StateDir, SubPath: "state"},
+		{Name: agentVolume, MountPath: agentDir, ReadOnly: true},
+	}
+	volumes := []corev1.Volume{
+		{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name(id)},
+		}},
+		{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if len(rec.Mounts) > 0 {
+		if p.cfg.FilesRoot == "" {
+			return nil, errors.New("the sandbox has mounts and no files volume is configured")
+		}
+		src := corev1.VolumeSource{}
+		if p.cfg.FilesClaim != "" {
+			src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.cfg.FilesClaim}
+		} else {
+			dir := corev1.HostPathDirectory
+			src.HostPath = &corev1.HostPathVolumeSource{Path: p.cfg.FilesHostPath, Type: &dir}
+		}
+		volumes = append(volumes, corev1.Volume{Name: filesVolume, VolumeSource: src})
+		for _, m := range rec.Mounts {
+			sub, err := p.mountSubPath(m.Source)
+			if err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, corev1.VolumeMount{Name: filesVolume, MountPath: m.Target, SubPath: sub, ReadOnly: m.ReadOnly})
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name(id),
+			Labels:      map[string]string{LabelManaged: "true", LabelSandbox: id, LabelNetwork: network},
+			Annotations: map[string]string{annotationMode: mode},
+		},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			Hostname:                      "sandbox",
+			InitContainers: []corev1.Container{{
+				Name:            "agent-install",
+				Image:           p.cfg.AgentImage,
+				ImagePullPolicy: p.cfg.PullPolicy,
+				Command:         []string{"/flowbox-agent", "install", agentInPod},
+				VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
+				SecurityContext: secure,
+				Resources: corev1.ResourceRequirements{
+					Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           p.cfg.Image,
+				ImagePullPolicy: p.cfg.PullPolicy,
+				Command: []string{agentInPod, "sandbox-agent",
+					"-listen", ":" + strconv.Itoa(p.cfg.AgentPort),
+					"-shell", p.cfg.Shell,
+					"-state-dir", sandbox.StateDir,
+					"-workdir", sandbox.WorkspaceDir,
+				},
+				Env: []corev1.EnvVar{{Name: agent.TokenEnv, ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name(id)}, Key: tokenKey},
+				}}},
+				WorkingDir:      sandbox.WorkspaceDir,
+				Ports:           []corev1.ContainerPort{{Name: "agent", ContainerPort: int32(p.cfg.AgentPort)}},
+				VolumeMounts:    mounts,
+				SecurityContext: secure,
+				Resources: corev1.ResourceRequirements{
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: *memory, corev1.ResourceCPU: *cpu},
+					Requests: corev1.ResourceList{corev1.ResourceMemory: *memRequest, corev1.ResourceCPU: *cpuRequest},
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Volumes: volumes,
+		},
+	}
+	if p.cfg.RuntimeClass != "" {
+		pod.Spec.RuntimeClassName = &p.cfg.RuntimeClass
+	}
+	if mode == modeFiles {
+		// Nothing stops a files pod but its deadline: the stop scan
+		// sees a stopped sandbox.
+		deadline := int64(filesPodLifetime / time.Second)
+		pod.Spec.ActiveDeadlineSeconds = &deadline
+	}
+	return pod, nil
+}
+
+// failedStart is why a pod that has not started never will without a
+// change of configuration, or "" while it may still start.
+func failedStart(pod *corev1.Pod) string {
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		msg := "the pod ended (" + string(pod.Status.Phase)
+		if pod.Status.Reason != "" {
+			msg += ", " + pod.Status.Reason
+		}
+		for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+			if t := cs.State.Terminated; t != nil && (t.ExitCode != 0 || t.Message != "") {
+				msg += fmt.Sprintf("; container %s exited %d: %s", cs.Name, t.ExitCode, strings.TrimSpace(t.Message))
+			}
+		}
+		return msg + ")"
+	}
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return fmt.Sprintf("container %s cannot start: %s: %s", cs.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			// The scheduler tries again; reported only at the deadline.
+			return ""
+		}
+	}
+	return ""
+}
+
+// pending says why a pod is not running yet, for the timeout's error.
+func pending(pod *corev1.Pod) string {
+	var why []string
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			why = append(why, string(c.Type)+": "+c.Message)
+		}
+	}
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			why = append(why, cs.Name+": "+w.Reason+" "+w.Message)
+		}
+	}
+	if len(why) == 0 {
+		return "phase " + string(pod.Status.Phase)
+	}
+	return strings.Join(why, "; ")
+}
+
+// waitReady waits until the sandbox's run-mode pod runs and its agent
+// answers the handshake, and keeps its endpoint.
+func (p *Provider) waitReady(ctx context.Context, id string) error {
+	_, err := p.waitAgent(ctx, id, modeRun)
+	return err
+}
+
+// waitAgent waits until the sandbox's pod in mode runs and its agent
+// answers, and returns its endpoint. A pod of another mode, or none, is
+// ErrNotRunning.
+func (p *Provider) waitAgent(ctx context.Context, id, mode string) (endpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+	defer cancel()
+	pods := p.cli.CoreV1().Pods(p.cfg.Namespace)
+	var token []byte
+	var last *corev1.Pod
+	for wait := 10 * time.Millisecond; ; wait = min(wait*3/2, 250*time.Millisecond) {
+		pod, err := pods.Get(ctx, name(id), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && (!live(pod) && failedStart(pod) == "" || pod.Annotations[annotationMode] != mode)):
+			return endpoint{}, fmt.Errorf("kubernetes sandbox %s: %w", id, sandbox.ErrNotRunning)
+		case err != nil:
+			if ctx.Err() != nil {
+				break
+			}
+			return endpoint{}, apiErr("wait for "+id, err)
+		default:
+			last = pod
+			if why := failedStart(pod); why != "" {
+				return endpoint{}, fmt.Errorf("kubernetes sandbox %s: %w: %s", id, sandbox.ErrUnavailable, why)
+			}
+			if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+				if token == nil {
+					if token, err = p.token(ctx, id); err != nil {
+						return endpoint{}, err
+					}
+				}
+				ep := endpoint{addr: p.addr(pod), token: token}
+				conn, err := agent.DialTCP(ctx, ep.addr, ep.token)
+				if err == nil {
+					conn.Close()
+					if mode == modeRun {
+						p.mu.Lock()
+						p.conns[id] = ep
+						p.mu.Unlock()
+					}
+					return ep, nil
+				}
+				if errors.Is(err, agent.ErrAuth) {
+					return endpoint{}, fmt.Errorf("kubernetes sandbox %s: the agent at %s does not hold the sandbox's token: %w", id, ep.addr, sandbox.ErrUnavailable)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			why := "no pod"
+			if last != nil {
+				why = pending(last)
+			}
+			if parent := context.Cause(ctx); parent != nil && !errors.Is(parent, context.DeadlineExceeded) {
+				return endpoint{}, parent
+			}
+			return endpoint{}, fmt.Errorf("kubernetes sandbox %s: not running after %s (%s): %w", id, p.cfg.StartTimeout, why, sandbox.ErrUnavailable)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// token reads the sandbox's token from its secret.
+func (p *Provider) token(ctx context.Context, id string) ([]byte, error) {
+	s, err := p.cli.CoreV1().Secrets(p.cfg.Namespace).Get(ctx, name(id), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("kubernetes sandbox %s: its token is gone: %w", id, sandbox.ErrNotRunning)
+	}
+	if err != nil {
+		return nil, apiErr("read the token of "+id, err)
+	}
+	t := s.Data[tokenKey]
+	if len(t) < agent.MinToken {
+		return nil, fmt.Errorf("kubernetes sandbox %s: its secret holds no token of at least %d bytes", id, agent.MinToken)
+	}
+	return t, nil
+}
