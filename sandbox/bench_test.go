@@ -152,7 +152,7 @@ func BenchmarkExecTrue(b *testing.B) {
 //
 //	go test -run '^$' -bench BwrapNamespace -benchtime 200x ./sandbox/
 func BenchmarkBwrapNamespace(b *testing.B) {
-	bin := testenv.EngineBinary(b)
+	bin := testenv.AgentBinary(b)
 	per, ns := benchBwrap(b), benchBwrapWith(b, bwrap.Config{AgentBinary: bin})
 	mPer, mNs := benchManager(b, per), benchManager(b, ns)
 	ctx := context.Background()

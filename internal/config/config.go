@@ -147,8 +147,8 @@ type Kube struct {
 	// at FLOWBOX_FILES_DIR and the sandboxes' pods mount from.
 	// FLOWBOX_KUBE_FILES_CLAIM. FilesHostPath instead is the files
 	// directory's path on the node, for a single-node cluster:
-	// FLOWBOX_KUBE_FILES_HOST_PATH. Without either, chats have no uploads
-	// or skills in their sandboxes.
+	// FLOWBOX_KUBE_FILES_HOST_PATH. One of them is required: every chat's
+	// sandbox mounts the skills and the chat's uploads.
 	FilesClaim    string
 	FilesHostPath string
 }
@@ -414,8 +414,11 @@ func (k Kube) check(s Sandbox) []string {
 	default:
 		errs = append(errs, fmt.Sprintf("FLOWBOX_KUBE_PULL_POLICY=%q: use IfNotPresent, Always or Never", k.PullPolicy))
 	}
-	if k.FilesClaim != "" && k.FilesHostPath != "" {
+	switch {
+	case k.FilesClaim != "" && k.FilesHostPath != "":
 		errs = append(errs, "FLOWBOX_KUBE_FILES_CLAIM and FLOWBOX_KUBE_FILES_HOST_PATH are both set: use the claim on a cluster, the host path on a single node")
+	case k.FilesClaim == "" && k.FilesHostPath == "":
+		errs = append(errs, "FLOWBOX_SANDBOX_PROVIDER=kubernetes needs a volume the sandboxes' pods mount the files directory (uploads, skills) from: set FLOWBOX_KUBE_FILES_CLAIM to a ReadWriteMany claim the engine mounts at FLOWBOX_FILES_DIR, or FLOWBOX_KUBE_FILES_HOST_PATH on a single node (docs/KUBERNETES.md)")
 	}
 	if p := k.FilesHostPath; p != "" && !filepath.IsAbs(p) {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_KUBE_FILES_HOST_PATH=%q: use an absolute path", p))

@@ -32,6 +32,7 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "vm"}, "use auto, bwrap, docker, kubernetes or host"},
+		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes"}, "FLOWBOX_KUBE_FILES_CLAIM to a ReadWriteMany claim"},
 		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_KUBE_PULL_POLICY": "sometimes"}, "FLOWBOX_KUBE_PULL_POLICY=\"sometimes\""},
 		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_SANDBOX_EGRESS": "pypi.org"}, "NetworkPolicy"},
 		{map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "kubernetes", "FLOWBOX_SANDBOX_POOL_SIZE": "2"}, "no warm pool"},

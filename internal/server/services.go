@@ -289,11 +289,10 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 		},
 		"kubernetes": func() (sandbox.Provider, error) {
 			k := sc.Kube
-			files := k8sFiles(cfg.Files.Dir, k)
 			return kubernetes.New(kubernetes.Config{Kubeconfig: k.Config, Namespace: k.Namespace, Image: k.Image, AgentImage: k.AgentImage,
 				PullPolicy: corev1.PullPolicy(k.PullPolicy), Shell: k.Shell, StorageClass: k.StorageClass, RuntimeClass: k.RuntimeClass,
 				DefaultLimits: sandbox.Limits{DiskGiB: sc.DiskGiB},
-				FilesRoot:     files, FilesClaim: k.FilesClaim, FilesHostPath: k.FilesHostPath, Logger: log})
+				FilesRoot:     cfg.Files.Dir, FilesClaim: k.FilesClaim, FilesHostPath: k.FilesHostPath, Logger: log})
 		},
 		"host": func() (sandbox.Provider, error) {
 			return host.New(host.Config{Root: filepath.Join(sc.Root, "host"), AllowUnsafe: sc.AllowUnsafeHost})
@@ -316,15 +315,6 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 		log.Warn("sandbox provider cannot run here", "provider", name, "reason", err)
 	}
 	return nil, fmt.Errorf("no sandbox provider can run on this machine (FLOWBOX_SANDBOX_PROVIDER=%s): %w", sc.Provider, errors.Join(reasons...))
-}
-
-// k8sFiles is the files root of the Kubernetes provider: the files
-// directory, when a volume is configured that the pods mount it from.
-func k8sFiles(dir string, k config.Kube) string {
-	if k.FilesClaim == "" && k.FilesHostPath == "" {
-		return ""
-	}
-	return dir
 }
 
 func (s *Services) readyChecks() []web.Check {

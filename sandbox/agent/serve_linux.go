@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -126,6 +128,13 @@ func Serve(ctx context.Context, cfg Config) error {
 		lns = append(lns, ln)
 	}
 	if cfg.Listen != "" {
+		// Commands run as the agent's user: non-dumpable, its memory
+		// and /proc/1/environ (where its token may have come from) are
+		// out of their reach without CAP_SYS_PTRACE.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			closeAll()
+			return fmt.Errorf("agent: keep the token from commands: %w", err)
+		}
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			closeAll()

@@ -211,6 +211,11 @@ func (p *Provider) podFor(id string, rec specRecord, mode string) (*corev1.Pod, 
 			Annotations: map[string]string{annotationMode: mode},
 		},
 		Spec: corev1.PodSpec{
+			// The runtime's default system-call filter, whatever the
+			// kubelet's seccompDefault says.
+			SecurityContext: &corev1.PodSecurityContext{
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
 			AutomountServiceAccountToken:  &no,
 			EnableServiceLinks:            &no,
 			RestartPolicy:                 corev1.RestartPolicyNever,

@@ -179,9 +179,16 @@ func TestPodShape(t *testing.T) {
 	}
 	// Inside: the limit applies, the token is not in commands' reach
 	// through the environment, no service account files.
-	res := run(t, p, id, `cat /sys/fs/cgroup/memory/memory.limit_in_bytes; echo "token=${FLOWBOX_AGENT_TOKEN:-none}"; ls /var/run/secrets 2>&1 | head -1`)
+	res := run(t, p, id, `cat /sys/fs/cgroup/memory/memory.limit_in_bytes; echo "token=${FLOWBOX_AGENT_TOKEN:-none}"; ls /var/run/secrets 2>&1 | head -1; grep -c FLOWBOX_AGENT_TOKEN /proc/1/environ; grep Seccomp: /proc/self/status`)
 	if !strings.HasPrefix(res.Stdout, fmt.Sprint(96<<20)+"\ntoken=none\n") || !strings.Contains(res.Stdout, "No such file") {
 		t.Errorf("inside the pod: %q (stderr %q), want the 96 MiB limit, no token and no secrets directory", res.Stdout, res.Stderr)
+	}
+	// The agent's environment held the token: commands cannot read it.
+	if !strings.Contains(res.Stderr, "/proc/1/environ: Permission denied") {
+		t.Errorf("reading the agent's environment: stdout %q stderr %q; want it refused", res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, "Seccomp:\t2") {
+		t.Errorf("commands run without the runtime's seccomp filter: %q", res.Stdout)
 	}
 	list, err := p.List(testCtx(t))
 	if err != nil || len(list) != 1 || list[0].ID != id || list[0].Status != sandbox.StatusRunning || list[0].Labels["userId"] != "user/1" {

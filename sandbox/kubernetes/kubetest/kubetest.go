@@ -67,7 +67,19 @@ func Namespace(t testing.TB, cli *k8s.Clientset) string {
 	t.Cleanup(func() {
 		_ = cli.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
-	return ns.Name
+	// Pods are refused until the controller manager gave the namespace
+	// its default service account.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := cli.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return ns.Name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default service account after a minute: %v", ns.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Config is the provider's configuration for a test in namespace ns:
