@@ -289,9 +289,19 @@ func (p *Provider) Fingerprint(ctx context.Context) error {
 			return fmt.Errorf("kubernetes sandbox: list %s in %q: %w", c.what, ns, err)
 		}
 	}
+	// Storage classes are the cluster's: without the right to read them
+	// (the shipped Role has none), the claims' binding tells.
 	if sc := p.cfg.StorageClass; sc != "" {
 		if _, err := p.cli.StorageV1().StorageClasses().Get(ctx, sc, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return fmt.Errorf("kubernetes sandbox: the storage class %q does not exist; name one the cluster has (kubectl get storageclass)", sc)
+		}
+	} else if classes, err := p.cli.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{}); err == nil {
+		def := false
+		for _, c := range classes.Items {
+			def = def || c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
+		}
+		if !def {
+			return errors.New("kubernetes sandbox: the cluster has no default storage class for the sandboxes' claims; name one (kubectl get storageclass)")
 		}
 	}
 	return nil

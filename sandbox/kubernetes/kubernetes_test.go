@@ -256,6 +256,45 @@ func TestEngineRestart(t *testing.T) {
 	}
 }
 
+// TestEngineDiesInEnsure: an engine that dies in the middle of a
+// sandbox's creation (here: its context ends once the pod is asked for)
+// leaves what the next engine's Ensure finishes.
+func TestEngineDiesInEnsure(t *testing.T) {
+	cli := kubetest.Client(t)
+	first := kubetest.Provider(t, nil)
+	id := sandboxtest.NewID(t)
+	t.Cleanup(func() { _ = first.Delete(context.Background(), id) })
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// End the first engine's Ensure as soon as its pod exists.
+		for ctx.Err() == nil {
+			if _, err := cli.CoreV1().Pods(first.Namespace()).Get(ctx, kubernetes.ObjectName(id), metav1.GetOptions{}); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	err := first.Ensure(ctx, sandbox.Spec{ID: id, Labels: map[string]string{"chatId": "c"}})
+	cancel()
+	if err == nil {
+		t.Log("the first Ensure finished before its context ended")
+	}
+	second, err := kubernetes.New(kubetest.Config(first.Namespace()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Ensure(testCtx(t), sandbox.Spec{ID: id}); err != nil {
+		t.Fatalf("the next engine's Ensure: %v", err)
+	}
+	if res := run(t, second, id, "echo finished"); res.Stdout != "finished\n" {
+		t.Fatalf("after the next Ensure: %+v", res)
+	}
+	if list, err := second.List(testCtx(t)); err != nil || len(list) != 1 || list[0].Labels["chatId"] != "c" {
+		t.Fatalf("List: %+v, %v; want the sandbox with the first engine's labels", list, err)
+	}
+}
+
 // TestFilesOfAStoppedSandbox: the files of a stopped sandbox are served
 // by a files-mode pod, which does not make the sandbox running, and
 // which the next start replaces.
@@ -337,6 +376,41 @@ func TestRefusals(t *testing.T) {
 	err := outside.Ensure(ctx, sandbox.Spec{ID: sandboxtest.NewID(t), Mounts: []sandbox.Mount{{Source: dir, Target: sandbox.UploadsDir}}})
 	if err == nil || !strings.Contains(err.Error(), "outside the files root") {
 		t.Fatalf("a mount outside the files root: %v", err)
+	}
+}
+
+// TestFingerprint: what is missing is named.
+func TestFingerprint(t *testing.T) {
+	cli := kubetest.Client(t)
+	ns := kubetest.Namespace(t, cli)
+	for _, tc := range []struct {
+		name   string
+		change func(*kubernetes.Config)
+		want   string
+	}{
+		{"no namespace", func(c *kubernetes.Config) { c.Namespace = "flowbox-no-such-namespace" }, `namespace "flowbox-no-such-namespace" does not exist`},
+		{"no storage class", func(c *kubernetes.Config) { c.StorageClass = "no-such-class" }, `storage class "no-such-class" does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := kubetest.Config(ns)
+			tc.change(&cfg)
+			p, err := kubernetes.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Fingerprint(testCtx(t)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Fingerprint: %v; want it to say %q", err, tc.want)
+			}
+		})
+	}
+	cfg := kubetest.Config(ns)
+	cfg.Kubeconfig = filepath.Join(t.TempDir(), "missing")
+	if _, err := kubernetes.New(cfg); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("New with a missing kubeconfig: %v", err)
+	}
+	cfg.Kubeconfig = ""
+	if _, err := kubernetes.New(cfg); err == nil || !strings.Contains(err.Error(), "not in a cluster") {
+		t.Fatalf("New out of a cluster without a kubeconfig: %v", err)
 	}
 }
 
