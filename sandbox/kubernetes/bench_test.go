@@ -18,15 +18,21 @@ import (
 //	cold       a new sandbox's Ensure and its first command's output
 //	exec       a command's round trip in a running sandbox (true)
 //	stopstart  Stop, then Ensure and a command's output
+//	files      a stopped sandbox's Files and a ReadFile (on Kubernetes,
+//	           the start of a files-mode pod)
 //
 //	go test -run '^$' -bench VsDocker -benchtime 10x ./sandbox/kubernetes/
+//
+// with a cluster of scripts/kube-up (KUBECONFIG) and a Docker daemon.
 func BenchmarkVsDocker(b *testing.B) {
 	for _, pv := range []struct {
 		name string
 		new  func(b *testing.B) sandbox.Provider
 	}{
 		{"kubernetes", func(b *testing.B) sandbox.Provider { return kubetest.Provider(b, nil) }},
-		{"docker", func(b *testing.B) sandbox.Provider { return dockertest.Provider(b, docker.Config{}) }},
+		{"docker", func(b *testing.B) sandbox.Provider {
+			return dockertest.Provider(b, docker.Config{AgentBinary: dockertest.AgentBinary(b)})
+		}},
 	} {
 		b.Run(pv.name+"/cold", func(b *testing.B) {
 			p := pv.new(b)
@@ -63,6 +69,31 @@ func BenchmarkVsDocker(b *testing.B) {
 					b.Fatal(err)
 				}
 				ensureAndEcho(b, p, id)
+			}
+		})
+		b.Run(pv.name+"/files", func(b *testing.B) {
+			p := pv.new(b)
+			id := sandboxtest.NewID(b)
+			ensureAndEcho(b, p, id)
+			b.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+			ctx := context.Background()
+			if _, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "echo kept > f", Timeout: 10 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if err := p.Stop(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				files, err := p.Files(ctx, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if data, err := files.ReadFile(ctx, "f", 100); err != nil || string(data) != "kept\n" {
+					b.Fatalf("ReadFile: %q, %v", data, err)
+				}
 			}
 		})
 	}

@@ -352,7 +352,10 @@ func (p *Provider) waitAgent(ctx context.Context, id, mode string) (endpoint, er
 			if why := failedStart(pod); why != "" {
 				return endpoint{}, fmt.Errorf("kubernetes sandbox %s: %w: %s", id, sandbox.ErrUnavailable, why)
 			}
-			if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+			// The agent answers as soon as its container started, which
+			// the kubelet reports a relist (about a second) later: an
+			// address is enough to try.
+			if pod.Status.PodIP != "" {
 				if token == nil {
 					if token, err = p.token(ctx, id); err != nil {
 						return endpoint{}, err
