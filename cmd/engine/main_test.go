@@ -142,7 +142,7 @@ func TestCommandsRefuseBadConfiguration(t *testing.T) {
 		{"worker, arguments", nil,
 			func(ctx context.Context) error { return worker(ctx, []string{"now"}) }, "takes no arguments"},
 		{"migrate, provider", map[string]string{"FLOWBOX_SANDBOX_PROVIDER": "vm"},
-			func(ctx context.Context) error { return migrate(ctx) }, "use auto, bwrap, docker or host"},
+			func(ctx context.Context) error { return migrate(ctx) }, "use auto, bwrap, docker, kubernetes or host"},
 		{"shell, two commands", nil,
 			func(ctx context.Context) error { _, err := shell(ctx, []string{"ls", "pwd"}, nil, nil); return err }, "exactly one command"},
 		{"sandbox-agent, no socket", nil,
