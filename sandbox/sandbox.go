@@ -112,6 +112,23 @@ type Limits struct {
 	Pids      int64   `bson:"pids,omitempty" json:"pids,omitempty"`
 }
 
+// Or fills the zero (or negative) fields of l from def.
+func (l Limits) Or(def Limits) Limits {
+	if l.CPUCount <= 0 {
+		l.CPUCount = def.CPUCount
+	}
+	if l.MemoryMiB <= 0 {
+		l.MemoryMiB = def.MemoryMiB
+	}
+	if l.DiskGiB <= 0 {
+		l.DiskGiB = def.DiskGiB
+	}
+	if l.Pids <= 0 {
+		l.Pids = def.Pids
+	}
+	return l
+}
+
 // Spec is what a provider needs to create a sandbox.
 type Spec struct {
 	ID     string

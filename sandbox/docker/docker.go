@@ -208,7 +208,7 @@ func newProvider(cfg Config, executable func() (string, error)) (*Provider, erro
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.DefaultLimits = mergeLimits(cfg.DefaultLimits, defaultLimits)
+	cfg.DefaultLimits = cfg.DefaultLimits.Or(defaultLimits)
 	agentBin, err := resolveAgent(cfg, executable)
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: %w", err)
@@ -526,23 +526,6 @@ func checkID(id string) error {
 		return fmt.Errorf("docker sandbox: %q is not a sandbox id: %w", id, sandbox.ErrNotFound)
 	}
 	return nil
-}
-
-// mergeLimits fills the zero fields of l from def.
-func mergeLimits(l, def sandbox.Limits) sandbox.Limits {
-	if l.CPUCount <= 0 {
-		l.CPUCount = def.CPUCount
-	}
-	if l.MemoryMiB <= 0 {
-		l.MemoryMiB = def.MemoryMiB
-	}
-	if l.DiskGiB <= 0 {
-		l.DiskGiB = def.DiskGiB
-	}
-	if l.Pids <= 0 {
-		l.Pids = def.Pids
-	}
-	return l
 }
 
 // apiErr wraps an Engine API error, mapping a missing container to

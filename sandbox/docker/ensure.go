@@ -214,7 +214,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 
 	// A disk limit: the workspace on a filesystem of that size (package
 	// diskimage), mounted before the container binds the directory.
-	if gib := mergeLimits(spec.Limits, p.cfg.DefaultLimits).DiskGiB; gib > 0 {
+	if gib := spec.Limits.Or(p.cfg.DefaultLimits).DiskGiB; gib > 0 {
 		if d := p.cfg.DaemonWorkspaceRoot; d != "" && filepath.Clean(d) != filepath.Clean(p.cfg.WorkspaceRoot) {
 			return fmt.Errorf("a %d GiB disk limit needs the engine on the Docker daemon's host, which would not see the workspace's filesystem "+
 				"(FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT is set); leave FLOWBOX_SANDBOX_DISK_GIB unset here", gib)
@@ -285,7 +285,7 @@ func isNotEmpty(err error) bool {
 // createOptions are the container of spec's, under gVisor if gvisor.
 func (p *Provider) createOptions(spec sandbox.Spec, gvisor bool) client.ContainerCreateOptions {
 	id := spec.ID
-	lim := mergeLimits(spec.Limits, p.cfg.DefaultLimits)
+	lim := spec.Limits.Or(p.cfg.DefaultLimits)
 	labels := map[string]string{LabelManaged: "true", LabelSandbox: id}
 	for k, v := range ownerLabels(spec.Labels) {
 		labels[LabelPrefix+k] = v

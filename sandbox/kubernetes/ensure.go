@@ -58,7 +58,7 @@ func (p *Provider) Ensure(ctx context.Context, spec sandbox.Spec) error {
 	case !apierrors.IsNotFound(err):
 		return apiErr("ensure "+id, err)
 	}
-	rec := specRecord{Limits: mergeLimits(spec.Limits, p.cfg.DefaultLimits), Network: spec.Network, Mounts: mounts, Labels: spec.Labels}
+	rec := specRecord{Limits: spec.Limits.Or(p.cfg.DefaultLimits), Network: spec.Network, Mounts: mounts, Labels: spec.Labels}
 	pvc, err := p.claim(ctx, id, rec)
 	if err != nil {
 		return err
@@ -156,7 +156,7 @@ func (p *Provider) createPod(ctx context.Context, id string, rec specRecord, mod
 
 // podFor is the sandbox's pod.
 func (p *Provider) podFor(id string, rec specRecord, mode string) (*corev1.Pod, error) {
-	lim := mergeLimits(rec.Limits, p.cfg.DefaultLimits)
+	lim := rec.Limits.Or(p.cfg.DefaultLimits)
 	network := "off"
 	if rec.Network {
 		network = "on"

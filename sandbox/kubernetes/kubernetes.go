@@ -194,7 +194,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.DefaultLimits = mergeLimits(cfg.DefaultLimits, defaultLimits)
+	cfg.DefaultLimits = cfg.DefaultLimits.Or(defaultLimits)
 	if cfg.FilesRoot != "" {
 		if !filepath.IsAbs(cfg.FilesRoot) {
 			return nil, fmt.Errorf("kubernetes sandbox: the files root %q must be an absolute path", cfg.FilesRoot)
@@ -516,23 +516,6 @@ func newToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// mergeLimits fills the zero fields of l from def.
-func mergeLimits(l, def sandbox.Limits) sandbox.Limits {
-	if l.CPUCount <= 0 {
-		l.CPUCount = def.CPUCount
-	}
-	if l.MemoryMiB <= 0 {
-		l.MemoryMiB = def.MemoryMiB
-	}
-	if l.DiskGiB <= 0 {
-		l.DiskGiB = def.DiskGiB
-	}
-	if l.Pids <= 0 {
-		l.Pids = def.Pids
-	}
-	return l
 }
 
 // addr is the agent's address in pod.
