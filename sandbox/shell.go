@@ -17,6 +17,12 @@ package sandbox
 // sandbox may read a state file in the microseconds another rewrites it,
 // and then miss some variables for that one command.
 //
+// Each command first makes itself, and so every process it starts, the
+// kernel's first choice when memory runs out (oom_score_adj 1000: any
+// process may raise its own): at the sandbox's memory limit the OOM
+// killer takes the command, never the agent or the init beside it,
+// whatever their sizes at that moment.
+//
 // A long-lived command (one with standard input, ExecRequest.Stdin)
 // restores the state and saves none: at its end it would write back the
 // state of its start over what the commands run meanwhile left.
@@ -26,7 +32,8 @@ const shellScript = shellRestore + shellSave + `eval "$__fb_c"
 const longLivedScript = shellRestore + `eval "$__fb_c"
 `
 
-const shellRestore = `__fb_s=$1 __fb_w=$2 __fb_c=$3
+const shellRestore = `{ echo 1000 > /proc/self/oom_score_adj; } 2>/dev/null
+__fb_s=$1 __fb_w=$2 __fb_c=$3
 shift 3
 if [ -r "$__fb_s/env" ]; then . "$__fb_s/env" >/dev/null 2>&1; fi
 __fb_l=$__fb_w

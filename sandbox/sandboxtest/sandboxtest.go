@@ -407,6 +407,11 @@ func testCommandProcessesEnd(t *testing.T, h Harness) {
 func testMemoryHog(t *testing.T, h Harness) {
 	p, id := started(t, h, sandbox.Limits{MemoryMiB: 64})
 	needs(t, p, p.Capabilities().ResourceLimits, "resource limits")
+	// The command, not what runs beside it (the agent, an init), is what
+	// the OOM killer takes.
+	if res := run(t, p, id, "cat /proc/self/oom_score_adj", 10*time.Second); strings.TrimSpace(res.Stdout) != "1000" {
+		t.Errorf("a command's oom_score_adj = %q (stderr %q), want 1000", res.Stdout, res.Stderr)
+	}
 	// The shell must hold 256 MiB in one variable: far over the limit.
 	res := run(t, p, id, "x=$(head -c 268435456 /dev/zero | tr '\\0' a); echo ${#x}", 60*time.Second)
 	if res.ExitCode == 0 && strings.TrimSpace(res.Stdout) == "268435456" {
