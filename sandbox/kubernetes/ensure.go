@@ -293,12 +293,8 @@ func failedStart(pod *corev1.Pod) string {
 			}
 		}
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			// The scheduler tries again; reported only at the deadline.
-			return ""
-		}
-	}
+	// An unschedulable pod may still be placed: the scheduler tries
+	// again, and the deadline's error says why it was not.
 	return ""
 }
 

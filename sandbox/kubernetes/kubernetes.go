@@ -436,10 +436,7 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	p.forget(id)
-	if err := p.deletePod(ctx, id); err != nil {
-		return err
-	}
-	return nil
+	return p.deletePod(ctx, id)
 }
 
 // deletePod deletes the sandbox's pod, whatever its mode, and waits until
