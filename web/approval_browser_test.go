@@ -32,18 +32,18 @@ func (tb *tab) askApproval(t *testing.T, message string) {
 		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), message),
 		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
 	)
-	run(t, tb, chromedp.PollFunction[bool](`(before) => document.querySelectorAll("#messages .approval").length > before &&
+	run(t, tb, poll[bool](`(before) => document.querySelectorAll("#messages .approval").length > before &&
 		document.querySelector("#messages .msg.assistant:last-child .approval button[data-answer=approve]") !== null`,
-		chromedp.WithPollingArgs(before), chromedp.WithPollingTimeout(browserWait)))
+		chromedp.WithPollingArgs(before)))
 }
 
 // waitAnswer waits until the last answer's text holds want.
 func (tb *tab) waitAnswer(t *testing.T, want string) {
 	t.Helper()
-	run(t, tb, chromedp.PollFunction[bool](`(want) => {
+	run(t, tb, poll[bool](`(want) => {
 		const last = document.querySelector("#messages .msg.assistant:last-child .text");
 		return last !== null && last.textContent.includes(want);
-	}`, chromedp.WithPollingArgs(want), chromedp.WithPollingTimeout(browserWait)))
+	}`, chromedp.WithPollingArgs(want)))
 }
 
 func TestApprovalBrowser(t *testing.T) {

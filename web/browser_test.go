@@ -216,6 +216,13 @@ func run[T any](t *testing.T, tb *tab, a chromedp.Action[T]) T {
 	return v
 }
 
+// poll waits until the page function returns a truthy value. Its only bound
+// is the tab's scenario deadline: chromedp's own default (30 s) is a timing
+// assertion that a loaded machine trips.
+func poll[T any](pageFunction string, opts ...chromedp.PollOption) chromedp.Action[T] {
+	return chromedp.PollFunction[T](pageFunction, append(opts, chromedp.WithPollingTimeout(0))...)
+}
+
 func (tb *tab) text(t *testing.T, css string) string {
 	t.Helper()
 	return strings.TrimSpace(run(t, tb, chromedp.Text(chromedp.CSS(css))))
@@ -295,14 +302,14 @@ func (tb *tab) ask(t *testing.T, message string) {
 		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), message),
 		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
 	)
-	run(t, tb, chromedp.PollFunction[bool](`(before) => {
+	run(t, tb, poll[bool](`(before) => {
 		const answers = document.querySelectorAll("#messages .msg.assistant");
 		if (answers.length <= before) return false;
 		const last = answers[answers.length - 1];
 		const cards = last.querySelectorAll(".tool-card");
 		return cards.length > 0 && [...cards].every((c) => !c.querySelector(".badge.running")) &&
 			last.querySelector(".text").textContent.trim() !== "";
-	}`, chromedp.WithPollingArgs(before), chromedp.WithPollingTimeout(browserWait)))
+	}`, chromedp.WithPollingArgs(before)))
 }
 
 func TestBrowser(t *testing.T) {
@@ -333,7 +340,7 @@ func TestBrowser(t *testing.T) {
 				)
 				if !tc.wantList {
 					tb.do(t, chromedp.WaitVisible(chromedp.CSS(`#login [data-role=status]`)))
-					run(t, tb, chromedp.PollFunction[bool](`() => document.querySelector("#login [data-role=status]").textContent !== ""`))
+					run(t, tb, poll[bool](`() => document.querySelector("#login [data-role=status]").textContent !== ""`))
 					if got := strings.ToLower(tb.text(t, `#login [data-role=status]`)); !strings.Contains(got, tc.want) {
 						t.Errorf("sign-in error shown: %q, want it to say %q", got, tc.want)
 					}
@@ -438,7 +445,7 @@ func TestBrowser(t *testing.T) {
 		// The files panel lists the new file and opens it.
 		file := `#files li[data-path="/workspace/note.txt"]`
 		tb.do(t, chromedp.WaitVisible(chromedp.CSS(file)), chromedp.Click(chromedp.CSS(file+" a")))
-		content := run(t, tb, chromedp.PollFunction[string](`() => document.querySelector("#files textarea").value`))
+		content := run(t, tb, poll[string](`() => document.querySelector("#files textarea").value`))
 		if content != "hello\n" {
 			t.Errorf("the file viewer shows %q, want %q", content, "hello\n")
 		}
@@ -540,7 +547,7 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(chromedp.ID("delete-chat")),
 			chromedp.WaitVisible(chromedp.CSS(`h2`)),
 		)
-		run(t, tb, chromedp.PollFunction[bool](`() => location.pathname === "/apps/demo/chats"`))
+		run(t, tb, poll[bool](`() => location.pathname === "/apps/demo/chats"`))
 		tb.do(t, chromedp.WaitVisible(chromedp.CSS("main table")))
 		if n := run(t, tb, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('a[href$="/chat/%s"]').length`, chatID))); n != 0 {
 			t.Errorf("the chat list still links the deleted chat")
@@ -839,8 +846,7 @@ func TestBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(row+`[data-state=active]`)),
 			chromedp.Click(chromedp.CSS(row+` [data-user-action=password]`)),
 		)
-		run(t, admin, chromedp.PollFunction[bool](`() => document.getElementById("users-status").textContent !== "bea is enabled again."`,
-			chromedp.WithPollingTimeout(browserWait)))
+		run(t, admin, poll[bool](`() => document.getElementById("users-status").textContent !== "bea is enabled again."`))
 		if got := admin.text(t, `#users-status`); !strings.HasPrefix(got, "The password of bea was reset") {
 			t.Errorf("after the reset the page says %q", got)
 		}

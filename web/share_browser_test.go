@@ -54,7 +54,7 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 		chromedp.Click(chromedp.ID("useAgentSandbox")),
 		chromedp.Click(chromedp.CSS(`#builder button[type=submit]`)),
 	)
-	run(t, pia, chromedp.PollFunction[bool](`() => document.querySelector('#builder [data-role="save-status"]').textContent !== ""`))
+	run(t, pia, poll[bool](`() => document.querySelector('#builder [data-role="save-status"]').textContent !== ""`))
 	appID := run(t, pia, chromedp.AttributeValue(chromedp.ID("builder"), "data-app")).Value
 
 	// And publishes it: a share link whose visitors see the cards and read

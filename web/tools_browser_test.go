@@ -284,8 +284,7 @@ func mcpServersPage(t *testing.T, e *browserEnv, echoURL string) {
 		t.Fatalf("saving the server shows %q (ok %v)", got, ok)
 	}
 	tb.do(t, chromedp.WaitVisible(chromedp.CSS(row+` td[data-role=name]`)))
-	run(t, tb, chromedp.PollFunction[bool](`() => document.querySelector('#mcp-servers tr[data-server="team"] td[data-role=name]').textContent === "Team echo"`,
-		chromedp.WithPollingTimeout(browserWait)))
+	run(t, tb, poll[bool](`() => document.querySelector('#mcp-servers tr[data-server="team"] td[data-role=name]').textContent === "Team echo"`))
 	srv, err := e.engine.Services.MCPServers.Get(context.Background(), "team")
 	if err != nil || srv.Name != "Team echo" || srv.Token != echoToken || srv.Headers["X-Team"] != "blue" || srv.URL != echoURL || !srv.Enabled {
 		t.Errorf("the server after the edit: %+v %v, want the new name with its token and header kept", srv, err)
@@ -303,8 +302,8 @@ func clickForStatus(t *testing.T, tb *tab, css, status string) (string, bool) {
 	// The line may still show the previous action's outcome.
 	run(t, tb, chromedp.Evaluate[bool](`((css) => { const l = document.querySelector(css); l.className = "status"; l.textContent = ""; return true; })(`+jsString(status)+`)`))
 	tb.do(t, chromedp.Click(chromedp.CSS(css)))
-	run(t, tb, chromedp.PollFunction[bool](`(css) => { const l = document.querySelector(css); return l.classList.contains("ok") || l.classList.contains("error"); }`,
-		chromedp.WithPollingArgs(status), chromedp.WithPollingTimeout(browserWait)))
+	run(t, tb, poll[bool](`(css) => { const l = document.querySelector(css); return l.classList.contains("ok") || l.classList.contains("error"); }`,
+		chromedp.WithPollingArgs(status)))
 	ok := run(t, tb, chromedp.Evaluate[bool](`document.querySelector(`+jsString(status)+`).classList.contains("ok")`))
 	return tb.text(t, status), ok
 }

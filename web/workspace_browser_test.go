@@ -282,7 +282,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 		browse(`#files li[data-path="/workspace/skills/csv-analyzer"] a`, skillFile),
 		chromedp.Click(chromedp.CSS(skillFile+" a")),
 	)
-	if got := run(t, tb, chromedp.PollFunction[string](`() => document.querySelector("#files textarea").value`)); !strings.Contains(got, "name: csv-analyzer") {
+	if got := run(t, tb, poll[string](`() => document.querySelector("#files textarea").value`)); !strings.Contains(got, "name: csv-analyzer") {
 		t.Fatalf("the skill's SKILL.md opens as %q", got)
 	}
 	tb.do(t,
@@ -553,14 +553,14 @@ func humanSize(n int64) string {
 // of the panel (after an answer, an upload) replaces its links under a
 // click.
 func browse(linkCSS, wantCSS string) chromedp.Action[chromedp.Void] {
-	poll := chromedp.PollFunction[bool](fmt.Sprintf(`() => {
+	clickUntil := poll[bool](fmt.Sprintf(`() => {
 		if (document.querySelector(%q)) return true;
 		const a = document.querySelector(%q);
 		if (a) a.click();
 		return false;
-	}`, wantCSS, linkCSS), chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))
+	}`, wantCSS, linkCSS), chromedp.WithPollingInterval(250*time.Millisecond))
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := poll(ctx, tg)
+		_, err := clickUntil(ctx, tg)
 		return chromedp.Void{}, err
 	}
 }
