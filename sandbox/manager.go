@@ -541,7 +541,7 @@ func (m *Manager) execWarm(ctx context.Context, call *Call) (res ExecResult, err
 	touched := make(chan error, 1)
 	now := m.cfg.Now()
 	go func() {
-		touched <- m.cfg.Store.Touch(ctx, m.instance(call.Scope, call.SandboxID), now)
+		touched <- m.cfg.Store.Refresh(ctx, m.instance(call.Scope, call.SandboxID), now)
 	}()
 	res, err = m.run(ctx, call)
 	switch terr := <-touched; {

@@ -9,7 +9,10 @@ package sandbox
 // stop/start. A command killed at its timeout saves nothing.
 //
 // The command travels as a positional argument, never spliced into the
-// script, so no quoting of model-written text is ever needed.
+// script, so no quoting of model-written text is needed. (The agent's
+// spare shells, which are started before their command is known, receive
+// the arguments as one `set --` line in single quotes, inside which
+// nothing but the quote itself is special.)
 //
 // Saving uses only shell builtins: a rename through mv would make it
 // atomic but costs a process per file (about 1.4 ms each, a third of a
@@ -26,7 +29,10 @@ package sandbox
 // A long-lived command (one with standard input, ExecRequest.Stdin)
 // restores the state and saves none: at its end it would write back the
 // state of its start over what the commands run meanwhile left.
-const shellScript = shellRestore + shellSave + `eval "$__fb_c"
+//
+// ShellScript is the script: $1 is the state directory, $2 the directory a
+// new sandbox starts in, $3 the command.
+const ShellScript = shellRestore + shellSave + `eval "$__fb_c"
 `
 
 const longLivedScript = shellRestore + `eval "$__fb_c"
@@ -58,7 +64,7 @@ trap __fb_save EXIT
 // state is kept and workDir the directory a new sandbox starts in, both as
 // seen by the command.
 func ShellArgv(shell, stateDir, workDir, command string) []string {
-	return []string{shell, "-c", shellScript, "flowbox-shell", stateDir, workDir, command}
+	return []string{shell, "-c", ShellScript, "flowbox-shell", stateDir, workDir, command}
 }
 
 // LongLivedArgv is ShellArgv for a long-lived command: the state is

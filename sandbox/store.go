@@ -60,6 +60,12 @@ type Store interface {
 	// after: the other side records its claim or deletion first and reads
 	// the record second, so one of the two always sees the other.
 	Touch(ctx context.Context, inst Instance, now time.Time) error
+	// Refresh is Touch for a sandbox believed running, a command's
+	// refresh on the warm path: for a record whose status is running it
+	// may skip the check before writing, since it then writes nothing but
+	// lastActiveAt (a refusal leaves that written). It refuses as Touch
+	// does.
+	Refresh(ctx context.Context, inst Instance, now time.Time) error
 	// Get returns the record, or ErrNotFound.
 	Get(ctx context.Context, provider, sandboxID string) (Instance, error)
 	// SetStatus sets the status of an existing record (ErrNotFound when

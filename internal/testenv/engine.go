@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -54,7 +56,10 @@ func buildStatic(pkg, name string) (string, error) {
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	dir := filepath.Join(os.TempDir(), "flowbox-dockertest")
+	// One directory per checkout: test processes of another checkout
+	// (another CI run on this machine) build their own binaries.
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), "flowbox-dockertest", hex.EncodeToString(sum[:8]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

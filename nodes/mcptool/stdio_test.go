@@ -411,7 +411,18 @@ func exerciseStdio(t *testing.T, provider sandbox.Provider, kept bool) {
 			if err := client.Close(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := m.Exec(ctx, scope, sandbox.ExecRequest{Command: "ps -o args 2>/dev/null || ps", Actor: sandbox.Actor{Kind: sandbox.ActorService}})
+			// Close ends the connection; the agent then kills and reaps the
+			// server, which a command run at once may still see as a zombie.
+			var (
+				res sandbox.ExecResult
+				err error
+			)
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				res, err = m.Exec(ctx, scope, sandbox.ExecRequest{Command: "ps -o args 2>/dev/null || ps", Actor: sandbox.Actor{Kind: sandbox.ActorService}})
+				if err != nil || !strings.Contains(res.Stdout, "mcp-echo") {
+					break
+				}
+			}
 			if err != nil || strings.Contains(res.Stdout, "mcp-echo") {
 				t.Errorf("after Close, the sandbox's processes: %+v, %v; want no server left", res, err)
 			}

@@ -183,6 +183,9 @@ var children struct {
 	// leaders maps each running command's shell to a channel closed once
 	// the shell has exited (it stays a zombie until its command reaps it).
 	leaders map[int]chan struct{}
+	// spares are the leaders that are spare shells waiting for a command
+	// (see spare_linux.go): they count as no running command.
+	spares map[int]bool
 	// started wakes the watcher when a command starts.
 	started chan struct{}
 	once    sync.Once
@@ -203,6 +206,7 @@ func watchChildren() error {
 			return
 		}
 		children.leaders = map[int]chan struct{}{}
+		children.spares = map[int]bool{}
 		children.started = make(chan struct{}, 1)
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGCHLD)
@@ -224,7 +228,7 @@ func watch(sig <-chan os.Signal) {
 		}
 		children.Lock()
 		pollLeaders()
-		if len(children.leaders) > 0 {
+		if runningCommands() > 0 {
 			tick.Reset(pollInterval)
 		} else {
 			tick.Stop()
@@ -249,6 +253,10 @@ func pollLeaders() {
 		}
 	}
 }
+
+// runningCommands is the number of commands running. The caller holds children's
+// lock.
+func runningCommands() int { return len(children.leaders) - len(children.spares) }
 
 // startCommand starts cmd and registers its process as a command's shell.
 // The returned channel is closed once the shell has exited; the caller
@@ -278,7 +286,24 @@ func finishCommand(pid int) error {
 	children.Lock()
 	defer children.Unlock()
 	delete(children.leaders, pid)
-	return tidyChildren(len(children.leaders) == 0)
+	delete(children.spares, pid)
+	return tidyChildren(runningCommands() == 0)
+}
+
+// setSpare marks the shell pid as a spare (see spare_linux.go), which
+// counts as no running command, or as a command's shell again.
+func setSpare(pid int, spare bool) {
+	children.Lock()
+	defer children.Unlock()
+	if spare {
+		children.spares[pid] = true
+		return
+	}
+	delete(children.spares, pid)
+	select {
+	case children.started <- struct{}{}:
+	default:
+	}
 }
 
 // tidyChildren reaps the agent's zombie children that are not shells of

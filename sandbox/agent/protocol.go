@@ -1,10 +1,11 @@
 // Package agent is the exec agent: a small server that runs inside a
 // sandbox as its main process and runs the engine's commands there, and
 // the engine's client for it. A command costs a connection to a Unix
-// socket and a fork instead of a round trip through a container runtime.
+// socket instead of a round trip through a container runtime; its shell is
+// usually started before it arrives (spare shells, spare_linux.go).
 //
 // The agent runs every command through the persistent shell
-// (sandbox.ShellArgv) in a session of its own, streams its output back and,
+// (sandbox.ShellScript) in a session of its own, streams its output back and,
 // when the command ends, times out or is cancelled, kills every process it
 // left behind. It must never let a command's processes outlive it, never
 // trust its requests, and never die of a bad one.

@@ -149,6 +149,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	debug.FreeOSMemory()
 	s := &server{cfg: cfg, env: commandEnv(cfg.Env), log: cfg.Logger}
 
+	s.refillSpare()
+
 	stop := context.AfterFunc(ctx, closeAll)
 	defer stop()
 	hctx, cancel := context.WithCancel(ctx)
@@ -169,6 +171,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	cancel()
 	wg.Wait()
+	s.closeSpares()
 	if err := killOrphans(); err != nil {
 		s.log.Error("agent: processes survive the shutdown", "err", err)
 	}
@@ -202,9 +205,10 @@ func (s *server) accept(ctx, hctx context.Context, ln net.Listener, tcp bool, wg
 }
 
 type server struct {
-	cfg Config
-	env []string
-	log *slog.Logger
+	cfg   Config
+	env   []string
+	log   *slog.Logger
+	spare spares
 }
 
 // commandEnv is defaultEnv with extra set over it.
@@ -417,61 +421,50 @@ func (q *inputQueue) feed(w *os.File) {
 }
 
 // run runs one command and kills what it leaves, however it ends. With
-// in, the command reads it as its standard input.
+// in, the command reads it as its standard input; without, it runs in the
+// spare shell when there is one.
 func (s *server) run(ctx context.Context, req wireRequest, in *inputQueue, w *frameWriter) (Result, error) {
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return Result{}, fmt.Errorf("start the command: %w", err)
-	}
-	defer outR.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return Result{}, fmt.Errorf("start the command: %w", err)
-	}
-	defer errR.Close()
-	var inR, inW *os.File
-	if in != nil {
-		if inR, inW, err = os.Pipe(); err != nil {
-			outW.Close()
-			errW.Close()
-			return Result{}, fmt.Errorf("start the command: %w", err)
-		}
-	}
-	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
-	if in != nil {
-		argv = sandbox.LongLivedArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
-	}
 	// Commands running at the same time share the counters: what one
 	// hits is reported for the others too.
 	before := readExhaustion(s.cfg.Cgroup)
-	cmd := &exec.Cmd{
-		Path:        argv[0],
-		Args:        argv,
-		Env:         s.env,
-		Stdout:      outW, // *os.File: the child gets it, no copying goroutine
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	if inR != nil {
-		cmd.Stdin = inR
-	}
-	exited, err := startCommand(cmd)
-	outW.Close()
-	errW.Close()
-	if inR != nil {
-		inR.Close()
+	if in != nil {
+		sh, err := s.startShell(req, in)
 		if err != nil {
-			inW.Close()
+			return Result{}, fmt.Errorf("start the command: %w", err)
+		}
+		defer sh.release()
+		return s.wait(ctx, req, sh, w, before), nil
+	}
+	defer s.refillSpare()
+	if sh := s.takeSpare(); sh != nil {
+		if sh.send(spareScriptFor(s.cfg.StateDir, s.cfg.WorkDir, req.Command)) {
+			res := s.wait(ctx, req, sh, w, before)
+			ran := !sh.ranNothing()
+			sh.release()
+			if ran {
+				s.spare.mu.Lock()
+				s.spare.failures = 0
+				s.spare.mu.Unlock()
+				return res, nil
+			}
+			// It died before its script began: the command did not run.
+			s.countSpareDeath()
 		} else {
-			// Writes to a command that is gone fail (EPIPE), which ends
-			// the feeding; so does the end of the input.
-			go in.feed(inW)
+			s.putBack(sh)
 		}
 	}
+	sh, err := s.startShell(req, nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("start the command: %w", err)
 	}
+	defer sh.release()
+	return s.wait(ctx, req, sh, w, before), nil
+}
+
+// wait sends the output of the command running in sh to w until it ends,
+// its timeout passes or ctx ends, then kills what is left of it.
+func (s *server) wait(ctx context.Context, req wireRequest, sh *shellProc, w *frameWriter, before exhaustion) Result {
+	cmd, exited, outR, errR := sh.cmd, sh.exited, sh.outR, sh.errR
 	leader := cmd.Process.Pid
 
 	var readers sync.WaitGroup
@@ -532,7 +525,67 @@ func (s *server) run(ctx context.Context, req wireRequest, in *inputQueue, w *fr
 			<-drained
 		}
 	}
-	return res, nil
+	return res
+}
+
+// startShell starts a shell of the command's own: the spare shell's
+// shape, with the persistent shell's script and arguments on its command
+// line and, with in, its standard input fed from in.
+func (s *server) startShell(req wireRequest, in *inputQueue) (*shellProc, error) {
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	files = append(files, errR, errW)
+	var inR, inW *os.File
+	if in != nil {
+		if inR, inW, err = os.Pipe(); err != nil {
+			closeAll()
+			return nil, err
+		}
+		files = append(files, inR, inW)
+	}
+	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	if in != nil {
+		argv = sandbox.LongLivedArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	}
+	cmd := &exec.Cmd{
+		Path:        argv[0],
+		Args:        argv,
+		Env:         s.env,
+		Stdout:      outW, // *os.File: the child gets it, no copying goroutine
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if inR != nil {
+		cmd.Stdin = inR
+	}
+	exited, err := startCommand(cmd)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	outW.Close()
+	errW.Close()
+	if inR != nil {
+		inR.Close()
+		// Writes to a command that is gone fail (EPIPE), which ends the
+		// feeding; so does the end of the input.
+		go in.feed(inW)
+	}
+	return &shellProc{cmd: cmd, exited: exited, outR: outR, errR: errR}, nil
 }
 
 func exitCode(st *os.ProcessState) int {

@@ -83,6 +83,71 @@ func TestTouchWaitsOutClaims(t *testing.T) {
 	}
 }
 
+// TestRefresh: the warm path's Touch writes a running record's
+// lastActiveAt before it looks for claims and deletions, and is Touch for
+// any other record.
+func TestRefresh(t *testing.T) {
+	s, db := newStore(t)
+	ctx := context.Background()
+	inst := instance("0123456789abcdef", "chat1")
+	if err := s.Refresh(ctx, inst, t0); err != nil {
+		t.Fatalf("Refresh without a record: %v", err)
+	}
+	if rec, err := s.Get(ctx, "docker", inst.SandboxID); err != nil || rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(t0)) {
+		t.Fatalf("record inserted by Refresh: %+v, %v", rec, err)
+	}
+	if _, err := s.Claim(ctx, "docker", []string{inst.SandboxID}, "scan-1", "stop", t0); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(time.Minute)
+	if err := s.Refresh(ctx, inst, later); !errors.Is(err, sandbox.ErrBusy) {
+		t.Fatalf("Refresh of a claimed, running sandbox: %v, want ErrBusy", err)
+	}
+	// The holder reads the record after its claim: it sees the sandbox in
+	// use, and the status is still its to change.
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(later)) {
+		t.Errorf("after a refused Refresh: %s at %v; want running at %v", rec.Status, rec.LastActiveAt, ms(later))
+	}
+	// Once the holder has marked it stopping, a Refresh is a Touch: it
+	// writes nothing.
+	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusStopping); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx, inst, later.Add(time.Minute)); !errors.Is(err, sandbox.ErrBusy) {
+		t.Fatalf("Refresh of a claimed, stopping sandbox: %v, want ErrBusy", err)
+	}
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopping || !rec.LastActiveAt.Equal(ms(later)) {
+		t.Errorf("after a refused Refresh of a stopping sandbox: %s at %v; want it untouched", rec.Status, rec.LastActiveAt)
+	}
+	if err := s.Release(ctx, "docker", []string{inst.SandboxID}, "scan-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusStopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx, inst, later); err != nil {
+		t.Fatalf("Refresh of a stopped sandbox: %v", err)
+	}
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusRunning {
+		t.Errorf("a stopped sandbox's Refresh left %s, want running", rec.Status)
+	}
+
+	// A deleted chat is refused whether its record runs or not, and a
+	// refused Refresh inserts nothing.
+	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion("app1", "chat1", "task", t0), ChatDeletion("app1", "chat2", "task", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx, inst, later); !errors.Is(err, sandbox.ErrDeleted) {
+		t.Errorf("Refresh of a deleted chat's running sandbox: %v, want ErrDeleted", err)
+	}
+	if err := s.Refresh(ctx, instance("fedcba9876543210", "chat2"), later); !errors.Is(err, sandbox.ErrDeleted) {
+		t.Errorf("Refresh of a deleted chat without a record: %v, want ErrDeleted", err)
+	}
+	if n, _ := db.Collection(Collection).CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Errorf("%d records, want the first chat's only", n)
+	}
+}
+
 // TestTouchRacingDeletion: whichever of a first Touch and a deletion
 // request comes first, a refused Touch leaves no record and an accepted one
 // leaves its record for the deletion to find.

@@ -255,11 +255,8 @@ func recordID(provider, sandboxID string) string { return provider + "/" + sandb
 // reading the record: a record this call inserted for a deleted chat is
 // removed again, and a claim holder overwrites the status written here.
 func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time) error {
-	switch {
-	case inst.Provider == "" || inst.SandboxID == "":
-		return fmt.Errorf("touch sandbox record: provider %q and sandboxId %q must both be set", inst.Provider, inst.SandboxID)
-	case inst.AppID == "" || inst.ChatID == "":
-		return fmt.Errorf("touch sandbox record %s/%s: appId %q and chatId %q must both be set", inst.Provider, inst.SandboxID, inst.AppID, inst.ChatID)
+	if err := checkInstance(inst); err != nil {
+		return err
 	}
 	if err := s.admit(ctx, inst); err != nil {
 		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
@@ -297,17 +294,74 @@ func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time)
 		}
 		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
-	if s.activity != nil {
-		// The record is written, which is what counts: a sandbox missing
-		// from the index is put back by reconciliation. So a Redis that
-		// is slow or down holds up no command for long.
-		ctx, cancel := context.WithTimeout(ctx, activityTimeout)
-		defer cancel()
-		if err := s.activity.Active(ctx, inst.Provider, inst.SandboxID, now); err != nil {
-			s.log.Warn("sandbox store: activity index not updated; reconciliation will repair it", "err", err)
-		}
+	s.active(ctx, inst, now)
+	return nil
+}
+
+func checkInstance(inst sandbox.Instance) error {
+	switch {
+	case inst.Provider == "" || inst.SandboxID == "":
+		return fmt.Errorf("touch sandbox record: provider %q and sandboxId %q must both be set", inst.Provider, inst.SandboxID)
+	case inst.AppID == "" || inst.ChatID == "":
+		return fmt.Errorf("touch sandbox record %s/%s: appId %q and chatId %q must both be set", inst.Provider, inst.SandboxID, inst.AppID, inst.ChatID)
 	}
 	return nil
+}
+
+// Refresh is Touch for a sandbox believed running. A record whose status
+// is running has its lastActiveAt set first and the marks looked for
+// after: such a write neither inserts a record nor changes a status, which
+// is all the look before writing guards against, so it is skipped (four
+// round trips instead of seven). A refusal then leaves the new
+// lastActiveAt, which a claim holder reads as use. Any other record goes
+// through Touch.
+func (s *Store) Refresh(ctx context.Context, inst sandbox.Instance, now time.Time) error {
+	if err := checkInstance(inst); err != nil {
+		return err
+	}
+	refreshed, err := s.refresh(ctx, inst, now)
+	if err != nil {
+		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	}
+	if !refreshed {
+		return s.Touch(ctx, inst, now)
+	}
+	if err := s.admit(ctx, inst); err != nil {
+		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	}
+	s.active(ctx, inst, now)
+	return nil
+}
+
+// refresh sets lastActiveAt of a record whose status is running; false
+// when there is no such record.
+func (s *Store) refresh(ctx context.Context, inst sandbox.Instance, now time.Time) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)}, {Key: "status", Value: sandbox.StatusRunning}}
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: "lastActiveAt", Value: now.UTC()}}}}
+	var res *mongo.UpdateResult
+	err := write(ctx, func() (err error) {
+		res, err = s.coll.UpdateOne(ctx, filter, update)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount > 0, nil
+}
+
+// active records the sandbox's use in the activity index. The record is
+// written, which is what counts: a sandbox missing from the index is put
+// back by reconciliation. So a Redis that is slow or down holds up no
+// command for long.
+func (s *Store) active(ctx context.Context, inst sandbox.Instance, now time.Time) {
+	if s.activity == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, activityTimeout)
+	defer cancel()
+	if err := s.activity.Active(ctx, inst.Provider, inst.SandboxID, now); err != nil {
+		s.log.Warn("sandbox store: activity index not updated; reconciliation will repair it", "err", err)
+	}
 }
 
 // activityTimeout bounds a write to the activity index beside a record's.
@@ -350,7 +404,10 @@ func touchUpdate(inst sandbox.Instance, now time.Time) bson.D {
 // admit looks for what forbids a command to use the sandbox: a deletion
 // intent of its chat or app, pending or done, then a claim on it. The
 // lookups go one after the other: sent at once they were slower on the
-// embedded database, which serves them on the same cores.
+// embedded database, which serves them on the same cores. They stay three
+// lookups by _id: one query with $in over both deletion keys is a scan of
+// the whole collection on FerretDB's SQLite backend (690 ms with 3000
+// deletions recorded, against 1.5 ms a lookup).
 func (s *Store) admit(ctx context.Context, inst sandbox.Instance) error {
 	for _, id := range []string{ChatDeletionKey(inst.AppID, inst.ChatID), AppDeletionKey(inst.AppID)} {
 		var d Deletion
