@@ -65,7 +65,15 @@ func StartEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
 
 	// FerretDB wants a "file:" URI naming a directory with a trailing
 	// slash; url.URL escapes whatever the path contains.
-	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir) + "/"}).String()
+	//
+	// FerretDB runs SQLite in WAL mode. synchronous=NORMAL syncs the log
+	// at checkpoints instead of at every commit: a crash of the process
+	// loses nothing and nothing is ever corrupted; a power loss may take
+	// the last commits, as MongoDB's default (journal synced every 100
+	// ms, writes acknowledged before) may. A commit's fsync cost ~3 ms of
+	// each record write on the 2-core test machine, most of a warm
+	// command's overhead (docs/BENCHMARKS.md).
+	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir) + "/", RawQuery: "_pragma=synchronous(normal)"}).String()
 
 	newMu.Lock()
 	f, err := ferretdb.New(&ferretdb.Config{

@@ -33,7 +33,7 @@ func startAgent(t *testing.T, env ...string) agentEnv {
 
 // startAgentWith starts an agent with cfg, its socket and directories
 // temporary.
-func startAgentWith(t *testing.T, cfg Config) agentEnv {
+func startAgentWith(t testing.TB, cfg Config) agentEnv {
 	t.Helper()
 	dir := t.TempDir()
 	e := agentEnv{
@@ -91,7 +91,7 @@ func (e agentEnv) run(t *testing.T, command string, timeout time.Duration) (Resu
 	return res, out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for range 500 {
 		if cond() {

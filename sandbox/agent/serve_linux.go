@@ -148,6 +148,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// runs hundreds of idle agents.
 	debug.FreeOSMemory()
 	s := &server{cfg: cfg, env: commandEnv(cfg.Env), log: cfg.Logger}
+	s.spare.changed.L = &s.spare.mu
 
 	s.refillSpare()
 
@@ -272,9 +273,14 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	res, err := s.run(ctx, req, in, w)
 	if err != nil {
 		w.finish(frameError, []byte(err.Error()))
-		return
+	} else {
+		w.finish(frameExit, exitPayload(res))
 	}
-	w.finish(frameExit, exitPayload(res))
+	if in == nil {
+		// The next command's shell starts once this one's answer is out,
+		// not beside it.
+		s.refillSpare()
+	}
 }
 
 // readRequest reads and checks the request line.
@@ -435,7 +441,6 @@ func (s *server) run(ctx context.Context, req wireRequest, in *inputQueue, w *fr
 		defer sh.release()
 		return s.wait(ctx, req, sh, w, before), nil
 	}
-	defer s.refillSpare()
 	if sh := s.takeSpare(); sh != nil {
 		if sh.send(spareScriptFor(s.cfg.StateDir, s.cfg.WorkDir, req.Command)) {
 			res := s.wait(ctx, req, sh, w, before)

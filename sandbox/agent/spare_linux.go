@@ -61,18 +61,25 @@ type shellProc struct {
 
 // spares is the agent's spare shell, if any.
 type spares struct {
-	mu       sync.Mutex
-	ready    *shellProc
+	mu    sync.Mutex
+	ready *shellProc
+	// starting is true while a spare is being started; changed is
+	// signalled when it ends.
 	starting bool
+	changed  sync.Cond
 	failures int
 	closed   bool
 	wg       sync.WaitGroup
 }
 
 // takeSpare returns the spare shell, now the caller's, or nil when there
-// is none ready.
+// is none. One being started is waited for: the wait is shorter than a
+// start of another.
 func (s *server) takeSpare() *shellProc {
 	s.spare.mu.Lock()
+	for s.spare.ready == nil && s.spare.starting {
+		s.spare.changed.Wait()
+	}
 	sp := s.spare.ready
 	s.spare.ready = nil
 	if sp != nil {
@@ -139,6 +146,7 @@ func (s *server) refillSpare() {
 			s.spare.ready = sp
 			setSpare(sp.cmd.Process.Pid, true)
 		}
+		s.spare.changed.Broadcast()
 		s.spare.mu.Unlock()
 		switch {
 		case err != nil:
