@@ -43,6 +43,13 @@ const spareScript = `{ echo 1000 > /proc/self/oom_score_adj; } 2>/dev/null
 . /proc/self/fd/3
 `
 
+// IsSpareShell reports whether argv (a process's command line) is a
+// spare shell's. Told apart by the command line, which a command could
+// imitate: for tests and operators, not for decisions.
+func IsSpareShell(argv []string) bool {
+	return len(argv) == 4 && argv[1] == "-c" && argv[2] == spareScript && argv[3] == "flowbox-shell"
+}
+
 // maxSpareFailures is how many spares in a row may end unused before the
 // agent stops making them.
 const maxSpareFailures = 3

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
@@ -691,7 +692,8 @@ func (p *Provider) List(ctx context.Context) ([]sandbox.Resource, error) {
 func (p *Provider) Processes(id string) ([]int, error) { return p.cg.pids(id) }
 
 // CommandProcesses is Processes without the long-lived namespace's own
-// (its bwrap, bwrap's init inside, the agent): what commands started.
+// (its bwrap, bwrap's init inside, the agent and its spare shell): what
+// commands started.
 // Told apart by their command lines, which a command could imitate; it is
 // for tests and operators, not for decisions.
 func (p *Provider) CommandProcesses(id string) ([]int, error) {
@@ -706,7 +708,8 @@ func (p *Provider) CommandProcesses(id string) ([]int, error) {
 			continue // a zombie its parent is about to reap
 		}
 		argv0, rest, _ := strings.Cut(string(b), "\x00")
-		if p.usesAgent() && (argv0 == p.bwrap && strings.Contains(rest, agentBinPath) || argv0 == agentBinPath) {
+		if p.usesAgent() && (argv0 == p.bwrap && strings.Contains(rest, agentBinPath) || argv0 == agentBinPath ||
+			agent.IsSpareShell(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"))) {
 			continue
 		}
 		out = append(out, pid)

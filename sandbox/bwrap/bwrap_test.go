@@ -3,12 +3,14 @@
 package bwrap_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,21 +160,44 @@ func TestMountSourceGone(t *testing.T) {
 	}
 }
 
-// agentPids are the sandbox's processes that run the agent.
+// agentPids are the sandbox's processes that run the agent. A child the
+// agent is forking (its spare shell before the exec) still shows the
+// agent's command line: a process whose parent is an agent is none.
 func agentPids(t *testing.T, p *bwrap.Provider, id string) []int {
 	t.Helper()
 	pids, err := p.Processes(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
+	agents := map[int]bool{}
 	for _, pid := range pids {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if strings.Contains(string(b), "sandbox-agent") && !strings.HasPrefix(string(b), "bwrap") && !strings.Contains(string(b), "/bwrap\x00") {
+			agents[pid] = true
+		}
+	}
+	var out []int
+	for _, pid := range pids {
+		if agents[pid] && !agents[parent(pid)] {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// parent is pid's parent, or 0.
+func parent(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which ends at the last ')'.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // cmdlines are the processes' command lines, for failures.
