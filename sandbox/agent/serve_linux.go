@@ -537,30 +537,18 @@ func (s *server) wait(ctx context.Context, req wireRequest, sh *shellProc, w *fr
 // shape, with the persistent shell's script and arguments on its command
 // line and, with in, its standard input fed from in.
 func (s *server) startShell(req wireRequest, in *inputQueue) (*shellProc, error) {
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
+	n := 2
+	if in != nil {
+		n = 3
 	}
-	outR, outW, err := os.Pipe()
+	p, err := pipes(n)
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, outR, outW)
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	files = append(files, errR, errW)
+	outR, outW, errR, errW := p[0], p[1], p[2], p[3]
 	var inR, inW *os.File
 	if in != nil {
-		if inR, inW, err = os.Pipe(); err != nil {
-			closeAll()
-			return nil, err
-		}
-		files = append(files, inR, inW)
+		inR, inW = p[4], p[5]
 	}
 	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
 	if in != nil {
@@ -579,7 +567,7 @@ func (s *server) startShell(req wireRequest, in *inputQueue) (*shellProc, error)
 	}
 	exited, err := startCommand(cmd)
 	if err != nil {
-		closeAll()
+		closeFiles(p)
 		return nil, err
 	}
 	outW.Close()

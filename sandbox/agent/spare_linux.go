@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -178,27 +177,11 @@ func (s *server) closeSpares() {
 }
 
 func (s *server) startSpare() (*shellProc, error) {
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
+	p, err := pipes(4)
+	if err != nil {
+		return nil, fmt.Errorf("start a spare shell: %w", err)
 	}
-	pipe := func() (r, w *os.File) {
-		r, w, err := os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
-		}
-		return r, w
-	}
-	scriptR, scriptW := pipe()
-	startedR, startedW := pipe()
-	outR, outW := pipe()
-	errR, errW := pipe()
-	if len(files) < 8 {
-		closeAll()
-		return nil, errors.New("start a spare shell: out of file descriptors")
-	}
+	scriptR, scriptW, startedR, startedW, outR, outW, errR, errW := p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
 	cmd := &exec.Cmd{
 		Path:        s.cfg.Shell,
 		Args:        []string{s.cfg.Shell, "-c", spareScript, "flowbox-shell"},
@@ -210,13 +193,34 @@ func (s *server) startSpare() (*shellProc, error) {
 	}
 	exited, err := startCommand(cmd)
 	if err != nil {
-		closeAll()
+		closeFiles(p)
 		return nil, fmt.Errorf("start a spare shell: %w", err)
 	}
 	outW.Close()
 	errW.Close()
 	startedW.Close()
 	return &shellProc{cmd: cmd, exited: exited, outR: outR, errR: errR, scriptR: scriptR, scriptW: scriptW, startedR: startedR}, nil
+}
+
+// pipes makes n pipes, their read and write ends in turn; on failure it
+// closes those it made.
+func pipes(n int) ([]*os.File, error) {
+	var files []*os.File
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(files)
+			return nil, err
+		}
+		files = append(files, r, w)
+	}
+	return files, nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // spareScriptFor is the script a spare shell runs command with.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -707,9 +708,8 @@ func (p *Provider) CommandProcesses(id string) ([]int, error) {
 		if len(b) == 0 {
 			continue // a zombie its parent is about to reap
 		}
-		argv0, rest, _ := strings.Cut(string(b), "\x00")
-		if p.usesAgent() && (argv0 == p.bwrap && strings.Contains(rest, agentBinPath) || argv0 == agentBinPath ||
-			agent.IsSpareShell(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"))) {
+		argv := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if p.usesAgent() && (argv[0] == p.bwrap && slices.Contains(argv[1:], agentBinPath) || argv[0] == agentBinPath || agent.IsSpareShell(argv)) {
 			continue
 		}
 		out = append(out, pid)
