@@ -196,7 +196,7 @@ func (e *browserEnv) newTab(t *testing.T) *tab {
 func (tb *tab) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(tb.ctx, steps...); err != nil {
-		t.Fatalf("%v (page %s)", err, tb.location())
+		t.Fatalf("%v (%s)", err, tb.where())
 	}
 }
 
@@ -207,11 +207,27 @@ func (tb *tab) location() string {
 	return loc
 }
 
+// where says, for a failed step, which page the tab shows and how the
+// chat's last message there ends, if the page has one.
+func (tb *tab) where() string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(tb.ctx), 2*time.Second)
+	defer cancel()
+	loc := tb.location()
+	last, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const m = document.querySelector("#messages > :last-child");
+		return m === null ? "" : m.innerText.slice(-600);
+	})()`))
+	if last == "" {
+		return "page " + loc
+	}
+	return fmt.Sprintf("page %s, whose last chat message ends %q", loc, last)
+}
+
 func run[T any](t *testing.T, tb *tab, a chromedp.Action[T]) T {
 	t.Helper()
 	v, err := chromedp.Run(tb.ctx, a)
 	if err != nil {
-		t.Fatalf("%v (page %s)", err, tb.location())
+		t.Fatalf("%v (%s)", err, tb.where())
 	}
 	return v
 }
