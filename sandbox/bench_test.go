@@ -34,6 +34,7 @@ func benchManager(b *testing.B, p sandbox.Provider) *sandbox.Manager {
 	if err != nil {
 		b.Fatal(err)
 	}
+	mongotest.IndexIDs(b) // as the engine has it once its collections exist
 	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
 	if err != nil {
 		b.Fatal(err)

@@ -45,6 +45,7 @@ func BenchmarkWarmPool(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			mongotest.IndexIDs(b) // as the engine has it once its collections exist
 			ws, err := workspace.New(workspace.Config{Root: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)

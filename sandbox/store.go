@@ -61,10 +61,11 @@ type Store interface {
 	// the record second, so one of the two always sees the other.
 	Touch(ctx context.Context, inst Instance, now time.Time) error
 	// Refresh is Touch for a sandbox believed running, a command's
-	// refresh on the warm path: for a record whose status is running it
-	// may skip the check before writing, since it then writes nothing but
-	// lastActiveAt (a refusal leaves that written). It refuses as Touch
-	// does.
+	// refresh on the warm path. It may write lastActiveAt of an existing
+	// record before any check, whatever its status (a refusal leaves that
+	// written: the sandbox was about to be used); for a record whose
+	// status is running that is all it writes, so it skips the check
+	// before writing. It refuses as Touch does.
 	Refresh(ctx context.Context, inst Instance, now time.Time) error
 	// Get returns the record, or ErrNotFound.
 	Get(ctx context.Context, provider, sandboxID string) (Instance, error)

@@ -108,16 +108,17 @@ func TestRefresh(t *testing.T) {
 	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(later)) {
 		t.Errorf("after a refused Refresh: %s at %v; want running at %v", rec.Status, rec.LastActiveAt, ms(later))
 	}
-	// Once the holder has marked it stopping, a Refresh is a Touch: it
-	// writes nothing.
+	// Once the holder has marked it stopping, a Refresh is refused as a
+	// Touch is, and the status stays the holder's; the attempted use is
+	// dated.
 	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusStopping); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Refresh(ctx, inst, later.Add(time.Minute)); !errors.Is(err, sandbox.ErrBusy) {
 		t.Fatalf("Refresh of a claimed, stopping sandbox: %v, want ErrBusy", err)
 	}
-	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopping || !rec.LastActiveAt.Equal(ms(later)) {
-		t.Errorf("after a refused Refresh of a stopping sandbox: %s at %v; want it untouched", rec.Status, rec.LastActiveAt)
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopping || !rec.LastActiveAt.Equal(ms(later.Add(time.Minute))) {
+		t.Errorf("after a refused Refresh of a stopping sandbox: %s at %v; want stopping at %v", rec.Status, rec.LastActiveAt, ms(later.Add(time.Minute)))
 	}
 	if err := s.Release(ctx, "docker", []string{inst.SandboxID}, "scan-1"); err != nil {
 		t.Fatal(err)

@@ -308,13 +308,13 @@ func checkInstance(inst sandbox.Instance) error {
 	return nil
 }
 
-// Refresh is Touch for a sandbox believed running. A record whose status
-// is running has its lastActiveAt set first and the marks looked for
-// after: such a write neither inserts a record nor changes a status, which
-// is all the look before writing guards against, so it is skipped (four
-// round trips instead of seven). A refusal then leaves the new
-// lastActiveAt, which a claim holder reads as use. Any other record goes
-// through Touch.
+// Refresh is Touch for a sandbox believed running. An existing record
+// has its lastActiveAt set first, whatever its status; a running one then
+// has the marks looked for after: that write neither inserts a record nor
+// changes a status, which is all the look before writing guards against,
+// so it is skipped (four round trips instead of seven). A refusal leaves
+// the new lastActiveAt, which a claim holder reads as use. A record that
+// is missing or not running goes through Touch.
 func (s *Store) Refresh(ctx context.Context, inst sandbox.Instance, now time.Time) error {
 	if err := checkInstance(inst); err != nil {
 		return err
@@ -333,20 +333,29 @@ func (s *Store) Refresh(ctx context.Context, inst sandbox.Instance, now time.Tim
 	return nil
 }
 
-// refresh sets lastActiveAt of a record whose status is running; false
-// when there is no such record.
+// refresh sets the record's lastActiveAt and reports whether its status
+// was running; false when there is no record, or one that is not running
+// (whose lastActiveAt then says it was used, as it is about to be). The
+// filter is the _id alone: FerretDB's SQLite backend looks a document up
+// only for a filter of exactly {_id}, and reads the whole collection for
+// any other (with {_id, status}, a warm command cost a scan of every
+// record).
 func (s *Store) refresh(ctx context.Context, inst sandbox.Instance, now time.Time) (bool, error) {
-	filter := bson.D{{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)}, {Key: "status", Value: sandbox.StatusRunning}}
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "lastActiveAt", Value: now.UTC()}}}}
-	var res *mongo.UpdateResult
-	err := write(ctx, func() (err error) {
-		res, err = s.coll.UpdateOne(ctx, filter, update)
-		return err
+	var before struct {
+		Status sandbox.Status `bson:"status"`
+	}
+	// No projection: FerretDB's findAndModify has none.
+	err := write(ctx, func() error {
+		return s.coll.FindOneAndUpdate(ctx, key(inst.Provider, inst.SandboxID), update).Decode(&before)
 	})
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	return res.MatchedCount > 0, nil
+	return before.Status == sandbox.StatusRunning, nil
 }
 
 // active records the sandbox's use in the activity index. The record is
