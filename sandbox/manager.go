@@ -301,8 +301,12 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
 		fresh = errors.Is(err, ErrNotFound)
 	}
+	// A new sandbox that may adopt a pool member takes the member's
+	// directories (adopt): creating the chat's first would be work thrown
+	// away on the path the pool exists to make short.
+	adoptable := fresh && pooled
 	var mounts []Mount
-	if m.cfg.MountsFor != nil {
+	if m.cfg.MountsFor != nil && !adoptable {
 		var err error
 		if mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
 			return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
@@ -316,6 +320,17 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	if err != nil {
 		return err
 	}
+	// notStarted takes back the running status this call wrote: the
+	// record would hold a place under the caps for a sandbox that does
+	// not run.
+	notStarted := func() {
+		if !started {
+			return
+		}
+		if serr := m.cfg.Store.SetStatus(context.WithoutCancel(ctx), m.cfg.Provider.Name(), id, StatusStopped); serr != nil && !errors.Is(serr, ErrNotFound) {
+			m.log.Warn("sandbox record left running after a failed start; reconciliation will correct it", "sandboxId", id, "err", serr)
+		}
+	}
 	spec := Spec{
 		ID: id, Limits: lim, Network: m.cfg.Network,
 		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
@@ -327,19 +342,21 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			spec.Egress = egress.Narrow(m.cfg.Egress, app)
 		}
 	}
-	if fresh && pooled && m.adopt(ctx, scope, spec) {
-		m.markCreated(id)
-		return nil
+	if adoptable {
+		if m.adopt(ctx, scope, spec) {
+			m.markCreated(id)
+			return nil
+		}
+		if m.cfg.MountsFor != nil {
+			if spec.Mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
+				notStarted()
+				return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
+			}
+		}
 	}
 	if err := m.cfg.Provider.Ensure(ctx, spec); err != nil {
 		m.log.Error("sandbox ensure failed", "sandboxId", id, "err", err)
-		if started {
-			// The record this call started would hold a place under the
-			// caps for a sandbox that does not run.
-			if serr := m.cfg.Store.SetStatus(context.WithoutCancel(ctx), m.cfg.Provider.Name(), id, StatusStopped); serr != nil && !errors.Is(serr, ErrNotFound) {
-				m.log.Warn("sandbox record left running after a failed start; reconciliation will correct it", "sandboxId", id, "err", serr)
-			}
-		}
+		notStarted()
 		if !errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}

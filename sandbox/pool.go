@@ -268,7 +268,9 @@ func (m *Manager) PoolStats(ctx context.Context) (stats PoolStats, ok bool, err 
 
 // adopt gives the scope's new sandbox a ready member of the pool, if it
 // has spec's shape and one is ready. It reports whether it did; when it
-// did not, the caller creates the sandbox. The record exists already.
+// did not, the caller creates the sandbox. The record exists already;
+// spec's mounts are the caller's to fill when adopt fails: a member's
+// directories become the chat's first, then Config.MountsFor names them.
 func (m *Manager) adopt(ctx context.Context, scope Scope, spec Spec) bool {
 	p := m.pool
 	shape := p.shape
@@ -347,6 +349,12 @@ func (m *Manager) adoptMember(ctx context.Context, scope Scope, spec Spec, poolI
 		if p.cfg.Workspace != nil {
 			if err := p.cfg.Workspace.Adopt(ctx, scope, poolID); err != nil {
 				return fmt.Errorf("move its directories to the chat: %w", err)
+			}
+		}
+		if m.cfg.MountsFor != nil {
+			var err error
+			if spec.Mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
+				return fmt.Errorf("prepare the sandbox's directories: %w", err)
 			}
 		}
 		return p.adopter.Adopt(ctx, poolID, spec)

@@ -75,6 +75,12 @@ func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) e
 	if !sandbox.ValidID(poolID) {
 		return fmt.Errorf("%w: %q is not a pool id", sandbox.ErrInvalidPath, poolID)
 	}
+	if err := checkScope(scope); err != nil {
+		return err
+	}
+	if moved, err := s.moveMember(scope, poolID); moved || err != nil {
+		return err
+	}
 	chat, err := s.ensure(scope)
 	if err != nil {
 		return err
@@ -113,6 +119,55 @@ func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) e
 		return fmt.Errorf("link the member's directory to the chat's: %w", err)
 	}
 	return nil
+}
+
+// moveMember gives a chat that has no directory yet the member's whole:
+// owner.json and staging are added to it, it is renamed into the chat's
+// place (never over a directory that appeared meanwhile) and a link
+// left at its path. It reports false, having changed nothing, when the
+// chat has a directory already; Adopt then moves the directories one by
+// one. One rename instead of creating the chat's directories and
+// exchanging them: the first command of a new chat waits for it.
+func (s *Store) moveMember(scope sandbox.Scope, poolID string) (bool, error) {
+	s.chatsOnce.Do(func() { s.chatsErr = s.makeChats() })
+	if s.chatsErr != nil {
+		return false, s.chatsErr
+	}
+	chat, member := s.chatDir(scope.SandboxID()), s.memberDir(poolID)
+	if _, err := os.Lstat(chat); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return false, nil // the chat has a directory, or Adopt reports why it cannot be read
+	}
+	// Never through a link: an adopted member's path leads to its chat.
+	if fi, err := os.Lstat(member); err != nil || !fi.IsDir() {
+		return false, nil // Adopt says what is wrong with it
+	}
+	undo := func() {
+		_ = os.Remove(filepath.Join(member, ownerFile))
+		_ = os.Remove(filepath.Join(member, stagingDir))
+	}
+	// owner.json before the directory appears among the chats (see the
+	// package comment).
+	if err := s.writeOwner(member, scope); err != nil {
+		undo()
+		return false, fmt.Errorf("record the owner of the chat's workspace: %w", err)
+	}
+	if err := mkdir(filepath.Join(member, stagingDir), 0o700); err != nil {
+		undo()
+		return false, fmt.Errorf("create the chat's workspace directory: %w", err)
+	}
+	if err := renameNoReplace(member, chat); err != nil {
+		undo()
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil // the chat's directory appeared meanwhile
+		}
+		return false, fmt.Errorf("move warm pool member %s's directory to the chat: %w", poolID, err)
+	}
+	// Relative, so that it leads there for a Docker daemon that sees the
+	// files at another path too.
+	if err := os.Symlink(filepath.Join("..", chatsDir, filepath.Base(chat)), member); err != nil {
+		return true, fmt.Errorf("link the member's directory to the chat's: %w", err)
+	}
+	return true, nil
 }
 
 // exchange swaps the directories from (the member's, empty) and to (the

@@ -111,6 +111,62 @@ func TestPoolAdopt(t *testing.T) {
 	}
 }
 
+// TestPoolAdoptNewChat: a chat without a directory takes the member's
+// whole directory, which then holds what a chat's directory holds; a
+// second member adopted into that chat goes the long way, keeping its
+// files.
+func TestPoolAdoptNewChat(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Config{})
+	mounts, err := s.MemberMounts(ctx, poolA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberIno, upIno, midIno := inode(t, s.memberDir(poolA)), inode(t, mounts[0].Source), inode(t, mounts[1].Source)
+	if err := s.Adopt(ctx, scopeA, poolA); err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	chat := s.chatDir(scopeA.SandboxID())
+	if got := inode(t, chat); got != memberIno {
+		t.Errorf("the chat's directory is inode %d; want the member's %d, renamed", got, memberIno)
+	}
+	if inode(t, areaDir(s, scopeA, Uploads)) != upIno || inode(t, areaDir(s, scopeA, Intermediate)) != midIno {
+		t.Errorf("the chat's uploads and intermediate are not the member's, which its sandbox mounts")
+	}
+	if fi, err := os.Stat(filepath.Join(chat, stagingDir)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the chat's staging directory: %v, %v; want mode 0700", fi, err)
+	}
+	owners, err := s.Dirs(ctx)
+	if err != nil || len(owners) != 1 || owners[0].Scope() != scopeA {
+		t.Errorf("Dirs after Adopt = %+v, %v; want the chat's directory, owned by %+v", owners, err, scopeA)
+	}
+	if fi, err := os.Lstat(s.memberDir(poolA)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the member's path after Adopt: %v, %v; want a link", fi, err)
+	}
+	if got := inode(t, mounts[0].Source); got != upIno {
+		t.Errorf("the member's old uploads path leads to inode %d; want %d", got, upIno)
+	}
+	if _, err := s.Save(ctx, scopeA, "", "after.txt", strings.NewReader("after\n")); err != nil {
+		t.Fatalf("an upload after Adopt: %v", err)
+	}
+
+	// The chat has a directory now: the next member's are exchanged in,
+	// the chat's files moved into them.
+	mountsB, err := s.MemberMounts(ctx, poolB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Adopt(ctx, scopeA, poolB); err != nil {
+		t.Fatalf("Adopt into a chat with a directory: %v", err)
+	}
+	if got := inode(t, areaDir(s, scopeA, Uploads)); got != inode(t, mountsB[0].Source) {
+		t.Errorf("the chat's uploads after the second adoption are not the second member's")
+	}
+	if data, err := os.ReadFile(filepath.Join(areaDir(s, scopeA, Uploads), "after.txt")); err != nil || string(data) != "after\n" {
+		t.Errorf("the chat's upload after the second adoption: %q, %v", data, err)
+	}
+}
+
 // TestPoolDiscard: a member that was not adopted is discarded without
 // its files; a chat being adopted refuses a second adoption.
 func TestPoolDiscard(t *testing.T) {
