@@ -293,11 +293,32 @@ func (m *Manager) instance(scope Scope, id string) Instance {
 }
 
 func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
-	// A sandbox without a record is created now (a stopped one keeps its
-	// record): its startup commands will run.
-	fresh := false
 	pooled := m.pool != nil && m.pool.on
-	if m.cfg.Lifecycle != nil || pooled {
+	lim := m.limitsFor(ctx, scope)
+	inst := m.instance(scope, id)
+	inst.Limit = lim // written with a new record
+	// A sandbox without a record is created now (a stopped one keeps its
+	// record): its startup commands will run, and it may adopt a member
+	// of the warm pool. Record first: a provider resource never exists
+	// without a record.
+	fresh, recorded := false, false
+	switch {
+	case pooled && !m.cfg.Caps.On():
+		// The pool's path: one insert both writes a new sandbox's
+		// record and says that it is new (Store.Create), where a lookup
+		// and a Touch take eight round trips. Caps count first (touch).
+		created, err := m.cfg.Store.Create(ctx, inst, m.cfg.Now())
+		switch {
+		case err == nil:
+			fresh, recorded = created, created
+		case errors.Is(err, ErrBusy):
+			fresh = created // touch waits for the claim's end
+		case errors.Is(err, ErrDeleted):
+			return fmt.Errorf("sandbox %s: %w", id, err)
+		default:
+			return fmt.Errorf("record sandbox %s: %w: %w", id, ErrUnavailable, err)
+		}
+	case m.cfg.Lifecycle != nil || pooled:
 		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
 		fresh = errors.Is(err, ErrNotFound)
 	}
@@ -312,13 +333,12 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
 		}
 	}
-	// Record first: a provider resource never exists without a record.
-	lim := m.limitsFor(ctx, scope)
-	inst := m.instance(scope, id)
-	inst.Limit = lim // written with a new record
-	started, err := m.touch(ctx, inst)
-	if err != nil {
-		return err
+	started := false
+	if !recorded {
+		var err error
+		if started, err = m.touch(ctx, inst); err != nil {
+			return err
+		}
 	}
 	// notStarted takes back the running status this call wrote: the
 	// record would hold a place under the caps for a sandbox that does
@@ -348,6 +368,7 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			return nil
 		}
 		if m.cfg.MountsFor != nil {
+			var err error
 			if spec.Mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
 				notStarted()
 				return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)

@@ -67,6 +67,17 @@ type Store interface {
 	// status is running that is all it writes, so it skips the check
 	// before writing. It refuses as Touch does.
 	Refresh(ctx context.Context, inst Instance, now time.Time) error
+	// Create inserts the record of a sandbox that has none, as Touch
+	// would, and reports whether it did; a record that exists already is
+	// left alone (false, nil), as is a clash with another record of the
+	// chat, which Touch then reports. Inserting changes no record another
+	// process holds or deletes, so Create checks after writing only: a
+	// record it inserted for a deleted chat is removed again (ErrDeleted,
+	// false), and one inserted under a claim stays, for the claim holder
+	// (ErrBusy, true), as Touch's would. It is a new sandbox's Touch and
+	// its "is it new" lookup in one step; Config.Caps, which must count
+	// before a record says running, need Touch.
+	Create(ctx context.Context, inst Instance, now time.Time) (created bool, err error)
 	// Get returns the record, or ErrNotFound.
 	Get(ctx context.Context, provider, sandboxID string) (Instance, error)
 	// SetStatus sets the status of an existing record (ErrNotFound when

@@ -86,6 +86,93 @@ func TestTouchWaitsOutClaims(t *testing.T) {
 // TestRefresh: the warm path's Touch writes a running record's
 // lastActiveAt before it looks for claims and deletions, and is Touch for
 // any other record.
+// TestCreate: a new sandbox's record in one insert; an existing record,
+// a deleted chat and a claim are treated as Touch treats them.
+func TestCreate(t *testing.T) {
+	s, db := newStore(t)
+	ctx := context.Background()
+	inst := instance("0123456789abcdef", "chat1")
+	if created, err := s.Create(ctx, inst, t0); err != nil || !created {
+		t.Fatalf("Create of a new sandbox = %v, %v; want true", created, err)
+	}
+	rec, err := s.Get(ctx, "docker", inst.SandboxID)
+	if err != nil || rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(t0)) || !rec.CreatedAt.Equal(ms(t0)) ||
+		rec.AppID != "app1" || rec.UserID != "user1" || rec.ChatID != "chat1" || rec.Limit != inst.Limit {
+		t.Fatalf("the created record: %+v, %v", rec, err)
+	}
+	// A record that exists is left alone, whatever its status.
+	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusStopped); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := s.Create(ctx, inst, t0.Add(time.Minute)); err != nil || created {
+		t.Errorf("Create of an existing record = %v, %v; want false, nil", created, err)
+	}
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopped || !rec.LastActiveAt.Equal(ms(t0)) {
+		t.Errorf("Create changed an existing record: %s at %v", rec.Status, rec.LastActiveAt)
+	}
+	// So is another record of the same chat (Touch reports the clash).
+	other := inst
+	other.SandboxID = "fedcba9876543210"
+	if created, err := s.Create(ctx, other, t0); err != nil || created {
+		t.Errorf("Create of a second record for the chat = %v, %v; want false, nil", created, err)
+	}
+
+	// A claimed sandbox: the record stays, for the claim holder.
+	claimed := instance("1111111111111111", "chat2")
+	if _, err := s.Claim(ctx, "docker", []string{claimed.SandboxID}, "reconcile-1", "orphan", t0); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := s.Create(ctx, claimed, t0); !errors.Is(err, sandbox.ErrBusy) || !created {
+		t.Errorf("Create of a claimed sandbox = %v, %v; want true, ErrBusy", created, err)
+	}
+	if _, err := s.Get(ctx, "docker", claimed.SandboxID); err != nil {
+		t.Errorf("the record created under a claim: %v", err)
+	}
+
+	// A deleted chat: nothing is left.
+	deleted := instance("2222222222222222", "chat3")
+	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion("app1", "chat3", "task", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := s.Create(ctx, deleted, t0); !errors.Is(err, sandbox.ErrDeleted) || created {
+		t.Errorf("Create for a deleted chat = %v, %v; want false, ErrDeleted", created, err)
+	}
+	if n, _ := db.Collection(Collection).CountDocuments(ctx, bson.D{}); n != 2 {
+		t.Errorf("%d records, want the first chat's and the claimed one", n)
+	}
+}
+
+// TestCreateConcurrent: first commands of one chat in several engine
+// processes at once: one of them creates the record.
+func TestCreateConcurrent(t *testing.T) {
+	s, db := newStore(t)
+	ctx := context.Background()
+	inst := instance("0123456789abcdef", "chat1")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created := 0
+	for range 8 {
+		wg.Go(func() {
+			ok, err := s.Create(ctx, inst, t0)
+			if err != nil {
+				t.Errorf("Create: %v", err)
+			}
+			if ok {
+				mu.Lock()
+				created++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if created != 1 {
+		t.Errorf("%d of 8 concurrent Creates created the record, want 1", created)
+	}
+	if n, _ := db.Collection(Collection).CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Errorf("%d records, want 1", n)
+	}
+}
+
 func TestRefresh(t *testing.T) {
 	s, db := newStore(t)
 	ctx := context.Background()

@@ -333,6 +333,45 @@ func (s *Store) Refresh(ctx context.Context, inst sandbox.Instance, now time.Tim
 	return nil
 }
 
+// Create inserts a new record (see sandbox.Store): one insert and the
+// three lookups after it, where Touch makes seven round trips.
+func (s *Store) Create(ctx context.Context, inst sandbox.Instance, now time.Time) (bool, error) {
+	if err := checkInstance(inst); err != nil {
+		return false, err
+	}
+	now = now.UTC()
+	doc := bson.D{
+		{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)},
+		{Key: "status", Value: sandbox.StatusRunning},
+		{Key: "lastActiveAt", Value: now},
+		{Key: "provider", Value: inst.Provider},
+		{Key: "sandboxId", Value: inst.SandboxID},
+		{Key: "appId", Value: inst.AppID},
+		{Key: "userId", Value: inst.UserID},
+		{Key: "chatId", Value: inst.ChatID},
+		{Key: "createdAt", Value: now},
+		{Key: "limit", Value: inst.Limit},
+	}
+	err := write(ctx, func() error { _, err := s.coll.InsertOne(ctx, doc); return err })
+	switch {
+	case mongo.IsDuplicateKeyError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("create sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	}
+	if err := s.admit(ctx, inst); err != nil {
+		if errors.Is(err, sandbox.ErrDeleted) {
+			if derr := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(inst.Provider, inst.SandboxID)); return err }); derr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the record written after the deletion: %w", derr))
+			}
+			return false, fmt.Errorf("create sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+		}
+		return true, fmt.Errorf("create sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	}
+	s.active(ctx, inst, now)
+	return true, nil
+}
+
 // refresh sets the record's lastActiveAt and reports whether its status
 // was running; false when there is no record, or one that is not running
 // (whose lastActiveAt then says it was used, as it is about to be). The
