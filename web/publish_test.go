@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -271,6 +273,27 @@ func TestShareLinks(t *testing.T) {
 	if len(links.Links) != 1 || links.Links[0].Runs != 3 {
 		t.Errorf("the owner's list: %+v, want one link with 3 runs", links.Links)
 	}
+
+	// A visitor session is its link's alone. Browsers send the cookie to
+	// its link's path only; sent to another link of the app by hand, it
+	// opens nothing there (a new visitor is made instead).
+	other := newLink(t, alice, appID, map[string]any{"name": "other"})
+	u, _ := url.Parse(env.URL + l.URL)
+	var token string
+	for _, ck := range first.HTTP.Jar.Cookies(u) {
+		if ck.Name == web.VisitorCookie {
+			token = ck.Value
+		}
+	}
+	if token == "" {
+		t.Fatal("the first visitor has no session cookie")
+	}
+	stray := env.Anonymous()
+	stray.Header = http.Header{"Cookie": {web.VisitorCookie + "=" + token}}
+	if resp := stray.Do(t, "GET", other.URL, nil); resp.Status != http.StatusSeeOther {
+		t.Errorf("another link's page with the first visitor's cookie: %d, want 303 to a new visitor session", resp.Status)
+	}
+	expect(t, stray, "POST", other.URL+"/api/core/ai/sandbox/file", read, 401)
 
 	// Revoked: refused at once; the chats stay for the owner.
 	expect(t, alice, "DELETE", "/api/apps/"+appID+"/links/"+l.ID, nil, 200)

@@ -314,8 +314,11 @@ func (s *Store) Visitor(ctx context.Context, linkID, token string) (Visitor, err
 		return Visitor{}, ErrNoVisitor
 	}
 	var doc visitor
-	err := s.visitors.FindOne(ctx, bson.D{{Key: "_id", Value: hash(token)}, {Key: "linkId", Value: linkID}}).Decode(&doc)
-	if errors.Is(err, mongo.ErrNoDocuments) {
+	// By _id alone, the link compared here: the embedded database looks
+	// up only a filter of exactly {_id} and reads the whole collection for
+	// any other (internal/mongodb), on every request of every visitor.
+	err := s.visitors.FindOne(ctx, bson.D{{Key: "_id", Value: hash(token)}}).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) || err == nil && doc.LinkID != linkID {
 		return Visitor{}, ErrNoVisitor
 	}
 	if err != nil {
