@@ -339,19 +339,8 @@ func (s *Store) Create(ctx context.Context, inst sandbox.Instance, now time.Time
 	if err := checkInstance(inst); err != nil {
 		return false, err
 	}
-	now = now.UTC()
-	doc := bson.D{
-		{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)},
-		{Key: "status", Value: sandbox.StatusRunning},
-		{Key: "lastActiveAt", Value: now},
-		{Key: "provider", Value: inst.Provider},
-		{Key: "sandboxId", Value: inst.SandboxID},
-		{Key: "appId", Value: inst.AppID},
-		{Key: "userId", Value: inst.UserID},
-		{Key: "chatId", Value: inst.ChatID},
-		{Key: "createdAt", Value: now},
-		{Key: "limit", Value: inst.Limit},
-	}
+	doc := append(bson.D{{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)}}, runningFields(now)...)
+	doc = append(doc, identityFields(inst, now)...)
 	err := write(ctx, func() error { _, err := s.coll.InsertOne(ctx, doc); return err })
 	switch {
 	case mongo.IsDuplicateKeyError(err):
@@ -431,21 +420,31 @@ func (s *Store) forget(ctx context.Context, provider string, sandboxIDs ...strin
 // touchUpdate sets status running and lastActiveAt now, and the identity
 // fields on insert only.
 func touchUpdate(inst sandbox.Instance, now time.Time) bson.D {
-	now = now.UTC()
 	return bson.D{
-		{Key: "$set", Value: bson.D{
-			{Key: "status", Value: sandbox.StatusRunning},
-			{Key: "lastActiveAt", Value: now},
-		}},
-		{Key: "$setOnInsert", Value: bson.D{
-			{Key: "provider", Value: inst.Provider},
-			{Key: "sandboxId", Value: inst.SandboxID},
-			{Key: "appId", Value: inst.AppID},
-			{Key: "userId", Value: inst.UserID},
-			{Key: "chatId", Value: inst.ChatID},
-			{Key: "createdAt", Value: now},
-			{Key: "limit", Value: inst.Limit},
-		}},
+		{Key: "$set", Value: runningFields(now)},
+		{Key: "$setOnInsert", Value: identityFields(inst, now)},
+	}
+}
+
+// runningFields are what every Touch writes: status running, used now.
+func runningFields(now time.Time) bson.D {
+	return bson.D{
+		{Key: "status", Value: sandbox.StatusRunning},
+		{Key: "lastActiveAt", Value: now.UTC()},
+	}
+}
+
+// identityFields are what a new record gets besides: whose sandbox it
+// is, since when, and its limits.
+func identityFields(inst sandbox.Instance, now time.Time) bson.D {
+	return bson.D{
+		{Key: "provider", Value: inst.Provider},
+		{Key: "sandboxId", Value: inst.SandboxID},
+		{Key: "appId", Value: inst.AppID},
+		{Key: "userId", Value: inst.UserID},
+		{Key: "chatId", Value: inst.ChatID},
+		{Key: "createdAt", Value: now.UTC()},
+		{Key: "limit", Value: inst.Limit},
 	}
 }
 
