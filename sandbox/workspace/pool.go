@@ -16,11 +16,13 @@ import (
 // The warm pool's members (sandbox.PoolWorkspace) get directories of
 // their own under Root/pool/<poolId>, mounted where a chat's are. A chat
 // that adopts a member takes those very directories (the member's
-// mounts keep working): each is exchanged with the chat's own, the
-// chat's files are moved into it, and Root/pool/<poolId> becomes a link
-// to the chat's directory, for providers that find a mount's source by
-// its path again when they restart the sandbox. The links go once their
-// chat's directory is gone (Sweep).
+// mounts keep working): a chat without a directory yet takes the
+// member's whole directory, renamed into its place; in a chat that has
+// one, each is exchanged with the chat's own and the chat's files are
+// moved into it. Root/pool/<poolId> then becomes a link to the chat's
+// directory, for providers that find a mount's source by its path again
+// when they restart the sandbox. The links go once their chat's
+// directory is gone (Sweep).
 
 const (
 	poolDir = "pool"
