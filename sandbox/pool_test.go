@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 )
 
@@ -244,6 +246,38 @@ func TestPoolExclusiveClaims(t *testing.T) {
 
 // TestPoolShapeMiss: a chat whose app narrows the limits gets a sandbox
 // created for it, with its limits, and the pool keeps its member.
+// TestPoolDeletedChat: the first command of a chat deleted meanwhile
+// creates nothing, record or sandbox, and leaves the pool's member ready
+// for the next chat.
+func TestPoolDeletedChat(t *testing.T) {
+	e := newPoolEnv(t)
+	m := e.manager(t, 1, nil)
+	refill(t, m, 1)
+	gone := sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "deleted"}
+	if err := e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(gone.AppID, gone.ChatID, "task", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Exec(ctx(t), gone, sandbox.ExecRequest{Command: "echo hi"}); !errors.Is(err, sandbox.ErrDeleted) {
+		t.Fatalf("a deleted chat's first command: %v; want ErrDeleted", err)
+	}
+	if _, err := e.store.Get(ctx(t), e.provider.Name(), gone.SandboxID()); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("the deleted chat's record: %v; want none", err)
+	}
+	if st, err := e.provider.Status(ctx(t), gone.SandboxID()); err != nil || st != sandbox.StatusMissing {
+		t.Errorf("the deleted chat's sandbox: %s, %v; want missing", st, err)
+	}
+	if s := poolStats(t, m); s.Ready != 1 || s.Claims != 0 {
+		t.Errorf("pool after the refused command: %+v; want its member ready, unclaimed", s)
+	}
+	next := sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "next"}
+	if res, err := m.Exec(ctx(t), next, sandbox.ExecRequest{Command: "echo hi"}); err != nil || res.Stdout != "hi\n" {
+		t.Fatalf("the next chat's first command: %+v, %v", res, err)
+	}
+	if s := poolStats(t, m); s.Claims != 1 {
+		t.Errorf("pool after the next chat: %+v; want its member adopted", s)
+	}
+}
+
 func TestPoolShapeMiss(t *testing.T) {
 	e := newPoolEnv(t)
 	m := e.manager(t, 1, func(c *sandbox.Config) {
