@@ -270,6 +270,7 @@ func TestPoolDeletedChat(t *testing.T) {
 		t.Errorf("pool after the refused command: %+v; want its member ready, unclaimed", s)
 	}
 	next := sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "next"}
+	t.Cleanup(func() { _ = m.Delete(context.Background(), next.SandboxID()) })
 	if res, err := m.Exec(ctx(t), next, sandbox.ExecRequest{Command: "echo hi"}); err != nil || res.Stdout != "hi\n" {
 		t.Fatalf("the next chat's first command: %+v, %v", res, err)
 	}
