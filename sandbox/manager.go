@@ -327,10 +327,10 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	// away on the path the pool exists to make short.
 	adoptable := fresh && pooled
 	var mounts []Mount
-	if m.cfg.MountsFor != nil && !adoptable {
+	if !adoptable {
 		var err error
-		if mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
-			return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
+		if mounts, err = m.mountsFor(ctx, scope); err != nil {
+			return err
 		}
 	}
 	started := false
@@ -367,12 +367,10 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			m.markCreated(id)
 			return nil
 		}
-		if m.cfg.MountsFor != nil {
-			var err error
-			if spec.Mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
-				notStarted()
-				return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
-			}
+		var err error
+		if spec.Mounts, err = m.mountsFor(ctx, scope); err != nil {
+			notStarted()
+			return err
 		}
 	}
 	if err := m.cfg.Provider.Ensure(ctx, spec); err != nil {
@@ -387,6 +385,19 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		m.markCreated(id)
 	}
 	return nil
+}
+
+// mountsFor makes the scope's directories and returns their mounts
+// (Config.MountsFor; none without it).
+func (m *Manager) mountsFor(ctx context.Context, scope Scope) ([]Mount, error) {
+	if m.cfg.MountsFor == nil {
+		return nil, nil
+	}
+	mounts, err := m.cfg.MountsFor(ctx, scope)
+	if err != nil {
+		return nil, fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
+	}
+	return mounts, nil
 }
 
 // markCreated has the startup commands of a sandbox this process just

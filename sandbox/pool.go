@@ -351,11 +351,9 @@ func (m *Manager) adoptMember(ctx context.Context, scope Scope, spec Spec, poolI
 				return fmt.Errorf("move its directories to the chat: %w", err)
 			}
 		}
-		if m.cfg.MountsFor != nil {
-			var err error
-			if spec.Mounts, err = m.cfg.MountsFor(ctx, scope); err != nil {
-				return fmt.Errorf("prepare the sandbox's directories: %w", err)
-			}
+		var err error
+		if spec.Mounts, err = m.mountsFor(ctx, scope); err != nil {
+			return err
 		}
 		return p.adopter.Adopt(ctx, poolID, spec)
 	}()

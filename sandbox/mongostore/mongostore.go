@@ -286,11 +286,7 @@ func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time)
 	}
 	if err := s.admit(ctx, inst); err != nil {
 		if errors.Is(err, sandbox.ErrDeleted) && res.UpsertedCount > 0 {
-			// The deletion may already have looked for this chat's
-			// records; take back the one this call brought in.
-			if derr := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(inst.Provider, inst.SandboxID)); return err }); derr != nil {
-				err = errors.Join(err, fmt.Errorf("remove the record written after the deletion: %w", derr))
-			}
+			err = s.takeBack(ctx, inst, err)
 		}
 		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
@@ -350,15 +346,24 @@ func (s *Store) Create(ctx context.Context, inst sandbox.Instance, now time.Time
 	}
 	if err := s.admit(ctx, inst); err != nil {
 		if errors.Is(err, sandbox.ErrDeleted) {
-			if derr := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(inst.Provider, inst.SandboxID)); return err }); derr != nil {
-				err = errors.Join(err, fmt.Errorf("remove the record written after the deletion: %w", derr))
-			}
+			err = s.takeBack(ctx, inst, err)
 			return false, fmt.Errorf("create sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 		}
 		return true, fmt.Errorf("create sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
 	s.active(ctx, inst, now)
 	return true, nil
+}
+
+// takeBack removes the record this call inserted for a chat whose
+// deletion it found after the insert (the deletion may already have
+// looked for the chat's records), and returns refusal with what failed of
+// that.
+func (s *Store) takeBack(ctx context.Context, inst sandbox.Instance, refusal error) error {
+	if err := write(ctx, func() error { _, err := s.coll.DeleteOne(ctx, key(inst.Provider, inst.SandboxID)); return err }); err != nil {
+		return errors.Join(refusal, fmt.Errorf("remove the record written after the deletion: %w", err))
+	}
+	return refusal
 }
 
 // refresh sets the record's lastActiveAt and reports whether its status
