@@ -322,17 +322,6 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
 		fresh = errors.Is(err, ErrNotFound)
 	}
-	// A new sandbox that may adopt a pool member takes the member's
-	// directories (adopt): creating the chat's first would be work thrown
-	// away on the path the pool exists to make short.
-	adoptable := fresh && pooled
-	var mounts []Mount
-	if !adoptable {
-		var err error
-		if mounts, err = m.mountsFor(ctx, scope); err != nil {
-			return err
-		}
-	}
 	started := false
 	if !recorded {
 		var err error
@@ -349,6 +338,21 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		}
 		if serr := m.cfg.Store.SetStatus(context.WithoutCancel(ctx), m.cfg.Provider.Name(), id, StatusStopped); serr != nil && !errors.Is(serr, ErrNotFound) {
 			m.log.Warn("sandbox record left running after a failed start; reconciliation will correct it", "sandboxId", id, "err", serr)
+		}
+	}
+	// The chat's directories are made once the record says the chat is
+	// not deleted (touch): made before, they would race the deletion's
+	// removal of them, fail as "unavailable" instead of "deleted", or be
+	// left behind. A new sandbox that may adopt a pool member takes the
+	// member's directories instead (adopt): creating the chat's first
+	// would be work thrown away on the path the pool exists to make short.
+	adoptable := fresh && pooled
+	var mounts []Mount
+	if !adoptable {
+		var err error
+		if mounts, err = m.mountsFor(ctx, scope); err != nil {
+			notStarted()
+			return err
 		}
 	}
 	spec := Spec{

@@ -407,7 +407,17 @@ func TestDeletedChatIsRefused(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			m := e.manager(t)
+			// The chat's directories: none is made for a deleted chat (made,
+			// they would race the deletion's removal of them).
+			var made atomic.Int64
+			m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now,
+				MountsFor: func(context.Context, sandbox.Scope) ([]sandbox.Mount, error) {
+					made.Add(1)
+					return nil, nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			scope := newScope(t)
 			id := scope.SandboxID()
 			t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
@@ -417,7 +427,8 @@ func TestDeletedChatIsRefused(t *testing.T) {
 				}
 			}
 			// What the deletion does: the intent, then the sandbox and record.
-			err := e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(scope.AppID, scope.ChatID, "task", e.clock.Now())})
+			made.Store(0)
+			err = e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(scope.AppID, scope.ChatID, "task", e.clock.Now())})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,6 +445,9 @@ func TestDeletedChatIsRefused(t *testing.T) {
 			}
 			if n := e.records(t, id); n != 0 {
 				t.Errorf("%d records after the refused command, want 0", n)
+			}
+			if n := made.Load(); n != 0 {
+				t.Errorf("the refused command made the chat's directories %d times, want none", n)
 			}
 			if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusMissing {
 				t.Errorf("provider status after the refused command = %q, want missing", st)

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -224,6 +226,20 @@ func TestAdminDeleteRacingACommand(t *testing.T) {
 	for _, r := range list {
 		if r.ID == id {
 			t.Fatalf("the provider still holds sandbox %s (%s)", id, r.Status)
+		}
+	}
+	// The chat's files go last in the deletion; a refused command must
+	// not have made its directory again.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		dirs, err := svc.Workspace.Dirs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(dirs, func(o workspace.Owner) bool { return o.SandboxID == id }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted chat's workspace directory is still there a minute later")
 		}
 	}
 }
