@@ -265,6 +265,18 @@ func testPersistence(t *testing.T, h Harness) {
 	if res := run(t, p, id, `echo "$LEVEL $(pwd)"`, 10*time.Second); res.Stdout != "2 "+base+"/proj\n" {
 		t.Fatalf("after exit 7: stdout = %q, want %q", res.Stdout, "2 "+base+"/proj\n")
 	}
+	// A variable removed stays removed, in every command after. The state
+	// is written over in place, and the name sorts last in export -p's
+	// list: what a longer earlier version left at its end must not come
+	// back.
+	run(t, p, id, "export zz_long=$(printf %0300d 0)", 10*time.Second)
+	run(t, p, id, "true", 10*time.Second)
+	run(t, p, id, "unset zz_long", 10*time.Second)
+	for i := range 3 {
+		if res := run(t, p, id, `echo "${zz_long:-gone} $LEVEL"`, 10*time.Second); res.Stdout != "gone 2\n" {
+			t.Fatalf("command %d after unset: stdout = %q (stderr %q), want %q", i+1, res.Stdout, res.Stderr, "gone 2\n")
+		}
+	}
 	run(t, p, id, "cd sub", 10*time.Second)
 	if err := p.Stop(ctx, id); err != nil {
 		t.Fatalf("Stop: %v", err)
