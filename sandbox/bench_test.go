@@ -182,6 +182,12 @@ func BenchmarkBwrapNamespace(b *testing.B) {
 			}
 			return time.Since(start)
 		}
+		// Each measurement starts once what the one before left running
+		// has ended (the agent's next spare shell, the record's refresh
+		// after a warm command: milliseconds of CPU on this machine), as a
+		// chat's commands, seconds apart, do; back to back, each would
+		// also time its predecessor's tail.
+		settle := func() { time.Sleep(30 * time.Millisecond) }
 		b.ResetTimer()
 		for range b.N {
 			start := time.Now()
@@ -189,13 +195,17 @@ func BenchmarkBwrapNamespace(b *testing.B) {
 				b.Fatalf("bare bwrap: %v %s", err, out)
 			}
 			bare = append(bare, time.Since(start))
+			settle()
 			perCmd = append(perCmd, run(mPer, sPer))
+			settle()
 			agent = append(agent, run(mNs, sNs))
+			settle()
 			start = time.Now()
 			if _, err := ns.Exec(ctx, sNs.SandboxID(), sandbox.ExecRequest{Command: "true", Timeout: 10 * time.Second}); err != nil {
 				b.Fatal(err)
 			}
 			agentProvider = append(agentProvider, time.Since(start))
+			settle()
 		}
 		b.StopTimer()
 		pb, pp, pa := p50(bare), p50(perCmd), p50(agent)

@@ -138,10 +138,10 @@ type Manager struct {
 	counter   RunningCounter
 	// warm maps the sandboxes this process ensured and has not seen stop
 	// to when it last refreshed their record. Within WarmWindow of that,
-	// a command skips the ensure step and refreshes the record alongside
-	// the command instead of before it: the stop scan only claims
-	// sandboxes idle for minutes longer, so it cannot stop one under a
-	// command started this way. A stale entry costs one failed provider
+	// a command skips the ensure step and refreshes the record after the
+	// command instead of before it: the stop scan only claims sandboxes
+	// idle for minutes longer, so it cannot stop one under a command
+	// started this way. A stale entry costs one failed provider
 	// Exec (ErrNotFound / ErrNotRunning) and a full ensure.
 	warm sync.Map // sandbox ID → time.Time
 	// created holds the sandboxes this process created whose startup
@@ -149,6 +149,13 @@ type Manager struct {
 	created sync.Map // sandbox ID → struct{}
 	// pool is the warm pool; nil without PoolConfig.Store.
 	pool *pool
+	// behind tracks the record refreshes that follow warm commands
+	// (refreshBehind); closed once Close has begun.
+	behind struct {
+		sync.Mutex
+		wg     sync.WaitGroup
+		closed bool
+	}
 }
 
 // IdleAfter is how long a sandbox may go unused before the stop scan
@@ -585,39 +592,95 @@ func (m *Manager) run(ctx context.Context, call *Call) (ExecResult, error) {
 	return res, err
 }
 
-// execWarm runs a command in a sandbox believed running, with the record
-// refresh (S5) beside it. done is false when the sandbox turned out to be
-// gone or stopped before the command started: the caller ensures it and
-// runs the command then.
+// execWarm runs a command in a sandbox believed running. Beside it, the
+// store is asked whether the chat was deleted: a command of a deleted chat
+// is refused from then on, in whichever engine the deletion was asked,
+// even while its sandbox still runs (the command may have run; its result
+// is withheld). The record's refresh (S5) follows the command, in the
+// background (refreshBehind). done is false when the sandbox turned out
+// to be gone or stopped before the command started: the caller ensures
+// it and runs the command then.
 func (m *Manager) execWarm(ctx context.Context, call *Call) (res ExecResult, err error, done bool) {
 	start := time.Now()
-	touched := make(chan error, 1)
 	now := m.cfg.Now()
-	go func() {
-		touched <- m.cfg.Store.Refresh(ctx, m.instance(call.Scope, call.SandboxID), now)
-	}()
-	res, err = m.run(ctx, call)
-	switch terr := <-touched; {
-	case terr == nil:
-		m.warm.Store(call.SandboxID, now)
-	case errors.Is(terr, ErrDeleted):
-		// The chat was deleted while its sandbox still ran: the command
-		// may have run, but its chat is gone.
-		m.warm.Delete(call.SandboxID)
-		err = fmt.Errorf("sandbox %s: %w", call.SandboxID, terr)
-		return failed(err, time.Since(start)), err, true
-	default:
-		m.warm.Delete(call.SandboxID)
-		if err == nil {
-			m.log.Warn("sandbox record not refreshed", "sandboxId", call.SandboxID, "err", terr)
-		}
+	inst := m.instance(call.Scope, call.SandboxID)
+	deleted := make(chan error, 1)
+	go func() { deleted <- m.cfg.Store.Deleted(ctx, inst) }()
+	long := call.Request.LongLived()
+	if long {
+		// Its use is its start: its end may be hours away.
+		m.refreshBehind(ctx, inst, now)
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning) {
+	res, err = m.run(ctx, call)
+	switch derr := <-deleted; {
+	case errors.Is(derr, ErrDeleted):
+		m.warm.Delete(call.SandboxID)
+		err = fmt.Errorf("sandbox %s: %w", call.SandboxID, derr)
+		return failed(err, time.Since(start)), err, true
+	case derr != nil && ctx.Err() == nil:
+		m.log.Warn("could not look for a deletion of the sandbox's chat; its next command will", "sandboxId", call.SandboxID, "err", derr)
+		m.warm.Delete(call.SandboxID)
+	}
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning):
 		m.warm.Delete(call.SandboxID)
 		return ExecResult{}, nil, false
+	case err != nil:
+		// The next command goes through the ensure, which repairs what
+		// can be repaired.
+		m.warm.Delete(call.SandboxID)
+	case !long:
+		m.refreshBehind(ctx, inst, now)
 	}
 	res, err = m.execResult(ctx, call, start, res, err)
 	return res, err, true
+}
+
+// refreshBehind writes the command's use to the sandbox's record (S5,
+// Store.Refresh) in the background, so that the command's result waits
+// for no database write: on a small machine the write, done beside the
+// command, slowed it by more than its own length. Only a warm sandbox's
+// command does so: its record says it ran less than WarmWindow ago, so the
+// stop scan cannot claim it before the write lands. A refused refresh (a
+// claim, a record stopped or removed meanwhile) sends the next command
+// through the ensure, which waits, refuses or starts the sandbox again.
+// Close waits for the writes still running.
+func (m *Manager) refreshBehind(ctx context.Context, inst Instance, now time.Time) {
+	refresh := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+		defer cancel()
+		switch err := m.cfg.Store.Refresh(ctx, inst, now); {
+		case err == nil:
+			m.warm.Store(inst.SandboxID, now)
+		case errors.Is(err, ErrBusy) || errors.Is(err, ErrNotRunning) || errors.Is(err, ErrNotFound):
+			m.warm.Delete(inst.SandboxID)
+		default:
+			m.warm.Delete(inst.SandboxID)
+			m.log.Warn("sandbox record not refreshed after a command; the next command refreshes it", "sandboxId", inst.SandboxID, "err", err)
+		}
+	}
+	m.behind.Lock()
+	closed := m.behind.closed
+	if !closed {
+		m.behind.wg.Go(refresh)
+	}
+	m.behind.Unlock()
+	if closed {
+		refresh()
+	}
+}
+
+// refreshTimeout bounds a record refresh after a command.
+const refreshTimeout = 10 * time.Second
+
+// Close waits for the record refreshes still running after their
+// commands; later ones run before their command returns. The store must
+// stay open until Close returns.
+func (m *Manager) Close() {
+	m.behind.Lock()
+	m.behind.closed = true
+	m.behind.Unlock()
+	m.behind.wg.Wait()
 }
 
 func (m *Manager) execResult(ctx context.Context, call *Call, start time.Time, res ExecResult, err error) (ExecResult, error) {

@@ -456,6 +456,67 @@ func TestDeletedChatIsRefused(t *testing.T) {
 	}
 }
 
+// heldRefresh holds each record refresh until released.
+type heldRefresh struct {
+	sandbox.Store
+	entered, release chan struct{}
+}
+
+func (s *heldRefresh) Refresh(ctx context.Context, inst sandbox.Instance, now time.Time) error {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.Refresh(ctx, inst, now)
+}
+
+// A warm sandbox's command returns without waiting for its record's
+// refresh (S5), which follows it; a stop that comes in between is not
+// undone by it, and the next command starts the sandbox again.
+func TestWarmRefreshFollowsTheCommand(t *testing.T) {
+	e := newEnv(t)
+	store := &heldRefresh{Store: e.store, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: store, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := newScope(t)
+	id := scope.SandboxID()
+	t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+	if _, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(time.Minute) // within WarmWindow
+	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "echo warm"})
+	if err != nil || res.Stdout != "warm\n" {
+		t.Fatalf("warm command: %+v, %v", res, err)
+	}
+	select {
+	case <-store.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no record refresh followed the warm command")
+	}
+	used := e.clock.Now()
+	if err := m.Stop(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	close(store.release)
+	m.Close()
+	inst, err := e.store.Get(ctx(t), "bwrap", id)
+	if err != nil || inst.Status != sandbox.StatusStopped || !inst.LastActiveAt.Equal(used) {
+		t.Fatalf("record after the late refresh: %+v, %v; want it stopped, last active %v", inst, err, used)
+	}
+	// The next command goes through the ensure, which starts it again.
+	res, err = m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "echo again"})
+	if err != nil || res.Stdout != "again\n" {
+		t.Fatalf("command after the stop: %+v, %v", res, err)
+	}
+	if inst, _ := e.store.Get(ctx(t), "bwrap", id); inst.Status != sandbox.StatusRunning {
+		t.Fatalf("record after the next command: %s, want running", inst.Status)
+	}
+	if st, _ := e.provider.Status(ctx(t), id); st != sandbox.StatusRunning {
+		t.Fatalf("provider status after the next command: %s, want running", st)
+	}
+}
+
 // touches counts the record refreshes the manager makes and passes on
 // the time of those that succeed.
 type touches struct {

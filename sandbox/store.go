@@ -60,13 +60,20 @@ type Store interface {
 	// after: the other side records its claim or deletion first and reads
 	// the record second, so one of the two always sees the other.
 	Touch(ctx context.Context, inst Instance, now time.Time) error
-	// Refresh is Touch for a sandbox believed running, a command's
-	// refresh on the warm path. It may write lastActiveAt of an existing
-	// record before any check, whatever its status (a refusal leaves that
-	// written: the sandbox was about to be used); for a record whose
-	// status is running that is all it writes, so it skips the check
-	// before writing. It refuses as Touch does.
+	// Refresh writes the use of a sandbox believed running, after a
+	// command on the warm path. It sets lastActiveAt of an existing
+	// record, whatever its status; a running record is then looked at for
+	// a claim (ErrBusy), as Touch does after writing. A record that is
+	// missing or not running is otherwise left as it is (ErrNotFound,
+	// ErrNotRunning): whoever stopped, deleted or repaired it meanwhile
+	// is not undone, and the next command's ensure brings the sandbox
+	// back as it should. It never inserts a record, and does not look for
+	// a deletion: the warm path asks Deleted, beside the command.
 	Refresh(ctx context.Context, inst Instance, now time.Time) error
+	// Deleted reports a requested deletion of the sandbox's chat or app
+	// (an error wrapping ErrDeleted); nil when there is none. It writes
+	// nothing.
+	Deleted(ctx context.Context, inst Instance) error
 	// Create inserts the record of a sandbox that has none, as Touch
 	// would, and reports whether it did; a record that exists already is
 	// left alone (false, nil), as is a clash with another record of the

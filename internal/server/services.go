@@ -201,6 +201,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	if err != nil {
 		return nil, err
 	}
+	// Before the database closes: the record refreshes still running.
+	s.closers = append(s.closers, s.Manager.Close)
 	if s.ExecTools, err = exectool.Load(cfg.Files.ExecTools...); err != nil {
 		return nil, fmt.Errorf("load the exec tools (FLOWBOX_EXEC_TOOLS, engine serve -tools): %w", err)
 	}

@@ -177,16 +177,27 @@ func TestRefresh(t *testing.T) {
 	s, db := newStore(t)
 	ctx := context.Background()
 	inst := instance("0123456789abcdef", "chat1")
-	if err := s.Refresh(ctx, inst, t0); err != nil {
-		t.Fatalf("Refresh without a record: %v", err)
+	// It never inserts: the sandbox's record went while its command ran.
+	if err := s.Refresh(ctx, inst, t0); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("Refresh without a record: %v, want ErrNotFound", err)
 	}
-	if rec, err := s.Get(ctx, "docker", inst.SandboxID); err != nil || rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(t0)) {
-		t.Fatalf("record inserted by Refresh: %+v, %v", rec, err)
+	if n, _ := db.Collection(Collection).CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Fatalf("%d records after a Refresh without one, want none", n)
+	}
+	if err := s.Touch(ctx, inst, t0); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(time.Minute)
+	if err := s.Refresh(ctx, inst, later); err != nil {
+		t.Fatalf("Refresh of a running sandbox: %v", err)
+	}
+	if rec, err := s.Get(ctx, "docker", inst.SandboxID); err != nil || rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(later)) {
+		t.Fatalf("record after Refresh: %+v, %v; want running at %v", rec, err, ms(later))
 	}
 	if _, err := s.Claim(ctx, "docker", []string{inst.SandboxID}, "scan-1", "stop", t0); err != nil {
 		t.Fatal(err)
 	}
-	later := t0.Add(time.Minute)
+	later = later.Add(time.Minute)
 	if err := s.Refresh(ctx, inst, later); !errors.Is(err, sandbox.ErrBusy) {
 		t.Fatalf("Refresh of a claimed, running sandbox: %v, want ErrBusy", err)
 	}
@@ -195,41 +206,61 @@ func TestRefresh(t *testing.T) {
 	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusRunning || !rec.LastActiveAt.Equal(ms(later)) {
 		t.Errorf("after a refused Refresh: %s at %v; want running at %v", rec.Status, rec.LastActiveAt, ms(later))
 	}
-	// Once the holder has marked it stopping, a Refresh is refused as a
-	// Touch is, and the status stays the holder's; the attempted use is
-	// dated.
+	// Once the holder has marked it stopping, the status stays the
+	// holder's; the use is dated.
 	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusStopping); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Refresh(ctx, inst, later.Add(time.Minute)); !errors.Is(err, sandbox.ErrBusy) {
-		t.Fatalf("Refresh of a claimed, stopping sandbox: %v, want ErrBusy", err)
+	later = later.Add(time.Minute)
+	if err := s.Refresh(ctx, inst, later); !errors.Is(err, sandbox.ErrNotRunning) {
+		t.Fatalf("Refresh of a stopping sandbox: %v, want ErrNotRunning", err)
 	}
-	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopping || !rec.LastActiveAt.Equal(ms(later.Add(time.Minute))) {
-		t.Errorf("after a refused Refresh of a stopping sandbox: %s at %v; want stopping at %v", rec.Status, rec.LastActiveAt, ms(later.Add(time.Minute)))
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopping || !rec.LastActiveAt.Equal(ms(later)) {
+		t.Errorf("after a Refresh of a stopping sandbox: %s at %v; want stopping at %v", rec.Status, rec.LastActiveAt, ms(later))
 	}
+	// A stop that ended after the command is not undone.
 	if err := s.Release(ctx, "docker", []string{inst.SandboxID}, "scan-1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusStopped); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Refresh(ctx, inst, later); err != nil {
-		t.Fatalf("Refresh of a stopped sandbox: %v", err)
+	if err := s.Refresh(ctx, inst, later); !errors.Is(err, sandbox.ErrNotRunning) {
+		t.Fatalf("Refresh of a stopped sandbox: %v, want ErrNotRunning", err)
 	}
-	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusRunning {
-		t.Errorf("a stopped sandbox's Refresh left %s, want running", rec.Status)
+	if rec, _ := s.Get(ctx, "docker", inst.SandboxID); rec.Status != sandbox.StatusStopped {
+		t.Errorf("a stopped sandbox's Refresh left %s, want it stopped", rec.Status)
 	}
 
-	// A deleted chat is refused whether its record runs or not, and a
-	// refused Refresh inserts nothing.
-	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion("app1", "chat1", "task", t0), ChatDeletion("app1", "chat2", "task", t0)}); err != nil {
+	// A deletion is Deleted's to report, whether the chat has a record or
+	// not; Refresh still inserts nothing.
+	if err := s.SetStatus(ctx, "docker", inst.SandboxID, sandbox.StatusRunning); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Refresh(ctx, inst, later); !errors.Is(err, sandbox.ErrDeleted) {
-		t.Errorf("Refresh of a deleted chat's running sandbox: %v, want ErrDeleted", err)
+	if err := s.Deleted(ctx, inst); err != nil {
+		t.Fatalf("Deleted before any deletion: %v, want nil", err)
 	}
-	if err := s.Refresh(ctx, instance("fedcba9876543210", "chat2"), later); !errors.Is(err, sandbox.ErrDeleted) {
-		t.Errorf("Refresh of a deleted chat without a record: %v, want ErrDeleted", err)
+	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion("app1", "chat1", "task", t0), AppDeletion("app2", "task", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	other := instance("fedcba9876543210", "chat2")
+	otherApp := other
+	otherApp.AppID = "app2"
+	for _, tc := range []struct {
+		name string
+		inst sandbox.Instance
+		want error
+	}{
+		{"the deleted chat", inst, sandbox.ErrDeleted},
+		{"another chat of its app", other, nil},
+		{"a chat of a deleted app", otherApp, sandbox.ErrDeleted},
+	} {
+		if err := s.Deleted(ctx, tc.inst); !errors.Is(err, tc.want) {
+			t.Errorf("Deleted for %s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if err := s.Refresh(ctx, other, later); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("Refresh of a chat without a record: %v, want ErrNotFound", err)
 	}
 	if n, _ := db.Collection(Collection).CountDocuments(ctx, bson.D{}); n != 1 {
 		t.Errorf("%d records, want the first chat's only", n)

@@ -304,26 +304,26 @@ func checkInstance(inst sandbox.Instance) error {
 	return nil
 }
 
-// Refresh is Touch for a sandbox believed running. An existing record
-// has its lastActiveAt set first, whatever its status; a running one then
-// has the marks looked for after: that write neither inserts a record nor
-// changes a status, which is all the look before writing guards against,
-// so it is skipped (four round trips instead of seven). A refusal leaves
-// the new lastActiveAt, which a claim holder reads as use. A record that
-// is missing or not running goes through Touch.
+// Refresh writes a command's use after it (see sandbox.Store): the
+// record's lastActiveAt by its _id first, whatever its status, then, for
+// a running record, the lookup of a claim. A write that neither inserts a
+// record nor changes a status needs no look before it (two round trips
+// instead of Touch's seven).
 func (s *Store) Refresh(ctx context.Context, inst sandbox.Instance, now time.Time) error {
 	if err := checkInstance(inst); err != nil {
 		return err
 	}
-	refreshed, err := s.refresh(ctx, inst, now)
-	if err != nil {
-		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	status, err := s.refresh(ctx, inst, now)
+	switch {
+	case err != nil:
+		return fmt.Errorf("refresh sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	case status == "":
+		return fmt.Errorf("refresh sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, sandbox.ErrNotFound)
+	case status != sandbox.StatusRunning:
+		return fmt.Errorf("refresh sandbox record %s/%s: it is %s: %w", inst.Provider, inst.SandboxID, status, sandbox.ErrNotRunning)
 	}
-	if !refreshed {
-		return s.Touch(ctx, inst, now)
-	}
-	if err := s.admit(ctx, inst); err != nil {
-		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
+	if err := s.claimed(ctx, inst); err != nil {
+		return fmt.Errorf("refresh sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
 	s.active(ctx, inst, now)
 	return nil
@@ -366,14 +366,12 @@ func (s *Store) takeBack(ctx context.Context, inst sandbox.Instance, refusal err
 	return refusal
 }
 
-// refresh sets the record's lastActiveAt and reports whether its status
-// was running; false when there is no record, or one that is not running
-// (whose lastActiveAt then says it was used, as it is about to be). The
-// filter is the _id alone: FerretDB's SQLite backend looks a document up
-// only for a filter of exactly {_id}, and reads the whole collection for
-// any other (with {_id, status}, a warm command cost a scan of every
-// record).
-func (s *Store) refresh(ctx context.Context, inst sandbox.Instance, now time.Time) (bool, error) {
+// refresh sets the record's lastActiveAt and returns its status; empty
+// when there is no record. The filter is the _id alone: FerretDB's SQLite
+// backend looks a document up only for a filter of exactly {_id}, and
+// reads the whole collection for any other (with {_id, status}, a warm
+// command cost a scan of every record).
+func (s *Store) refresh(ctx context.Context, inst sandbox.Instance, now time.Time) (sandbox.Status, error) {
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "lastActiveAt", Value: now.UTC()}}}}
 	var before struct {
 		Status sandbox.Status `bson:"status"`
@@ -383,12 +381,12 @@ func (s *Store) refresh(ctx context.Context, inst sandbox.Instance, now time.Tim
 		return s.coll.FindOneAndUpdate(ctx, key(inst.Provider, inst.SandboxID), update).Decode(&before)
 	})
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return false, nil
+		return "", nil
 	}
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	return before.Status == sandbox.StatusRunning, nil
+	return before.Status, nil
 }
 
 // active records the sandbox's use in the activity index. The record is
@@ -461,6 +459,16 @@ func identityFields(inst sandbox.Instance, now time.Time) bson.D {
 // the whole collection on FerretDB's SQLite backend (690 ms with 3000
 // deletions recorded, against 1.5 ms a lookup).
 func (s *Store) admit(ctx context.Context, inst sandbox.Instance) error {
+	if err := s.Deleted(ctx, inst); err != nil {
+		return err
+	}
+	return s.claimed(ctx, inst)
+}
+
+// Deleted reports a deletion requested of the sandbox's chat or app,
+// pending or done (an error wrapping sandbox.ErrDeleted); nil when there
+// is none.
+func (s *Store) Deleted(ctx context.Context, inst sandbox.Instance) error {
 	for _, id := range []string{ChatDeletionKey(inst.AppID, inst.ChatID), AppDeletionKey(inst.AppID)} {
 		var d Deletion
 		err := s.deletions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
@@ -471,6 +479,12 @@ func (s *Store) admit(ctx context.Context, inst sandbox.Instance) error {
 			return fmt.Errorf("look for a deletion of the chat: %w", err)
 		}
 	}
+	return nil
+}
+
+// claimed reports a claim on the sandbox (an error wrapping
+// sandbox.ErrBusy); nil when there is none.
+func (s *Store) claimed(ctx context.Context, inst sandbox.Instance) error {
 	var c Claim
 	err := s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: recordID(inst.Provider, inst.SandboxID)}}).Decode(&c)
 	switch {
