@@ -149,8 +149,11 @@ type Manager struct {
 	created sync.Map // sandbox ID → struct{}
 	// pool is the warm pool; nil without PoolConfig.Store.
 	pool *pool
-	// behind tracks the record refreshes that follow warm commands
-	// (refreshBehind); closed once Close has begun.
+	// adopted maps a sandbox that has just adopted a warm pool member to
+	// the member's tidy-up (afterAdoption).
+	adopted sync.Map // sandbox ID → func()
+	// behind tracks the work that follows commands (refreshBehind,
+	// afterAdoption); closed once Close has begun.
 	behind struct {
 		sync.Mutex
 		wg     sync.WaitGroup
@@ -245,6 +248,15 @@ func (m *Manager) Provider() Provider { return m.cfg.Provider }
 // *LimitError) when a sandbox that is not running would pass one of
 // Config.Caps.
 func (m *Manager) Ensure(ctx context.Context, scope Scope) (string, error) {
+	id, err := m.ensureShared(ctx, scope)
+	// No command of this call waits to run first.
+	m.afterAdoption(scope.SandboxID())
+	return id, err
+}
+
+// ensureShared is Ensure without the tidy-up of an adoption, which a
+// command's caller does once the command has run (afterAdoption).
+func (m *Manager) ensureShared(ctx context.Context, scope Scope) (string, error) {
 	if err := scope.validate(); err != nil {
 		return "", err
 	}
@@ -531,11 +543,14 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		if _, err := m.Ensure(ctx, call.Scope); err != nil {
+		_, err := m.ensureShared(ctx, call.Scope)
+		if err != nil {
+			m.afterAdoption(call.SandboxID)
 			return failed(err, time.Since(start)), err
 		}
 		notice += m.startup(ctx, call.Scope, call.SandboxID)
 		res, err := m.run(ctx, call)
+		m.afterAdoption(call.SandboxID)
 		res = withNotice(notice, res, err)
 		// Stopped or removed elsewhere between the ensure and the
 		// command: the command did not start; ensure once more.
@@ -659,23 +674,40 @@ func (m *Manager) refreshBehind(ctx context.Context, inst Instance, now time.Tim
 			m.log.Warn("sandbox record not refreshed after a command; the next command refreshes it", "sandboxId", inst.SandboxID, "err", err)
 		}
 	}
+	m.background(refresh)
+}
+
+// background runs f in the background; Close waits for it. Once Close has
+// begun, f runs before background returns.
+func (m *Manager) background(f func()) {
 	m.behind.Lock()
 	closed := m.behind.closed
 	if !closed {
-		m.behind.wg.Go(refresh)
+		m.behind.wg.Go(f)
 	}
 	m.behind.Unlock()
 	if closed {
-		refresh()
+		f()
+	}
+}
+
+// afterAdoption runs, in the background, the tidy-up of the warm pool
+// member the sandbox id adopted, if it did: its document and claim
+// removed, the pool's refill asked for. It waits until the command that
+// caused the adoption has run; beside it, it would take the machine from
+// it.
+func (m *Manager) afterAdoption(id string) {
+	if f, ok := m.adopted.LoadAndDelete(id); ok {
+		m.background(f.(func()))
 	}
 }
 
 // refreshTimeout bounds a record refresh after a command.
 const refreshTimeout = 10 * time.Second
 
-// Close waits for the record refreshes still running after their
-// commands; later ones run before their command returns. The store must
-// stay open until Close returns.
+// Close waits for the work still running after commands (record
+// refreshes, warm pool tidy-ups); later work runs before its command
+// returns. The store must stay open until Close returns.
 func (m *Manager) Close() {
 	m.behind.Lock()
 	m.behind.closed = true

@@ -315,10 +315,11 @@ func (m *Manager) adopt(ctx context.Context, scope Scope, spec Spec) bool {
 			continue
 		}
 		ok := m.adoptMember(ctx, scope, spec, mem.PoolID)
-		// The member's document and claim go beside the first command:
-		// the claim keeps anyone else from the document meanwhile.
-		go func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		// The member's document and claim go once the first command has
+		// run (afterAdoption): the claim keeps anyone else from the
+		// document meanwhile.
+		tidy := func() {
+			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := p.cfg.Store.RemoveMember(dctx, provider, mem.PoolID); err != nil {
 				m.log.Warn("warm pool member's document not removed; reconciliation will", "poolId", mem.PoolID, "err", err)
@@ -326,15 +327,21 @@ func (m *Manager) adopt(ctx context.Context, scope Scope, spec Spec) bool {
 			if err := p.cfg.Store.Release(dctx, provider, got, p.cfg.Owner); err != nil {
 				m.log.Warn("warm pool member's claim not released; reconciliation will drop it", "poolId", mem.PoolID, "err", err)
 			}
-		}()
+		}
 		if !ok {
+			m.background(tidy)
 			p.miss(PoolMissFailed)
 			return false
 		}
 		p.claims.Add(1)
-		if p.cfg.Refill != nil {
-			p.cfg.Refill()
-		}
+		// So does the refill: a member's creation beside the first
+		// command would take the machine from it.
+		m.adopted.Store(spec.ID, func() {
+			tidy()
+			if p.cfg.Refill != nil {
+				p.cfg.Refill()
+			}
+		})
 		return true
 	}
 	p.miss(PoolMissEmpty)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,10 +118,14 @@ func refill(t *testing.T, m *sandbox.Manager, want int) {
 func TestPoolAdoption(t *testing.T) {
 	e := newPoolEnv(t)
 	app := appCommands{startup: []string{"echo started > /tmp/startup"}}
-	refills := make(chan struct{}, 4)
+	// A refill, asked for after an adoption, says whether the command
+	// that caused the adoption had run: a member's creation beside it
+	// would take the machine from it.
+	var ran atomic.Bool
+	refills := make(chan bool, 4)
 	m := e.manager(t, 2, func(c *sandbox.Config) {
 		c.Lifecycle = app
-		c.Pool.Refill = func() { refills <- struct{}{} }
+		c.Pool.Refill = func() { refills <- ran.Load() }
 	})
 	refill(t, m, 2)
 	refill(t, m, 0)
@@ -138,13 +143,17 @@ func TestPoolAdoption(t *testing.T) {
 	if _, err := e.ws.Save(ctx(t), scope, "", "early.csv", strings.NewReader("a,b\n")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "cat /tmp/startup uploads/early.csv /workspace/skills/SKILL.md && echo out > intermediate/out.txt && pwd", Timeout: 10 * time.Second})
+	res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "cat /tmp/startup uploads/early.csv /workspace/skills/SKILL.md && echo out > intermediate/out.txt && pwd", Timeout: 10 * time.Second,
+		OnOutput: func(sandbox.Stream, []byte) { ran.Store(true) }})
 	if err != nil || res.ExitCode != 0 || res.Stdout != "started\na,b\nskill\n/workspace\n" {
 		t.Fatalf("first command: %+v, %v", res, err)
 	}
 	select {
-	case <-refills:
-	default:
+	case afterCommand := <-refills:
+		if !afterCommand {
+			t.Errorf("the refill was asked for before the first command had run")
+		}
+	case <-time.After(30 * time.Second):
 		t.Errorf("no refill was asked for after the adoption")
 	}
 	poolSettles(t, m, "1 claim, 1 ready after the first command", func(s sandbox.PoolStats) bool { return s.Claims == 1 && s.Ready == 1 })

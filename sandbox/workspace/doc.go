@@ -23,7 +23,10 @@
 //
 // owner.json is written before the two mounted directories exist, and
 // removed after them, so that every directory Dirs finds says whose it is
-// unless a creation crashed before anything was in it. The sandbox sees
+// unless a creation crashed before anything was in it. It reaches the disk
+// in the background, so that a new chat's first command does not wait for
+// it; the chat's first upload, the first file the engine makes durable
+// there, does. The sandbox sees
 // neither owner.json nor staging: it cannot forge whose a directory is,
 // nor watch or change an upload before it is complete.
 //

@@ -148,8 +148,12 @@ func (s *Store) moveMember(scope sandbox.Scope, poolID string) (bool, error) {
 		_ = os.Remove(filepath.Join(member, stagingDir))
 	}
 	// owner.json before the directory appears among the chats (see the
-	// package comment).
-	if err := s.writeOwner(member, scope); err != nil {
+	// package comment); one left by an adoption that crashed names
+	// another chat.
+	if err := os.Remove(filepath.Join(member, ownerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("record the owner of the chat's workspace: %w", err)
+	}
+	if _, err := s.writeOwner(member, scope); err != nil {
 		undo()
 		return false, fmt.Errorf("record the owner of the chat's workspace: %w", err)
 	}
@@ -164,6 +168,7 @@ func (s *Store) moveMember(scope sandbox.Scope, poolID string) (bool, error) {
 		}
 		return false, fmt.Errorf("move warm pool member %s's directory to the chat: %w", poolID, err)
 	}
+	s.syncOwner(scope.SandboxID(), filepath.Join(chat, ownerFile))
 	// Relative, so that it leads there for a Docker daemon that sees the
 	// files at another path too.
 	if err := os.Symlink(filepath.Join("..", chatsDir, filepath.Base(chat)), member); err != nil {

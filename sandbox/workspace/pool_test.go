@@ -4,11 +4,14 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
 )
@@ -164,6 +167,74 @@ func TestPoolAdoptNewChat(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(areaDir(s, scopeA, Uploads), "after.txt")); err != nil || string(data) != "after\n" {
 		t.Errorf("the chat's upload after the second adoption: %q, %v", data, err)
+	}
+}
+
+// TestOwnerDurableFirst: a new chat's owner.json reaches the disk in the
+// background, after the adoption or creation returned, and the chat's
+// first upload is not made durable before it; an owner.json left in a
+// member by an adoption that crashed does not name the next chat's owner.
+func TestOwnerDurableFirst(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Config{})
+	release := make(chan struct{})
+	var synced sync.Map // names synced
+	hold := syncFileAt
+	syncFileAt = func(name string) error {
+		if filepath.Base(name) == ownerFile {
+			<-release
+		}
+		synced.Store(name, true)
+		return hold(name)
+	}
+	t.Cleanup(func() { syncFileAt = hold })
+
+	if _, err := s.MemberMounts(ctx, poolA); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := json.Marshal(ownerDoc{AppID: scopeB.AppID, UserID: scopeB.UserID, ChatID: scopeB.ChatID})
+	if err := os.WriteFile(filepath.Join(s.memberDir(poolA), ownerFile), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adopted := make(chan error, 1)
+	go func() { adopted <- s.Adopt(ctx, scopeA, poolA) }()
+	select {
+	case err := <-adopted:
+		if err != nil {
+			t.Fatalf("Adopt: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Adopt waits for owner.json to reach the disk")
+	}
+	if owners, err := s.Dirs(ctx); err != nil || len(owners) != 1 || owners[0].Scope() != scopeA {
+		t.Fatalf("Dirs after Adopt = %+v, %v; want the chat's directory, owned by %+v", owners, err, scopeA)
+	}
+	saved := make(chan error, 1)
+	go func() {
+		_, err := s.Save(ctx, scopeA, "", "first.txt", strings.NewReader("first\n"))
+		saved <- err
+	}()
+	select {
+	case err := <-saved:
+		t.Fatalf("the first upload was made durable (%v) before the chat's owner.json", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-saved; err != nil {
+		t.Fatalf("the first upload: %v", err)
+	}
+	if _, ok := synced.Load(filepath.Join(s.chatDir(scopeA.SandboxID()), ownerFile)); !ok {
+		t.Error("the chat's owner.json was not synced where it stays")
+	}
+	// A chat created without the pool: the same.
+	if _, err := s.Mounts(ctx, scopeC); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Save(ctx, scopeC, "", "x.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := synced.Load(filepath.Join(s.chatDir(scopeC.SandboxID()), ownerFile)); !ok {
+		t.Error("a new chat's owner.json was not synced")
 	}
 }
 

@@ -143,6 +143,10 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		err = f.Chmod(s.fileMode()) // whatever the umask
 	}
 	if err == nil {
+		// The file is made durable only once its chat's owner is.
+		err = s.ownerDurable(ctx, scope.SandboxID())
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

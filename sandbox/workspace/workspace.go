@@ -91,6 +91,10 @@ type Store struct {
 
 	mu     sync.Mutex
 	quotas map[string]*chatQuota // by sandbox ID, while uploads are in flight
+
+	// ownerSyncs holds the syncs of owner.json still running or failed,
+	// by sandbox ID (syncOwner).
+	ownerSyncs sync.Map // sandbox ID → *ownerSync
 }
 
 // New returns a Store for cfg. It touches no file: directories are created
@@ -181,8 +185,10 @@ func (s *Store) ensure(scope sandbox.Scope) (string, error) {
 	if err := mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the chat's workspace directory: %w", err)
 	}
-	if err := s.writeOwner(dir, scope); err != nil {
+	if written, err := s.writeOwner(dir, scope); err != nil {
 		return "", fmt.Errorf("record the owner of the chat's workspace: %w", err)
+	} else if written {
+		s.syncOwner(id, filepath.Join(dir, ownerFile))
 	}
 	for _, d := range []struct {
 		name string
@@ -248,35 +254,100 @@ type ownerDoc struct {
 
 // writeOwner writes owner.json once: the first writer's createdAt stays.
 // The file appears whole or not at all (written aside, then linked).
-func (s *Store) writeOwner(dir string, scope sandbox.Scope) error {
+// written says that this call wrote it: the caller then has it reach the
+// disk (syncOwner) where it will stay, without waiting for it, so that a
+// new chat's first command does not.
+func (s *Store) writeOwner(dir string, scope sandbox.Scope) (written bool, err error) {
 	name := filepath.Join(dir, ownerFile)
 	if _, err := os.Lstat(name); err == nil {
-		return nil
+		return false, nil
 	}
 	data, err := json.Marshal(ownerDoc{AppID: scope.AppID, UserID: scope.UserID, ChatID: scope.ChatID, CreatedAt: s.now().UTC()})
 	if err != nil {
-		return err
+		return false, err
 	}
 	tmp := filepath.Join(dir, ".owner-"+rand.Text()+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer os.Remove(tmp)
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := os.Link(tmp, name); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	if err := os.Link(tmp, name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, err
 	}
+	return true, nil
+}
+
+// ownerSync is the sync of one chat's owner.json to the disk.
+type ownerSync struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// syncOwner syncs the owner.json at name in the background. Until it has
+// reached the disk, a power cut could leave the chat's directory with an
+// empty owner.json, which reconciliation removes as a directory nobody
+// owns: so the first file the engine itself makes durable there (an
+// upload) waits for it (ownerDurable). What commands write is not synced
+// at all, and a file lost within the moments the sync takes is not one
+// of theirs that a sync would have kept.
+func (s *Store) syncOwner(sandboxID, name string) {
+	o := &ownerSync{done: make(chan struct{})}
+	s.ownerSyncs.Store(sandboxID, o)
+	go func() {
+		o.err = syncFileAt(name)
+		close(o.done)
+		if o.err == nil {
+			s.ownerSyncs.CompareAndDelete(sandboxID, o)
+		}
+	}()
+}
+
+// ownerDurable returns once the chat's owner.json is on the disk: it waits
+// for its sync in the background, if one runs, and syncs it again if
+// that one failed.
+func (s *Store) ownerDurable(ctx context.Context, sandboxID string) error {
+	v, ok := s.ownerSyncs.Load(sandboxID)
+	if !ok {
+		return nil
+	}
+	o := v.(*ownerSync)
+	select {
+	case <-o.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if o.err == nil {
+		return nil
+	}
+	if err := syncFileAt(filepath.Join(s.chatDir(sandboxID), ownerFile)); err != nil {
+		return fmt.Errorf("write the owner of the chat's workspace to the disk: %w", err)
+	}
+	s.ownerSyncs.CompareAndDelete(sandboxID, o)
 	return nil
+}
+
+// syncFileAt syncs the file at name; a variable so that tests can hold it.
+var syncFileAt = func(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Owner is whose a chat's directory is, as Dirs finds it.
@@ -373,6 +444,7 @@ func (s *Store) DeleteID(ctx context.Context, sandboxID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.ownerSyncs.Delete(sandboxID)
 	dir := s.chatDir(sandboxID)
 	// owner.json goes last, so that a deletion cut short still says whose
 	// the rest is. os.RemoveAll never follows links.
