@@ -179,15 +179,13 @@ func TestOwnerDurableFirst(t *testing.T) {
 	s := newStore(t, Config{})
 	release := make(chan struct{})
 	var synced sync.Map // names synced
-	hold := syncFileAt
-	syncFileAt = func(name string) error {
+	s.syncFile = func(name string) error {
 		if filepath.Base(name) == ownerFile {
 			<-release
 		}
 		synced.Store(name, true)
-		return hold(name)
+		return syncFileAt(name)
 	}
-	t.Cleanup(func() { syncFileAt = hold })
 
 	if _, err := s.MemberMounts(ctx, poolA); err != nil {
 		t.Fatal(err)

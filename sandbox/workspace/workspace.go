@@ -95,6 +95,9 @@ type Store struct {
 	// ownerSyncs holds the syncs of owner.json still running or failed,
 	// by sandbox ID (syncOwner).
 	ownerSyncs sync.Map // sandbox ID → *ownerSync
+	// syncFile syncs the file at a path to the disk (syncFileAt; tests
+	// hold it).
+	syncFile func(name string) error
 }
 
 // New returns a Store for cfg. It touches no file: directories are created
@@ -114,6 +117,7 @@ func New(cfg Config) (*Store, error) {
 		worldWritable: cfg.WorldWritable,
 		now:           cfg.Now,
 		quotas:        map[string]*chatQuota{},
+		syncFile:      syncFileAt,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -305,7 +309,7 @@ func (s *Store) syncOwner(sandboxID, name string) {
 	o := &ownerSync{done: make(chan struct{})}
 	s.ownerSyncs.Store(sandboxID, o)
 	go func() {
-		o.err = syncFileAt(name)
+		o.err = s.syncFile(name)
 		close(o.done)
 		if o.err == nil {
 			s.ownerSyncs.CompareAndDelete(sandboxID, o)
@@ -330,15 +334,15 @@ func (s *Store) ownerDurable(ctx context.Context, sandboxID string) error {
 	if o.err == nil {
 		return nil
 	}
-	if err := syncFileAt(filepath.Join(s.chatDir(sandboxID), ownerFile)); err != nil {
+	if err := s.syncFile(filepath.Join(s.chatDir(sandboxID), ownerFile)); err != nil {
 		return fmt.Errorf("write the owner of the chat's workspace to the disk: %w", err)
 	}
 	s.ownerSyncs.CompareAndDelete(sandboxID, o)
 	return nil
 }
 
-// syncFileAt syncs the file at name; a variable so that tests can hold it.
-var syncFileAt = func(name string) error {
+// syncFileAt syncs the file at name.
+func syncFileAt(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
