@@ -75,7 +75,10 @@
 // queues again a pending intent whose task Redis no longer has; a task
 // that exhausted its retries stays archived, visible in the dashboard. A
 // done intent is a tombstone: the deleted chat's late commands fail with
-// sandbox.ErrDeleted instead of creating its sandbox again.
+// sandbox.ErrDeleted instead of creating its sandbox again. Recording an
+// intent also changes the deletions' generation, which each engine reads
+// beside a warm command instead of the chat's and app's intents until it
+// changes (mongostore GenerationCollection).
 //
 // # Where the scan's candidates come from
 //

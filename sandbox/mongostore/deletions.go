@@ -68,7 +68,8 @@ func (d Deletion) describe() string {
 	return "app " + d.AppID
 }
 
-// RequestDeletions records the intents, durably, as pending. An intent
+// RequestDeletions records the intents, durably, as pending, then changes
+// the deletions' generation (see GenerationCollection). An intent
 // already recorded, pending or done, becomes pending again with the new
 // task: deleting twice is harmless and finds what a first deletion may
 // have missed.
@@ -77,7 +78,15 @@ func (s *Store) RequestDeletions(ctx context.Context, ds []Deletion) error {
 		return nil
 	}
 	// Trying again is safe: what the first try inserted is then updated.
-	return write(ctx, func() error { return s.requestDeletions(ctx, ds) })
+	if err := write(ctx, func() error { return s.requestDeletions(ctx, ds) }); err != nil {
+		return err
+	}
+	// After the intents: an engine that reads the new generation finds
+	// them (Deleted).
+	if err := s.nextGeneration(ctx, time.Now()); err != nil {
+		return fmt.Errorf("record %d deletion intents: recorded, but engines that ran the chats' commands lately may not see them; request the deletion again: %w", len(ds), err)
+	}
+	return nil
 }
 
 func (s *Store) requestDeletions(ctx context.Context, ds []Deletion) error {
