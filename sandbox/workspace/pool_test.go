@@ -236,6 +236,40 @@ func TestOwnerDurableFirst(t *testing.T) {
 	}
 }
 
+// TestOwnerSyncedLater: a new chat's owner.json reaches the disk by
+// itself, a moment after the chat's directory was made, with no upload
+// asking for it.
+func TestOwnerSyncedLater(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Config{})
+	synced := make(chan string, 4)
+	s.syncFile = func(name string) error {
+		synced <- name
+		return syncFileAt(name)
+	}
+	if _, err := s.Mounts(ctx, scopeC); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(s.chatDir(scopeC.SandboxID()), ownerFile)
+	select {
+	case name := <-synced:
+		if name != want {
+			t.Errorf("synced %s, want %s", name, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chat's owner.json was never synced")
+	}
+	// Untracked once done: the next upload does not wait.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ok := s.ownerSyncs.Load(scopeC.SandboxID()); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the finished sync is still tracked")
+		}
+	}
+}
+
 // TestPoolDiscard: a member that was not adopted is discarded without
 // its files; a chat being adopted refuses a second adoption.
 func TestPoolDiscard(t *testing.T) {

@@ -294,38 +294,52 @@ func (s *Store) writeOwner(dir string, scope sandbox.Scope) (written bool, err e
 
 // ownerSync is the sync of one chat's owner.json to the disk.
 type ownerSync struct {
+	name string
+	once sync.Once
 	done chan struct{}
 	err  error // set before done is closed
 }
 
-// syncOwner syncs the owner.json at name in the background. Until it has
-// reached the disk, a power cut could leave the chat's directory with an
-// empty owner.json, which reconciliation removes as a directory nobody
-// owns: so the first file the engine itself makes durable there (an
-// upload) waits for it (ownerDurable). What commands write is not synced
-// at all, and a file lost within the moments the sync takes is not one
-// of theirs that a sync would have kept.
+// ownerSyncDelay is how long after its writing a chat's owner.json is
+// synced, unless the chat's first upload asks sooner: a sync forces a
+// journal commit, which the first command's own file operations (the
+// provider's renames, the shell's state) would otherwise wait behind.
+const ownerSyncDelay = time.Second
+
+// syncOwner syncs the owner.json at name in the background, a moment
+// later (ownerSyncDelay). Until it has reached the disk, a power cut
+// could leave the chat's directory with an empty owner.json, which
+// reconciliation removes as a directory nobody owns: so the first file
+// the engine itself makes durable there (an upload) waits for it
+// (ownerDurable). What commands write is not synced by anyone: a power
+// cut loses no file of theirs that a sync would have kept.
 func (s *Store) syncOwner(sandboxID, name string) {
-	o := &ownerSync{done: make(chan struct{})}
+	o := &ownerSync{name: name, done: make(chan struct{})}
 	s.ownerSyncs.Store(sandboxID, o)
-	go func() {
-		o.err = s.syncFile(name)
+	time.AfterFunc(ownerSyncDelay, func() { s.runOwnerSync(sandboxID, o) })
+}
+
+// runOwnerSync syncs o's owner.json, once, whoever asks first.
+func (s *Store) runOwnerSync(sandboxID string, o *ownerSync) {
+	o.once.Do(func() {
+		o.err = s.syncFile(o.name)
 		close(o.done)
 		if o.err == nil {
 			s.ownerSyncs.CompareAndDelete(sandboxID, o)
 		}
-	}()
+	})
 }
 
-// ownerDurable returns once the chat's owner.json is on the disk: it waits
-// for its sync in the background, if one runs, and syncs it again if
-// that one failed.
+// ownerDurable returns once the chat's owner.json is on the disk: it
+// syncs it now if its sync has not begun, waits for it if it runs, and
+// syncs it again if that one failed.
 func (s *Store) ownerDurable(ctx context.Context, sandboxID string) error {
 	v, ok := s.ownerSyncs.Load(sandboxID)
 	if !ok {
 		return nil
 	}
 	o := v.(*ownerSync)
+	go s.runOwnerSync(sandboxID, o)
 	select {
 	case <-o.done:
 	case <-ctx.Done():
