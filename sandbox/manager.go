@@ -320,6 +320,23 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 	// record): its startup commands will run, and it may adopt a member
 	// of the warm pool. Record first: a provider resource never exists
 	// without a record.
+	spec := Spec{
+		ID: id, Limits: lim, Network: m.cfg.Network,
+		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
+	}
+	spec.Egress = m.cfg.Egress
+	if m.cfg.EgressFor != nil && len(m.cfg.Egress) > 0 {
+		if app := m.cfg.EgressFor(ctx, scope); app != nil {
+			spec.Egress = egress.Narrow(m.cfg.Egress, app)
+		}
+	}
+	// A member of the pool is claimed beside the record's write, which
+	// says whether the sandbox is new; released if it is not.
+	var pk *pick
+	if pooled {
+		pk = m.pickMember(ctx, spec)
+		defer m.dropPick(ctx, pk)
+	}
 	fresh, recorded := false, false
 	switch {
 	case pooled && !m.cfg.Caps.On():
@@ -374,19 +391,9 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 			return err
 		}
 	}
-	spec := Spec{
-		ID: id, Limits: lim, Network: m.cfg.Network,
-		Labels: map[string]string{"appId": scope.AppID, "userId": scope.UserID, "chatId": scope.ChatID},
-	}
 	spec.Mounts = mounts
-	spec.Egress = m.cfg.Egress
-	if m.cfg.EgressFor != nil && len(m.cfg.Egress) > 0 {
-		if app := m.cfg.EgressFor(ctx, scope); app != nil {
-			spec.Egress = egress.Narrow(m.cfg.Egress, app)
-		}
-	}
 	if adoptable {
-		if m.adopt(ctx, scope, spec) {
+		if m.adopt(ctx, scope, spec, pk) {
 			m.markCreated(id)
 			return nil
 		}

@@ -30,6 +30,24 @@ import (
 // limits, network and egress, on its provider (Pool.Shape). A chat whose
 // app narrows them gets a sandbox created for it, counted as a miss.
 
+// Reasons of the warm pool's claims (see PoolStore): a member's adoption
+// and removal, and the refill's lease on the shape. The first two stay,
+// once done, until reconciliation drops them as stale.
+const (
+	PoolClaimAdopt  = "pool"
+	PoolClaimRemove = "pool-remove"
+	PoolClaimRefill = "pool-refill"
+)
+
+// IsPoolClaim reports whether a claim's reason is one of the warm pool's.
+func IsPoolClaim(reason string) bool {
+	return reason == PoolClaimAdopt || reason == PoolClaimRemove || reason == PoolClaimRefill
+}
+
+// adoptionTidyWithin bounds how long an adopted member's document stays
+// while the chat's first command runs.
+const adoptionTidyWithin = 2 * time.Second
+
 // Reasons a first command found no member (PoolStats.Misses).
 const (
 	PoolMissEmpty  = "empty"  // no ready member of the shape
@@ -50,15 +68,16 @@ type PoolMember struct {
 
 // PoolStore keeps the members' documents (sandbox/mongostore implements
 // it). Claim and Release are the sandbox claims of the stop scan: a
-// member's claim names its pool id. An adoption removes the member's
-// document before it releases the claim.
+// member's claim names its pool id. An adoption, or a removal, removes
+// the member's document and leaves the claim, which the workers'
+// reconciliation drops as stale minutes later: a pool id is never used
+// again, and no one claims the member meanwhile from a listing read
+// before its document went.
 type PoolStore interface {
 	AddMember(ctx context.Context, m PoolMember) error
 	SetMemberReady(ctx context.Context, provider, poolID string) error
 	// Members returns the provider's members, oldest first.
 	Members(ctx context.Context, provider string) ([]PoolMember, error)
-	// HasMember reports whether the member's document exists.
-	HasMember(ctx context.Context, provider, poolID string) (bool, error)
 	// RemoveMember removes a member's document; a missing one is not an
 	// error.
 	RemoveMember(ctx context.Context, provider, poolID string) error
@@ -266,86 +285,143 @@ func (m *Manager) PoolStats(ctx context.Context) (stats PoolStats, ok bool, err 
 	return stats, true, nil
 }
 
-// adopt gives the scope's new sandbox a ready member of the pool, if it
-// has spec's shape and one is ready. It reports whether it did; when it
-// did not, the caller creates the sandbox. The record exists already;
-// spec's mounts are the caller's to fill when adopt fails: a member's
-// directories become the chat's first, then Config.MountsFor names them.
-func (m *Manager) adopt(ctx context.Context, scope Scope, spec Spec) bool {
+// pick is the member a new chat's sandbox may adopt, looked for and
+// claimed (pickMember) beside the record's write that says whether the
+// sandbox is new, then adopted (adopt), or released (dropPick) when the
+// sandbox is not new or the ensure failed.
+type pick struct {
+	ch   chan picked
+	used bool
+}
+
+// picked is pickMember's answer: the claimed member, or why none was.
+type picked struct {
+	poolID string
+	got    []string // the claim, to be released if not adopted
+	miss   string   // PoolMiss*, when no member was claimed
+}
+
+// pickMember starts looking for a ready member of the pool's shape, and
+// claims one, when the chat's sandbox may adopt it: spec (without its
+// mounts) has the pool's shape, and the provider has nothing under its
+// id (a stopped or orphaned sandbox has), so that it is new, very
+// likely. adopt or dropPick takes the answer.
+func (m *Manager) pickMember(ctx context.Context, spec Spec) *pick {
 	p := m.pool
 	shape := p.shape
 	shape.Limits, shape.Network, shape.Egress = spec.Limits, spec.Network, spec.Egress
+	pk := &pick{ch: make(chan picked, 1)}
 	if shape.Key() != p.key {
-		p.miss(PoolMissShape)
-		return false
+		pk.ch <- picked{miss: PoolMissShape}
+		return pk
 	}
+	go func() { pk.ch <- m.claimMember(ctx, spec.ID) }()
+	return pk
+}
+
+// claimMember claims a ready member of the pool's shape for the sandbox
+// id.
+func (m *Manager) claimMember(ctx context.Context, id string) picked {
+	p := m.pool
 	// A resource left without its record (an orphan) keeps the chat's
 	// name: adopting onto it would fail after the directories moved.
-	if st, err := m.cfg.Provider.Status(ctx, spec.ID); err != nil || st != StatusMissing {
-		p.miss(PoolMissFailed)
-		return false
+	if st, err := m.cfg.Provider.Status(ctx, id); err != nil || st != StatusMissing {
+		return picked{miss: PoolMissFailed}
 	}
 	provider := m.cfg.Provider.Name()
 	members, err := p.cfg.Store.Members(ctx, provider)
 	if err != nil {
-		m.log.Warn("warm pool unreadable; creating the sandbox", "sandboxId", spec.ID, "err", err)
-		p.miss(PoolMissFailed)
-		return false
+		m.log.Warn("warm pool unreadable; creating the sandbox", "sandboxId", id, "err", err)
+		return picked{miss: PoolMissFailed}
 	}
 	for _, mem := range members {
 		if !mem.Ready || mem.Shape != p.key {
 			continue
 		}
-		got, err := p.cfg.Store.Claim(ctx, provider, []string{mem.PoolID}, p.cfg.Owner, "pool", m.cfg.Now())
+		// A member adopted or removed since the listing was read is
+		// claimed still (its claim is left as a tombstone, see adopt):
+		// its claim fails here, and the next one is tried.
+		got, err := p.cfg.Store.Claim(ctx, provider, []string{mem.PoolID}, p.cfg.Owner, PoolClaimAdopt, m.cfg.Now())
 		if err != nil {
-			m.log.Warn("claim of a warm pool member failed; creating the sandbox", "sandboxId", spec.ID, "err", err)
-			p.miss(PoolMissFailed)
-			return false
+			m.log.Warn("claim of a warm pool member failed; creating the sandbox", "sandboxId", id, "err", err)
+			return picked{miss: PoolMissFailed}
 		}
-		if len(got) == 0 {
-			continue // another engine's
+		if len(got) > 0 {
+			return picked{poolID: mem.PoolID, got: got}
 		}
-		// The listing may be older than an adoption that removed the
-		// member's document and then released its claim: the document,
-		// read again under the claim, says whether it is still free.
-		if free, err := p.cfg.Store.HasMember(ctx, provider, mem.PoolID); err != nil || !free {
-			if err := p.cfg.Store.Release(context.WithoutCancel(ctx), provider, got, p.cfg.Owner); err != nil {
-				m.log.Warn("warm pool member's claim not released; reconciliation will drop it", "poolId", mem.PoolID, "err", err)
-			}
-			continue
-		}
-		ok := m.adoptMember(ctx, scope, spec, mem.PoolID)
-		// The member's document and claim go once the first command has
-		// run (afterAdoption): the claim keeps anyone else from the
-		// document meanwhile.
-		tidy := func() {
-			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := p.cfg.Store.RemoveMember(dctx, provider, mem.PoolID); err != nil {
-				m.log.Warn("warm pool member's document not removed; reconciliation will", "poolId", mem.PoolID, "err", err)
-			}
-			if err := p.cfg.Store.Release(dctx, provider, got, p.cfg.Owner); err != nil {
-				m.log.Warn("warm pool member's claim not released; reconciliation will drop it", "poolId", mem.PoolID, "err", err)
-			}
-		}
-		if !ok {
-			m.background(tidy)
-			p.miss(PoolMissFailed)
-			return false
-		}
-		p.claims.Add(1)
-		// So does the refill: a member's creation beside the first
-		// command would take the machine from it.
-		m.adopted.Store(spec.ID, func() {
-			tidy()
-			if p.cfg.Refill != nil {
-				p.cfg.Refill()
-			}
-		})
-		return true
 	}
-	p.miss(PoolMissEmpty)
-	return false
+	return picked{miss: PoolMissEmpty}
+}
+
+// dropPick releases the member pk claimed if no adoption took it. It
+// waits for pickMember's answer: a member released later would be
+// missing for the next chat. Only a sandbox that turned out not new, or
+// an ensure that failed, waits for a claim this way.
+func (m *Manager) dropPick(ctx context.Context, pk *pick) {
+	if pk == nil || pk.used {
+		return
+	}
+	pk.used = true
+	r := <-pk.ch
+	if len(r.got) == 0 {
+		return
+	}
+	if err := m.pool.cfg.Store.Release(context.WithoutCancel(ctx), m.cfg.Provider.Name(), r.got, m.pool.cfg.Owner); err != nil {
+		m.log.Warn("warm pool member's claim not released; reconciliation will drop it", "poolId", r.poolID, "err", err)
+	}
+}
+
+// adopt gives the scope's new sandbox the member pk claimed, if it did.
+// It reports whether it did; when it did not, the caller creates the
+// sandbox. The record exists already; spec's mounts are the caller's to
+// fill when adopt fails: a member's directories become the chat's first,
+// then Config.MountsFor names them.
+func (m *Manager) adopt(ctx context.Context, scope Scope, spec Spec, pk *pick) bool {
+	p := m.pool
+	var r picked
+	select {
+	case r = <-pk.ch:
+		pk.used = true
+	case <-ctx.Done():
+		p.miss(PoolMissFailed)
+		return false
+	}
+	if r.miss != "" {
+		p.miss(r.miss)
+		return false
+	}
+	provider := m.cfg.Provider.Name()
+	ok := m.adoptMember(ctx, scope, spec, r.poolID)
+	// The member's document goes once the first command has run
+	// (afterAdoption), and its claim stays: a listing read before the
+	// document went cannot have the member claimed again until
+	// reconciliation drops the claim as stale (Config.StaleClaim of the
+	// workers, minutes after any listing of an adoption's).
+	tidy := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := p.cfg.Store.RemoveMember(dctx, provider, r.poolID); err != nil {
+			m.log.Warn("warm pool member's document not removed; reconciliation will", "poolId", r.poolID, "err", err)
+		}
+	}
+	if !ok {
+		m.background(tidy)
+		p.miss(PoolMissFailed)
+		return false
+	}
+	p.claims.Add(1)
+	// So does the refill: a member's creation beside the first command
+	// would take the machine from it. A first command that runs long (a
+	// program kept running, say) holds them back no more than
+	// adoptionTidyWithin.
+	m.adopted.Store(spec.ID, func() {
+		tidy()
+		if p.cfg.Refill != nil {
+			p.cfg.Refill()
+		}
+	})
+	time.AfterFunc(adoptionTidyWithin, func() { m.afterAdoption(spec.ID) })
+	return true
 }
 
 // adoptMember moves the claimed member's directories to the chat and
@@ -401,7 +477,7 @@ func (m *Manager) RefillPool(ctx context.Context) (int, error) {
 	defer p.refilling.Unlock()
 	provider := m.cfg.Provider.Name()
 	lease := "pool-refill-" + p.key
-	got, err := p.cfg.Store.Claim(ctx, provider, []string{lease}, p.cfg.Owner, "pool-refill", m.cfg.Now())
+	got, err := p.cfg.Store.Claim(ctx, provider, []string{lease}, p.cfg.Owner, PoolClaimRefill, m.cfg.Now())
 	if err != nil || len(got) == 0 {
 		return 0, err
 	}
@@ -556,21 +632,23 @@ func (m *Manager) removeMembers(ctx context.Context, ids []string) (int, error) 
 	removed := 0
 	var errs []error
 	for _, id := range ids {
-		got, err := p.cfg.Store.Claim(ctx, provider, []string{id}, p.cfg.Owner, "pool-remove", m.cfg.Now())
+		got, err := p.cfg.Store.Claim(ctx, provider, []string{id}, p.cfg.Owner, PoolClaimRemove, m.cfg.Now())
 		if err != nil || len(got) == 0 {
 			errs = append(errs, err)
 			continue
 		}
 		if err := m.cfg.Provider.Delete(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("remove warm pool member %s: %w", id, err))
-		} else {
-			if ws := p.cfg.Workspace; ws != nil {
-				errs = append(errs, ws.Discard(ctx, id))
-			}
-			errs = append(errs, p.cfg.Store.RemoveMember(ctx, provider, id))
-			removed++
+			// Released, to be tried again.
+			errs = append(errs, p.cfg.Store.Release(ctx, provider, got, p.cfg.Owner))
+			continue
 		}
-		errs = append(errs, p.cfg.Store.Release(ctx, provider, got, p.cfg.Owner))
+		if ws := p.cfg.Workspace; ws != nil {
+			errs = append(errs, ws.Discard(ctx, id))
+		}
+		errs = append(errs, p.cfg.Store.RemoveMember(ctx, provider, id))
+		removed++
+		// The claim stays, as an adoption's does (see adopt).
 	}
 	return removed, errors.Join(errs...)
 }

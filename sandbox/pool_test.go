@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -251,6 +252,75 @@ func TestPoolExclusiveClaims(t *testing.T) {
 		t.Errorf("claims %d, misses for an empty pool %d; want %d and %d", claims, empty, size, chats-size)
 	}
 	poolSettles(t, engines[0], "no member left after every one was adopted", func(s sandbox.PoolStats) bool { return s.Ready+s.Creating == 0 })
+}
+
+// TestPoolAdoptedStaysClaimed: the member a chat adopted leaves the
+// pool's documents while the chat's first command still runs, however
+// long it runs, and its claim stays once its document is gone, so that
+// an engine that listed the pool before cannot claim it again: it gets
+// the next member.
+func TestPoolAdoptedStaysClaimed(t *testing.T) {
+	e := newPoolEnv(t)
+	m := e.manager(t, 2, nil)
+	refill(t, m, 2)
+	before, err := e.store.Members(ctx(t), "bwrap")
+	if err != nil || len(before) != 2 {
+		t.Fatalf("Members = %v, %v", before, err)
+	}
+	scope := newScope(t)
+	t.Cleanup(func() { _ = m.Delete(context.Background(), scope.SandboxID()) })
+	// The first command is a program kept running (standard input), as
+	// a server the agent starts would be: it ends when stdin closes.
+	stdin, feed := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		res, err := m.Exec(ctx(t), scope, sandbox.ExecRequest{Command: "cat", Stdin: stdin})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("first command: %+v", res)
+		}
+		done <- err
+	}()
+	// The document goes while the program runs.
+	var left []sandbox.PoolMember
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if left, err = e.store.Members(ctx(t), "bwrap"); err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 1 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the first command ended (%v) with the adopted member's document still there: %v", err, left)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the adopted member's document is still there while the first command runs: %v", left)
+		}
+	}
+	feed.Close()
+	adopted := before[0].PoolID
+	if adopted == left[0].PoolID {
+		adopted = before[1].PoolID
+	}
+	// Another engine with the listing from before: the adopted member's
+	// claim is refused.
+	if got, err := e.store.Claim(ctx(t), "bwrap", []string{adopted}, "another-engine", sandbox.PoolClaimAdopt, time.Now()); err != nil || len(got) != 0 {
+		t.Errorf("claim of the adopted member by another engine = %v, %v; want refused", got, err)
+	}
+	// The next chat adopts the other member.
+	next := newScope(t)
+	t.Cleanup(func() { _ = m.Delete(context.Background(), next.SandboxID()) })
+	if res, err := m.Exec(ctx(t), next, sandbox.ExecRequest{Command: "echo hi", Timeout: 10 * time.Second}); err != nil || res.Stdout != "hi\n" {
+		t.Fatalf("next chat: %+v, %v", res, err)
+	}
+	if s := poolStats(t, m); s.Claims != 2 || s.Misses[sandbox.PoolMissFailed] != 0 {
+		t.Errorf("pool after two chats: %+v; want 2 claims and no failed adoption", s)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
 }
 
 // TestPoolShapeMiss: a chat whose app narrows the limits gets a sandbox

@@ -113,7 +113,8 @@ func (w *Workers) requeueDeletions(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// dropStaleClaims drops the claims whose holder died or hangs. The record
+// dropStaleClaims drops the claims whose holder died or hangs, and the
+// warm pool's claims left as tombstones. The record
 // of its sandbox gets the status the sandbox has (a scan that died may have
 // stopped it without marking the record); if that is running and the
 // sandbox is still idle, the next scan stops it.
@@ -133,6 +134,13 @@ func (w *Workers) dropStaleClaims(ctx context.Context) error {
 		}
 		if err := w.cfg.Store.DropClaim(ctx, c); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if sandbox.IsPoolClaim(c.Reason) {
+			// Warm pool members' claims are left to be dropped here once
+			// their adoption or removal is done (sandbox.PoolStore): no
+			// repair. A member whose adopter died is ReconcilePool's.
+			w.log.Debug("warm pool claim dropped", "poolId", c.SandboxID, "owner", c.Owner, "reason", c.Reason, "claimedAt", c.ClaimedAt)
 			continue
 		}
 		w.m.repairs.WithLabelValues(repairStaleClaim).Inc()

@@ -13,7 +13,9 @@ import (
 
 // ClaimsCollection holds one document per sandbox that the stop scan or
 // reconciliation is working on. It stays small: claims live for the few
-// seconds of a provider call.
+// seconds of a provider call, but for the warm pool's, which stay until
+// reconciliation drops them as stale (one per member adopted in the last
+// minutes; see sandbox.PoolStore).
 const ClaimsCollection = "sandbox_claims"
 
 // IndexClaimedAt serves the search for stale claims.

@@ -70,15 +70,6 @@ func (s *Store) Members(ctx context.Context, provider string) ([]sandbox.PoolMem
 	return out, nil
 }
 
-// HasMember reports whether the member's document exists.
-func (s *Store) HasMember(ctx context.Context, provider, poolID string) (bool, error) {
-	n, err := s.pool.CountDocuments(ctx, bson.D{{Key: "_id", Value: recordID(provider, poolID)}})
-	if err != nil {
-		return false, fmt.Errorf("read warm pool member %s: %w", poolID, err)
-	}
-	return n > 0, nil
-}
-
 // RemoveMember removes a member's document; a missing one is not an error.
 func (s *Store) RemoveMember(ctx context.Context, provider, poolID string) error {
 	filter := bson.D{{Key: "_id", Value: recordID(provider, poolID)}}
