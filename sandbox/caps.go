@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -21,7 +22,11 @@ var ErrLimit = errors.New("sandbox limit reached")
 //
 // Within one engine process admissions are serialised and each counts the
 // running records in the Store, the truth shared by every process, before
-// writing its own: the caps are exact whatever the concurrency. Engine
+// writing its own, or, with a warm pool, right after inserting a new
+// sandbox's record, its own then left out of the count (its record is
+// removed again when refused): the caps are exact whatever the
+// concurrency. (A store that fails to index the new record as running
+// before the count, such as a Redis write lost, lets one more in.) Engine
 // processes do not coordinate, so two of them admitting at the same
 // instant may both see room for one more and both start a sandbox: the
 // caps may be passed by at most one sandbox per other engine process
@@ -120,13 +125,17 @@ type RunningCounter interface {
 }
 
 // admit refuses inst's start when a cap is reached, counting the running
-// records: one read of them for the three caps. The caller holds
-// m.admission.
-func (m *Manager) admit(ctx context.Context, inst Instance) error {
+// records: one read of them for the three caps. included says that inst's
+// own record says running already (written by Create), so one entry of
+// its user is not counted. The caller holds m.admission.
+func (m *Manager) admit(ctx context.Context, inst Instance, included bool) error {
 	caps := m.cfg.Caps
 	users, err := m.counter.RunningUsers(ctx, inst.Provider)
 	if err != nil {
 		return fmt.Errorf("count running sandboxes for the caps: %w: %w", ErrUnavailable, err)
+	}
+	if i := slices.Index(users, inst.UserID); included && i >= 0 {
+		users = slices.Delete(users, i, i+1)
 	}
 	group := caps.GroupOf(inst.UserID)
 	mine, ours := 0, 0

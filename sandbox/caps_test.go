@@ -66,82 +66,97 @@ func TestCapsManager(t *testing.T) {
 		{"global", sandbox.Caps{Global: 2, PerUser: 10}, func(i int) string { return fmt.Sprintf("u:%d", i) }, 2, "the server already runs 2 sandboxes"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Caps: tc.caps})
-			if err != nil {
-				t.Fatal(err)
+		// With a warm pool (empty here: the path, not the adoption, is
+		// what differs), a new sandbox's record is inserted first and the
+		// caps counted after it.
+		for _, pooled := range []bool{false, true} {
+			name := tc.name
+			if pooled {
+				name += ", warm pool on"
 			}
-			const n = 12
-			scopes := make([]sandbox.Scope, n)
-			for i := range scopes {
-				scopes[i] = sandbox.Scope{AppID: "app", UserID: tc.users(i), ChatID: fmt.Sprintf("chat%d", i)}
-				id := scopes[i].SandboxID()
-				t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
-			}
-			type outcome struct {
-				res sandbox.ExecResult
-				err error
-			}
-			out := make([]outcome, n)
-			var wg sync.WaitGroup
-			for i := range scopes {
-				wg.Go(func() {
-					res, err := m.Exec(ctx(t), scopes[i], sandbox.ExecRequest{Command: "echo hi"})
-					out[i] = outcome{res, err}
-				})
-			}
-			wg.Wait()
-			var admitted []sandbox.Scope
-			for i, o := range out {
-				var limit *sandbox.LimitError
-				switch {
-				case o.err == nil && o.res.Stdout == "hi\n":
-					admitted = append(admitted, scopes[i])
-				case errors.As(o.err, &limit):
-					if o.res.ExitCode != -1 || !strings.Contains(o.res.Stderr, tc.text) || !strings.Contains(o.err.Error(), tc.text) {
-						t.Errorf("refusal %d: result %+v, err %v; want exit code -1 and both saying %q", i, o.res, o.err, tc.text)
-					}
-					if _, err := m.Lookup(ctx(t), scopes[i]); !errors.Is(err, sandbox.ErrNotFound) {
-						t.Errorf("refused chat %d has a record (%v)", i, err)
-					}
-				default:
-					t.Errorf("command %d: %+v, %v; want hi or a refusal", i, o.res, o.err)
-				}
-			}
-			if len(admitted) != tc.want {
-				t.Fatalf("%d sandboxes admitted, want %d", len(admitted), tc.want)
-			}
-			if got := resources(t, e); got != tc.want {
-				t.Fatalf("the provider holds %d sandboxes, want %d", got, tc.want)
-			}
+			t.Run(name, func(t *testing.T) { testCapsManager(t, tc.caps, tc.users, tc.want, tc.text, pooled) })
+		}
+	}
+}
 
-			// At the cap, an admitted chat's next command runs.
-			for _, s := range admitted {
-				if res, err := m.Exec(ctx(t), s, sandbox.ExecRequest{Command: "echo again"}); err != nil || res.Stdout != "again\n" {
-					t.Fatalf("a running sandbox's command at the cap: %+v, %v", res, err)
-				}
-			}
-			// A stopped sandbox gives its place to another, and is then
-			// refused itself.
-			first := admitted[0]
-			if err := m.Stop(ctx(t), first.SandboxID()); err != nil {
-				t.Fatal(err)
-			}
-			var other sandbox.Scope
-			for _, s := range scopes {
-				if _, err := m.Lookup(ctx(t), s); errors.Is(err, sandbox.ErrNotFound) {
-					other = s
-					break
-				}
-			}
-			if res, err := m.Exec(ctx(t), other, sandbox.ExecRequest{Command: "echo in"}); err != nil || res.Stdout != "in\n" {
-				t.Fatalf("a first command after a stop freed a place: %+v, %v", res, err)
-			}
-			if _, err := m.Exec(ctx(t), first, sandbox.ExecRequest{Command: "true"}); !errors.Is(err, sandbox.ErrLimit) {
-				t.Fatalf("starting the stopped sandbox again at the cap: err = %v, want ErrLimit", err)
-			}
+func testCapsManager(t *testing.T, caps sandbox.Caps, users func(int) string, want int, text string, pooled bool) {
+	e := newEnv(t)
+	cfg := sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Caps: caps}
+	if pooled {
+		cfg.Pool = sandbox.PoolConfig{Size: 1, Store: e.store}
+	}
+	m, err := sandbox.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	scopes := make([]sandbox.Scope, n)
+	for i := range scopes {
+		scopes[i] = sandbox.Scope{AppID: "app", UserID: users(i), ChatID: fmt.Sprintf("chat%d", i)}
+		id := scopes[i].SandboxID()
+		t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+	}
+	type outcome struct {
+		res sandbox.ExecResult
+		err error
+	}
+	out := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i := range scopes {
+		wg.Go(func() {
+			res, err := m.Exec(ctx(t), scopes[i], sandbox.ExecRequest{Command: "echo hi"})
+			out[i] = outcome{res, err}
 		})
+	}
+	wg.Wait()
+	var admitted []sandbox.Scope
+	for i, o := range out {
+		var limit *sandbox.LimitError
+		switch {
+		case o.err == nil && o.res.Stdout == "hi\n":
+			admitted = append(admitted, scopes[i])
+		case errors.As(o.err, &limit):
+			if o.res.ExitCode != -1 || !strings.Contains(o.res.Stderr, text) || !strings.Contains(o.err.Error(), text) {
+				t.Errorf("refusal %d: result %+v, err %v; want exit code -1 and both saying %q", i, o.res, o.err, text)
+			}
+			if _, err := m.Lookup(ctx(t), scopes[i]); !errors.Is(err, sandbox.ErrNotFound) {
+				t.Errorf("refused chat %d has a record (%v)", i, err)
+			}
+		default:
+			t.Errorf("command %d: %+v, %v; want hi or a refusal", i, o.res, o.err)
+		}
+	}
+	if len(admitted) != want {
+		t.Fatalf("%d sandboxes admitted, want %d", len(admitted), want)
+	}
+	if got := resources(t, e); got != want {
+		t.Fatalf("the provider holds %d sandboxes, want %d", got, want)
+	}
+
+	// At the cap, an admitted chat's next command runs.
+	for _, s := range admitted {
+		if res, err := m.Exec(ctx(t), s, sandbox.ExecRequest{Command: "echo again"}); err != nil || res.Stdout != "again\n" {
+			t.Fatalf("a running sandbox's command at the cap: %+v, %v", res, err)
+		}
+	}
+	// A stopped sandbox gives its place to another, and is then
+	// refused itself.
+	first := admitted[0]
+	if err := m.Stop(ctx(t), first.SandboxID()); err != nil {
+		t.Fatal(err)
+	}
+	var other sandbox.Scope
+	for _, s := range scopes {
+		if _, err := m.Lookup(ctx(t), s); errors.Is(err, sandbox.ErrNotFound) {
+			other = s
+			break
+		}
+	}
+	if res, err := m.Exec(ctx(t), other, sandbox.ExecRequest{Command: "echo in"}); err != nil || res.Stdout != "in\n" {
+		t.Fatalf("a first command after a stop freed a place: %+v, %v", res, err)
+	}
+	if _, err := m.Exec(ctx(t), first, sandbox.ExecRequest{Command: "true"}); !errors.Is(err, sandbox.ErrLimit) {
+		t.Fatalf("starting the stopped sandbox again at the cap: err = %v, want ErrLimit", err)
 	}
 }
 

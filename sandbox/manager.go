@@ -337,28 +337,32 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		pk = m.pickMember(ctx, spec)
 		defer m.dropPick(ctx, pk)
 	}
-	fresh, recorded := false, false
+	fresh, recorded, started := false, false, false
 	switch {
-	case pooled && !m.cfg.Caps.On():
+	case pooled:
 		// The pool's path: one insert both writes a new sandbox's
 		// record and says that it is new (Store.Create), where a lookup
-		// and a Touch take eight round trips. Caps count first (touch).
-		created, err := m.cfg.Store.Create(ctx, inst, m.cfg.Now())
+		// and a Touch take eight round trips; under the caps, it is
+		// counted after the insert (create).
+		created, counted, err := m.create(ctx, inst)
 		switch {
 		case err == nil:
-			fresh, recorded = created, created
+			fresh, recorded, started = created, created, counted
 		case errors.Is(err, ErrBusy):
 			fresh = created // touch waits for the claim's end
 		case errors.Is(err, ErrDeleted):
 			return fmt.Errorf("sandbox %s: %w", id, err)
+		case errors.Is(err, ErrLimit):
+			return fmt.Errorf("start sandbox %s: %w", id, err)
+		case errors.Is(err, ErrUnavailable):
+			return fmt.Errorf("record sandbox %s: %w", id, err)
 		default:
 			return fmt.Errorf("record sandbox %s: %w: %w", id, ErrUnavailable, err)
 		}
-	case m.cfg.Lifecycle != nil || pooled:
+	case m.cfg.Lifecycle != nil:
 		_, err := m.cfg.Store.Get(ctx, m.cfg.Provider.Name(), id)
 		fresh = errors.Is(err, ErrNotFound)
 	}
-	started := false
 	if !recorded {
 		var err error
 		if started, err = m.touch(ctx, inst); err != nil {
@@ -415,6 +419,37 @@ func (m *Manager) ensure(ctx context.Context, scope Scope, id string) error {
 		m.markCreated(id)
 	}
 	return nil
+}
+
+// create writes a new sandbox's record (Store.Create) and reports whether
+// it did. Under Config.Caps the insert goes first, in the admission turn,
+// and the running records are counted after it, the new one among them
+// (as not counted, see admit): a sandbox past a cap has its record taken
+// back (a *LimitError), and counted says that the record holds a place
+// under the caps. Counting first would cost every command of an existing
+// chat that takes this path a count; a running sandbox is never refused.
+func (m *Manager) create(ctx context.Context, inst Instance) (created, counted bool, err error) {
+	if !m.cfg.Caps.On() {
+		created, err = m.cfg.Store.Create(ctx, inst, m.cfg.Now())
+		return created, false, err
+	}
+	select {
+	case m.admission <- struct{}{}:
+		defer func() { <-m.admission }()
+	case <-ctx.Done():
+		return false, false, fmt.Errorf("wait for the sandbox caps to be checked: %w", ctx.Err())
+	}
+	created, err = m.cfg.Store.Create(ctx, inst, m.cfg.Now())
+	if err != nil || !created {
+		return created, false, err
+	}
+	if err := m.admit(ctx, inst, true); err != nil {
+		if derr := m.cfg.Store.Delete(context.WithoutCancel(ctx), inst.Provider, inst.SandboxID); derr != nil && !errors.Is(derr, ErrNotFound) {
+			err = errors.Join(err, fmt.Errorf("remove the record written before the count (reconciliation will): %w", derr))
+		}
+		return false, false, err
+	}
+	return true, true, nil
 }
 
 // mountsFor makes the scope's directories and returns their mounts
@@ -498,7 +533,7 @@ func (m *Manager) touchAdmitted(ctx context.Context, inst Instance) (started boo
 	case err == nil && (cur.Status == StatusRunning || cur.Status == StatusDeleting):
 		// Running: admitted already. Deleting: Touch refuses it.
 	case err == nil || errors.Is(err, ErrNotFound):
-		if err := m.admit(ctx, inst); err != nil {
+		if err := m.admit(ctx, inst, false); err != nil {
 			return false, err
 		}
 		started = true

@@ -25,18 +25,25 @@ import (
 // same command again in the adopted sandbox (running-p50-ms) is the floor
 // a pool can approach.
 //
+// bwrap-caps runs bwrap under the product's default caps.
+//
 //	go test -run '^$' -bench WarmPool -benchtime 30x ./sandbox/
 func BenchmarkWarmPool(b *testing.B) {
+	bwrapProvider := func(b *testing.B) sandbox.Provider {
+		return benchBwrapWith(b, bwrap.Config{AgentBinary: testenv.EngineBinary(b)})
+	}
 	for _, tc := range []struct {
 		name string
 		p    func(b *testing.B) sandbox.Provider
+		caps sandbox.Caps
 	}{
-		{"bwrap", func(b *testing.B) sandbox.Provider {
-			return benchBwrapWith(b, bwrap.Config{AgentBinary: testenv.EngineBinary(b)})
-		}},
+		{"bwrap", bwrapProvider, sandbox.Caps{}},
+		// The product's default caps (FLOWBOX_CAP_*_SANDBOXES): every new
+		// sandbox is counted against them.
+		{"bwrap-caps", bwrapProvider, sandbox.Caps{Global: 200, PerUser: 5, PerGroup: 20}},
 		{"docker", func(b *testing.B) sandbox.Provider {
 			return dockertest.Provider(b, docker.Config{Image: dockertest.Image, Shell: "/bin/sh", AgentBinary: dockertest.AgentBinary(b)})
-		}},
+		}, sandbox.Caps{}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := tc.p(b)
@@ -52,7 +59,7 @@ func BenchmarkWarmPool(b *testing.B) {
 			}
 			skills := sandbox.Mount{Source: b.TempDir(), Target: sandbox.SkillsDir, ReadOnly: true}
 			manager := func(size int) *sandbox.Manager {
-				m, err := sandbox.New(sandbox.Config{Provider: p, Store: store,
+				m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, Caps: tc.caps,
 					MountsFor: func(ctx context.Context, scope sandbox.Scope) ([]sandbox.Mount, error) {
 						m, err := ws.Mounts(ctx, scope)
 						return append(m, skills), err
@@ -89,7 +96,8 @@ func BenchmarkWarmPool(b *testing.B) {
 			}
 			var second []time.Duration
 			first := func(m *sandbox.Manager, i int, name string) time.Duration {
-				s := sandbox.Scope{AppID: "bench", UserID: "u", ChatID: fmt.Sprintf("%s-%d-%d", name, i, time.Now().UnixNano())}
+				// A user each: the sandboxes stay running, under the caps.
+				s := sandbox.Scope{AppID: "bench", UserID: fmt.Sprintf("u-%s-%d", name, i), ChatID: fmt.Sprintf("%s-%d-%d", name, i, time.Now().UnixNano())}
 				made = append(made, func() { _ = m.Delete(context.Background(), s.SandboxID()) })
 				d := echo(m, s)
 				if m == warm {
