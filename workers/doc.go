@@ -125,7 +125,8 @@
 // # Reconciliation
 //
 // Every Config.ReconcileEvery: queue lost deletions again; drop stale
-// claims; list the provider's resources, then read the records (in that
+// claims (the warm pool's, left once a member is adopted or removed, are
+// dropped too, and counted as no repair); list the provider's resources, then read the records (in that
 // order: a record is written before its resource is created, so every
 // listed resource has its record in the list unless it was removed since);
 // remove resources without a record older than Config.Grace, and mark
