@@ -734,10 +734,11 @@ func (m *Manager) background(f func()) {
 }
 
 // afterAdoption runs, in the background, the tidy-up of the warm pool
-// member the sandbox id adopted, if it did: its document and claim
-// removed, the pool's refill asked for. It waits until the command that
-// caused the adoption has run; beside it, it would take the machine from
-// it.
+// member the sandbox id adopted, if it did: its document removed (its
+// claim stays, see adopt), the pool's refill asked for. It runs once the
+// command that caused the adoption has run (beside it, it would take the
+// machine from it), or adoptionTidyWithin after the adoption, whichever
+// comes first.
 func (m *Manager) afterAdoption(id string) {
 	if f, ok := m.adopted.LoadAndDelete(id); ok {
 		m.background(f.(func()))

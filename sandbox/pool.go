@@ -305,7 +305,9 @@ type picked struct {
 // claims one, when the chat's sandbox may adopt it: spec (without its
 // mounts) has the pool's shape, and the provider has nothing under its
 // id (a stopped or orphaned sandbox has), so that it is new, very
-// likely. adopt or dropPick takes the answer.
+// likely. adopt or dropPick takes the answer. Every ensure of a pooled
+// manager pays that one provider status read (beside the record's write);
+// only a sandbox the provider does not have pays the listing and claim.
 func (m *Manager) pickMember(ctx context.Context, spec Spec) *pick {
 	p := m.pool
 	shape := p.shape

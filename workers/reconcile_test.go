@@ -181,21 +181,23 @@ func TestStaleClaimDropped(t *testing.T) {
 // member is adopted or removed are dropped when stale, as the stop scan's
 // are, but counted as no repair: nothing went wrong.
 func TestPoolClaimsDroppedQuietly(t *testing.T) {
-	e := newEnv(t, bwrapProvider(t), redisKinds[1].start(t))
-	w, _, reg := e.workers(t, nil)
-	for _, c := range []struct{ id, reason string }{{"0123456789abcdef", sandbox.PoolClaimAdopt}, {"fedcba9876543210", sandbox.PoolClaimRemove}} {
-		if got, err := e.store.Claim(ctx(t), e.provider.Name(), []string{c.id}, "engine-1", c.reason, e.clock.Now()); err != nil || len(got) != 1 {
-			t.Fatalf("Claim = %v, %v", got, err)
+	forEachRedis(t, func(t *testing.T, addr string) {
+		e := newEnv(t, bwrapProvider(t), addr)
+		w, _, reg := e.workers(t, nil)
+		for _, c := range []struct{ id, reason string }{{"0123456789abcdef", sandbox.PoolClaimAdopt}, {"fedcba9876543210", sandbox.PoolClaimRemove}} {
+			if got, err := e.store.Claim(ctx(t), e.provider.Name(), []string{c.id}, "engine-1", c.reason, e.clock.Now()); err != nil || len(got) != 1 {
+				t.Fatalf("Claim = %v, %v", got, err)
+			}
 		}
-	}
-	e.clock.Add(11 * time.Minute)
-	reconcile(t, w)
-	if n := e.count(t, "sandbox_claims", nil); n != 0 {
-		t.Errorf("%d claims left, want 0", n)
-	}
-	if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "stale_claim"); got != 0 {
-		t.Errorf("stale claim repairs = %v, want 0 for the warm pool's claims", got)
-	}
+		e.clock.Add(11 * time.Minute)
+		reconcile(t, w)
+		if n := e.count(t, "sandbox_claims", nil); n != 0 {
+			t.Errorf("%d claims left, want 0", n)
+		}
+		if got := metric(t, reg, "flowbox_reconcile_repairs_total", "kind", "stale_claim"); got != 0 {
+			t.Errorf("stale claim repairs = %v, want 0 for the warm pool's claims", got)
+		}
+	})
 }
 
 // TestReconcileWithActivityIndexDown: the activity index is a cache;
