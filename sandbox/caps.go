@@ -21,12 +21,15 @@ var ErrLimit = errors.New("sandbox limit reached")
 // it): a running sandbox's commands are never refused.
 //
 // Within one engine process admissions are serialised and each counts the
-// running records in the Store, the truth shared by every process, before
-// writing its own, or, with a warm pool, right after inserting a new
+// running sandboxes in the Store, shared by every process, before writing
+// its own record, or, with a warm pool, right after inserting a new
 // sandbox's record, its own then left out of the count (its record is
 // removed again when refused): the caps are exact whatever the
-// concurrency. (A store that fails to index the new record as running
-// before the count, such as a Redis write lost, lets one more in.) Engine
+// concurrency. The count may come from an index that can lag behind a
+// stop; a count that would refuse is made again from the records, so a
+// refusal always stands on the truth. (A store that fails to index the
+// new record as running before the count, such as a Redis write lost,
+// lets one more in.) Engine
 // processes do not coordinate, so two of them admitting at the same
 // instant may both see room for one more and both start a sandbox: the
 // caps may be passed by at most one sandbox per other engine process
@@ -120,27 +123,43 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimit }
 // sandbox/mongostore implements it.
 type RunningCounter interface {
 	// RunningUsers returns the userId of every record of provider whose
-	// status is running, one entry per record.
-	RunningUsers(ctx context.Context, provider string) ([]string, error)
+	// status is running, one entry per record. Unless exact, it may answer
+	// from an index that still holds sandboxes stopped a moment ago: never
+	// fewer entries than exact, at times more, for less work.
+	RunningUsers(ctx context.Context, provider string, exact bool) ([]string, error)
 }
 
-// admit refuses inst's start when a cap is reached, counting the running
-// records: one read of them for the three caps. included says that inst's
-// own record says running already (written by Create), so one entry of
-// its user is not counted. The caller holds m.admission.
+// admit refuses inst's start when a cap is reached. It counts the running
+// sandboxes the cheap way first; only a count that would refuse is made
+// again exactly, so that a sandbox stopped a moment ago never refuses
+// another's start: admit decides as the exact count would. included says
+// that inst's own record says running already (written by Create), so one
+// entry of its user is not counted. The caller holds m.admission.
 func (m *Manager) admit(ctx context.Context, inst Instance, included bool) error {
-	caps := m.cfg.Caps
-	users, err := m.counter.RunningUsers(ctx, inst.Provider)
-	if err != nil {
-		return fmt.Errorf("count running sandboxes for the caps: %w: %w", ErrUnavailable, err)
+	var refusal error
+	for _, exact := range []bool{false, true} {
+		users, err := m.counter.RunningUsers(ctx, inst.Provider, exact)
+		if err != nil {
+			return fmt.Errorf("count running sandboxes for the caps: %w: %w", ErrUnavailable, err)
+		}
+		if refusal = m.cfg.Caps.check(users, inst.UserID, included); refusal == nil {
+			return nil
+		}
 	}
-	if i := slices.Index(users, inst.UserID); included && i >= 0 {
+	return refusal
+}
+
+// check refuses a start for userID past a cap, given the users of the
+// running sandboxes, one entry per sandbox; included says that one entry
+// of userID is the starting sandbox's own.
+func (caps Caps) check(users []string, userID string, included bool) error {
+	if i := slices.Index(users, userID); included && i >= 0 {
 		users = slices.Delete(users, i, i+1)
 	}
-	group := caps.GroupOf(inst.UserID)
+	group := caps.GroupOf(userID)
 	mine, ours := 0, 0
 	for _, u := range users {
-		if u == inst.UserID {
+		if u == userID {
 			mine++
 		}
 		if group != "" && strings.HasPrefix(u, group) {

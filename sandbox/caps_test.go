@@ -4,11 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
+	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
 
 func TestShareLinkGroup(t *testing.T) {
@@ -69,18 +75,36 @@ func TestCapsManager(t *testing.T) {
 		// With a warm pool (empty here: the path, not the adoption, is
 		// what differs), a new sandbox's record is inserted first and the
 		// caps counted after it.
+		// With the activity index (Redis, always there in the product),
+		// the caps count its users, and recount exactly before refusing.
 		for _, pooled := range []bool{false, true} {
-			name := tc.name
-			if pooled {
-				name += ", warm pool on"
+			for _, index := range []bool{false, true} {
+				name := tc.name
+				if pooled {
+					name += ", warm pool on"
+				}
+				if index {
+					name += ", activity index"
+				}
+				t.Run(name, func(t *testing.T) { testCapsManager(t, tc.caps, tc.users, tc.want, tc.text, pooled, index) })
 			}
-			t.Run(name, func(t *testing.T) { testCapsManager(t, tc.caps, tc.users, tc.want, tc.text, pooled) })
 		}
 	}
 }
 
-func testCapsManager(t *testing.T, caps sandbox.Caps, users func(int) string, want int, text string, pooled bool) {
+func testCapsManager(t *testing.T, caps sandbox.Caps, users func(int) string, want int, text string, pooled, index bool) {
 	e := newEnv(t)
+	var idx *activity.Index
+	if index {
+		rdb := redis.NewClient(&redis.Options{Addr: redistest.Embedded(t)})
+		t.Cleanup(func() { rdb.Close() })
+		idx = activity.New(rdb, e.db.Name())
+		store, err := mongostore.New(context.Background(), e.db, slog.Default(), mongostore.WithActivity(idx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.store = store
+	}
 	cfg := sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Caps: caps}
 	if pooled {
 		cfg.Pool = sandbox.PoolConfig{Size: 1, Store: e.store}
@@ -144,6 +168,17 @@ func testCapsManager(t *testing.T, caps sandbox.Caps, users func(int) string, wa
 	first := admitted[0]
 	if err := m.Stop(ctx(t), first.SandboxID()); err != nil {
 		t.Fatal(err)
+	}
+	if idx != nil {
+		// The removal of its activity entry was lost: the cheap count
+		// still sees it running, the exact one must not.
+		rec, err := m.Lookup(ctx(t), first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.Started(ctx(t), rec.Provider, activity.Entry{SandboxID: rec.SandboxID, LastActiveAt: e.clock.Now(), UserID: rec.UserID}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var other sandbox.Scope
 	for _, s := range scopes {

@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
+	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
@@ -25,7 +29,8 @@ import (
 // same command again in the adopted sandbox (running-p50-ms) is the floor
 // a pool can approach.
 //
-// bwrap-caps runs bwrap under the product's default caps.
+// bwrap-caps runs bwrap under the product's default caps, which count the
+// running sandboxes at every new chat's first command.
 //
 //	go test -run '^$' -bench WarmPool -benchtime 30x ./sandbox/
 func BenchmarkWarmPool(b *testing.B) {
@@ -48,7 +53,12 @@ func BenchmarkWarmPool(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			p := tc.p(b)
 			ctx := context.Background()
-			store, err := mongostore.New(ctx, mongotest.DB(b), nil)
+			// The store as the engine builds it: with the activity index in
+			// Redis (here the embedded one, the product's default).
+			db := mongotest.DB(b)
+			rdb := redis.NewClient(&redis.Options{Addr: redistest.Embedded(b)})
+			b.Cleanup(func() { rdb.Close() })
+			store, err := mongostore.New(ctx, db, nil, mongostore.WithActivity(activity.New(rdb, db.Name())))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -149,7 +149,7 @@ func TestForget(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := context.Background()
 		x := activity.New(rdb, "db")
-		if _, err := x.Fill(ctx, "bwrap", []activity.Entry{{"s1", t0}, {"s2", t0}, {"s3", t0}}); err != nil {
+		if _, err := x.Fill(ctx, "bwrap", []activity.Entry{{SandboxID: "s1", LastActiveAt: t0}, {SandboxID: "s2", LastActiveAt: t0}, {SandboxID: "s3", LastActiveAt: t0}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := x.Forget(ctx, "bwrap", "s1", "s3", "never-there"); err != nil {
@@ -161,6 +161,58 @@ func TestForget(t *testing.T) {
 		got, _, err := x.Before(ctx, "bwrap", t0.Add(time.Minute), 0)
 		if err != nil || !slices.Equal(ids(got), []string{"s2"}) {
 			t.Errorf("after Forget: %v, %v; want [s2]", ids(got), err)
+		}
+	})
+}
+
+// TestRunning: every entry with the user it was started for; Active keeps
+// the user Started recorded, Fill records the users it is given, Forget
+// takes entry and user together, and an entry only Active wrote has no
+// user (the caller reads its record).
+func TestRunning(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		x := activity.New(rdb, "db")
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(x.Started(ctx, "bwrap", activity.Entry{SandboxID: "s1", LastActiveAt: t0, UserID: "u:alice"}))
+		must(x.Active(ctx, "bwrap", "s1", t0.Add(time.Minute)))
+		must(x.Started(ctx, "bwrap", activity.Entry{SandboxID: "s2", LastActiveAt: t0, UserID: "share:L:v1"}))
+		must(x.Active(ctx, "bwrap", "s3", t0))
+		must(x.Started(ctx, "docker", activity.Entry{SandboxID: "d1", LastActiveAt: t0, UserID: "u:bob"}))
+		_, err := x.Fill(ctx, "bwrap", []activity.Entry{{SandboxID: "s4", LastActiveAt: t0, UserID: "u:carol"}, {SandboxID: "s5", LastActiveAt: t0}})
+		must(err)
+		must(x.Forget(ctx, "bwrap", "s2"))
+		// Started again after a stop, the time never moves back.
+		must(x.Started(ctx, "bwrap", activity.Entry{SandboxID: "s1", LastActiveAt: t0, UserID: "u:alice"}))
+
+		got, filled, err := x.Running(ctx, "bwrap")
+		must(err)
+		users := map[string]string{}
+		for _, e := range got {
+			users[e.SandboxID] = e.UserID
+		}
+		want := map[string]string{"s1": "u:alice", "s3": "", "s4": "u:carol", "s5": ""}
+		if !filled || len(users) != len(want) {
+			t.Fatalf("Running = %+v (filled %v); want the users %v", got, filled, want)
+		}
+		for id, u := range want {
+			if got, ok := users[id]; !ok || got != u {
+				t.Errorf("sandbox %s: user %q (listed %v), want %q", id, got, ok, u)
+			}
+		}
+		if got[0].SandboxID == "s1" || !got[len(got)-1].LastActiveAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("s1's time moved back: %+v", got)
+		}
+
+		// Redis lost it all: nothing listed, not filled.
+		must(rdb.FlushAll(ctx).Err())
+		if got, filled, err := x.Running(ctx, "bwrap"); err != nil || filled || len(got) != 0 {
+			t.Errorf("after FLUSHALL: %+v, filled %v, %v; want nothing, not filled", got, filled, err)
 		}
 	})
 }

@@ -18,22 +18,10 @@ import (
 // finds it deleted once another engine requests the chat's or its app's
 // deletion, and reads only the generation while none was requested.
 func TestDeletedSeenAcrossEngines(t *testing.T) {
-	uri, db := mongotest.URI(t)
-	ctx := context.Background()
 	// Engine a counts the finds it sends.
-	var finds atomic.Int64
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(&event.CommandMonitor{
-		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if e.CommandName == "find" {
-				finds.Add(1)
-			}
-		},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	a, err := New(ctx, client.Database(db.Name()), quiet)
+	counted, db, finds := countingFinds(t)
+	ctx := context.Background()
+	a, err := New(ctx, counted, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,4 +90,24 @@ func TestDeletedSeenAcrossEngines(t *testing.T) {
 	if g2, err := b.readGeneration(ctx); err != nil || g2 == g1 || g2 == "" {
 		t.Errorf("generation after a second request = %q (%v), before %q; want a new one", g2, err, g1)
 	}
+}
+
+// countingFinds returns a test database twice: through a client that
+// counts the find commands it sends (finds), and as mongotest gives it.
+func countingFinds(t *testing.T) (counted, db *mongo.Database, finds *atomic.Int64) {
+	t.Helper()
+	uri, db := mongotest.URI(t)
+	finds = new(atomic.Int64)
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if e.CommandName == "find" {
+				finds.Add(1)
+			}
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return client.Database(db.Name()), db, finds
 }

@@ -298,7 +298,7 @@ func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time)
 		}
 		return fmt.Errorf("touch sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
-	s.active(ctx, inst, now)
+	s.active(ctx, inst, now, true)
 	return nil
 }
 
@@ -333,7 +333,7 @@ func (s *Store) Refresh(ctx context.Context, inst sandbox.Instance, now time.Tim
 	if err := s.claimed(ctx, inst); err != nil {
 		return fmt.Errorf("refresh sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
-	s.active(ctx, inst, now)
+	s.active(ctx, inst, now, false)
 	return nil
 }
 
@@ -359,7 +359,7 @@ func (s *Store) Create(ctx context.Context, inst sandbox.Instance, now time.Time
 		}
 		return true, fmt.Errorf("create sandbox record %s/%s: %w", inst.Provider, inst.SandboxID, err)
 	}
-	s.active(ctx, inst, now)
+	s.active(ctx, inst, now, true)
 	return true, nil
 }
 
@@ -397,17 +397,24 @@ func (s *Store) refresh(ctx context.Context, inst sandbox.Instance, now time.Tim
 	return before.Status, nil
 }
 
-// active records the sandbox's use in the activity index. The record is
-// written, which is what counts: a sandbox missing from the index is put
-// back by reconciliation. So a Redis that is slow or down holds up no
-// command for long.
-func (s *Store) active(ctx context.Context, inst sandbox.Instance, now time.Time) {
+// active records the sandbox's use in the activity index, and its user
+// when started says its record was just written as running (the caps
+// count the index's users). The record is written, which is what counts:
+// a sandbox missing from the index is put back by reconciliation. So a
+// Redis that is slow or down holds up no command for long.
+func (s *Store) active(ctx context.Context, inst sandbox.Instance, now time.Time, started bool) {
 	if s.activity == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, activityTimeout)
 	defer cancel()
-	if err := s.activity.Active(ctx, inst.Provider, inst.SandboxID, now); err != nil {
+	var err error
+	if started {
+		err = s.activity.Started(ctx, inst.Provider, activity.Entry{SandboxID: inst.SandboxID, LastActiveAt: now, UserID: inst.UserID})
+	} else {
+		err = s.activity.Active(ctx, inst.Provider, inst.SandboxID, now)
+	}
+	if err != nil {
 		s.log.Warn("sandbox store: activity index not updated; reconciliation will repair it", "err", err)
 	}
 }
@@ -666,7 +673,7 @@ func (s *Store) RefreshActivity(ctx context.Context, provider string, records []
 	var entries []activity.Entry
 	for _, r := range records {
 		if r.Provider == provider && r.Status == sandbox.StatusRunning {
-			entries = append(entries, activity.Entry{SandboxID: r.SandboxID, LastActiveAt: r.LastActiveAt})
+			entries = append(entries, activity.Entry{SandboxID: r.SandboxID, LastActiveAt: r.LastActiveAt, UserID: r.UserID})
 		}
 	}
 	return s.activity.Fill(ctx, provider, entries)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -85,13 +84,15 @@ const runningReads = 8
 // Without an activity index the records are queried, hinted to the
 // {status, lastActiveAt} index: MongoDB reads only the running ones. With
 // one (FerretDB, which would decode every record for that query), the
-// candidates are the index's sandboxes, each record then read by _id, the
-// lookup FerretDB answers from SQLite's index: the cost follows the
-// running sandboxes, not the records. The index may hold stale entries
-// (the record read drops them) or, after a failed Redis write, miss a
+// candidates are the index's sandboxes, with the users it keeps for them:
+// one round trip whatever the number running. Exact or not, an entry whose
+// user the index does not know is checked by reading its record by _id,
+// the lookup FerretDB answers from SQLite's index; exact, every entry is.
+// The index may hold stale entries (a sandbox stopped, its entry's removal
+// failed: counted unless exact) or, after a failed Redis write, miss a
 // running sandbox until reconciliation refreshes it; when Redis has lost
 // it, it is filled again from the records first, as for Idle.
-func (s *Store) RunningUsers(ctx context.Context, provider string) ([]string, error) {
+func (s *Store) RunningUsers(ctx context.Context, provider string, exact bool) ([]string, error) {
 	if s.activity == nil {
 		filter := bson.D{{Key: "status", Value: sandbox.StatusRunning}, {Key: "provider", Value: provider}}
 		opts := options.Find().SetHint(IndexIdle).SetProjection(bson.D{{Key: "userId", Value: 1}})
@@ -105,11 +106,10 @@ func (s *Store) RunningUsers(ctx context.Context, provider string) ([]string, er
 		}
 		return users, nil
 	}
-	all := time.Now().AddDate(100, 0, 0)
-	entries, filled, err := s.activity.Before(ctx, provider, all, 0)
+	entries, filled, err := s.activity.Running(ctx, provider)
 	if err == nil && !filled {
 		if _, err = s.FillActivity(ctx, provider); err == nil {
-			entries, _, err = s.activity.Before(ctx, provider, all, 0)
+			entries, _, err = s.activity.Running(ctx, provider)
 		}
 	}
 	if err != nil {
@@ -119,6 +119,10 @@ func (s *Store) RunningUsers(ctx context.Context, provider string) ([]string, er
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runningReads)
 	for i, e := range entries {
+		if e.UserID != "" && !exact {
+			users[i], running[i] = e.UserID, true
+			continue
+		}
 		g.Go(func() error {
 			var r sandbox.Instance
 			err := s.coll.FindOne(gctx, key(provider, e.SandboxID), options.FindOne().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "status", Value: 1}})).Decode(&r)
