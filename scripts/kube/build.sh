@@ -11,7 +11,7 @@
 # every staging module with the release of the same minor version.
 # FLOWBOX_KUBE_VERSION (default 1.35.4) and FLOWBOX_KUBE_CACHE (default
 # /var/cache/flowbox/kube) choose the version and the cache. A first build
-# takes 20-25 minutes on 2 cores and about 3 GB of Go build cache; only the
+# takes 15-25 minutes on 2 cores and about 3 GB of Go build cache; only the
 # commands missing from the cache are built, and concurrent runs wait for
 # each other.
 set -euo pipefail
@@ -80,7 +80,7 @@ mkdir -p "$src" "$bin.tmp"
 	echo ")"
 } >"$src/tools.go"
 
-echo "building Kubernetes v$version (${todo[*]}) into $bin; a first build takes 20-25 minutes" >&2
+echo "building Kubernetes v$version (${todo[*]}) into $bin; a first build takes 15-25 minutes" >&2
 cd "$src"
 go mod tidy >&2
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$version"
