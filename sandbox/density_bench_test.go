@@ -47,7 +47,8 @@ const (
 //     split among their users) of each sandbox's processes, with
 //     Docker's shim for its container;
 //   - idle-p50-ms, loaded-p50-ms and loaded/idle: a command's p50 in one
-//     sandbox before the others were brought up, and across all N after.
+//     sandbox before the others were brought up, and across all N after;
+//     loaded-one-p50-ms, in the first sandbox again once all N run.
 //
 // Run it once, with N set:
 //
@@ -185,6 +186,10 @@ func density(b *testing.B, m *sandbox.Manager, n int, ready func(id string) bool
 		}
 	}
 	loaded := p50(scopes)
+	// The first sandbox again, command after command: what N running
+	// sandboxes cost a sandbox kept busy, apart from the probes above,
+	// each of which wakes a sandbox that sat unused since it came up.
+	loadedOne := p50(scopes[:1])
 
 	b.ReportMetric(float64(n), "sandboxes")
 	b.ReportMetric(bringup.Seconds(), "bringup-s")
@@ -194,6 +199,7 @@ func density(b *testing.B, m *sandbox.Manager, n int, ready func(id string) bool
 	b.ReportMetric(idle, "idle-p50-ms")
 	b.ReportMetric(loaded, "loaded-p50-ms")
 	b.ReportMetric(loaded/idle, "loaded/idle")
+	b.ReportMetric(loadedOne, "loaded-one-p50-ms")
 }
 
 // engineMemory is this process's resident set and Go heap in use, after a
