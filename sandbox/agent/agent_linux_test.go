@@ -59,7 +59,7 @@ func startAgentWith(t testing.TB, cfg Config) agentEnv {
 		}
 	})
 	waitFor(t, "the agent to listen", func() bool {
-		c, err := Dial(context.Background(), e.sock)
+		c, err := Dial(context.Background(), e.sock, nil)
 		if err == nil {
 			c.Close()
 		}
@@ -74,7 +74,7 @@ type output struct {
 
 func (e agentEnv) exec(ctx context.Context, command string, timeout time.Duration) (Result, *output, error) {
 	out := new(output)
-	c, err := Dial(ctx, e.sock)
+	c, err := Dial(ctx, e.sock, nil)
 	if err != nil {
 		return Result{}, out, err
 	}
@@ -399,7 +399,7 @@ func TestDialRefusesWhatIsNotTheSocket(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				c, err := Dial(context.Background(), path)
+				c, err := Dial(context.Background(), path, nil)
 				if c != nil {
 					c.Close()
 				}
@@ -422,7 +422,7 @@ func TestDialRefusesWhatIsNotTheSocket(t *testing.T) {
 	}
 	// The same socket by its own name is reachable: the refusals above
 	// are the links', not the socket's.
-	c, err := Dial(context.Background(), other)
+	c, err := Dial(context.Background(), other, nil)
 	if err != nil {
 		t.Fatalf("Dial of the socket itself: %v", err)
 	}
@@ -477,7 +477,7 @@ func TestClientDistrustsTheAgent(t *testing.T) {
 				}
 			}()
 			defer wg.Wait()
-			c, err := Dial(context.Background(), sock)
+			c, err := Dial(context.Background(), sock, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,11 @@ func Serve(ctx context.Context, cfg Config) error {
 }
 
 // Dial reports that the agent's Unix socket is for Linux only.
-func Dial(ctx context.Context, path string) (*Conn, error) {
+func Dial(ctx context.Context, path string, token []byte) (*Conn, error) {
 	return nil, fmt.Errorf("dial %s: %w: the agent runs on Linux only", path, sandbox.ErrUnsupported)
+}
+
+// CheckCgroups reports that cgroups are Linux's.
+func CheckCgroups(group string, controllers []string) error {
+	return fmt.Errorf("agent: %w: cgroups are Linux's", sandbox.ErrUnsupported)
 }

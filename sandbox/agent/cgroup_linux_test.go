@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,5 +70,40 @@ func TestExitFrameFlags(t *testing.T) {
 		if err != nil || got != r {
 			t.Errorf("parseExit(exitPayload(%+v)) = %+v, %v", r, got, err)
 		}
+	}
+}
+
+// TestAttackAgentOutsideItsCgroups is finding 14: a namespace whose
+// engine died before it joined the sandbox's cgroups ran its agent, and
+// every command after, with no limit. The agent now checks where it is and
+// refuses to serve outside its groups.
+func TestAttackAgentOutsideItsCgroups(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skipf("no /proc/self/cgroup: %v", err)
+	}
+	var mine string
+	for _, line := range strings.Split(string(b), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "memory") {
+			mine = parts[2]
+		}
+	}
+	if mine == "" || mine == "/" {
+		t.Skipf("this process is in no memory cgroup of its own (%q)", mine)
+	}
+	if err := CheckCgroups(mine, []string{"memory"}); err != nil {
+		t.Fatalf("CheckCgroups(%q) in that very group: %v", mine, err)
+	}
+	err = CheckCgroups("flowbox/0123456789abcdef", []string{"memory"})
+	if err == nil || !strings.Contains(err.Error(), "serves no command") {
+		t.Fatalf("CheckCgroups outside the group = %v, want a refusal", err)
+	}
+	dir := t.TempDir()
+	err = Main(context.Background(), []string{"-socket", filepath.Join(dir, "s"), "-cgroup", "flowbox/0123456789abcdef"})
+	if err == nil || !strings.Contains(err.Error(), "serves no command") {
+		t.Fatalf("the agent outside its cgroups started: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s")); err == nil {
+		t.Fatal("the agent outside its cgroups listens")
 	}
 }

@@ -18,9 +18,14 @@ import (
 // followed, whatever the sandbox planted. The directories above it must be
 // the caller's.
 //
+// With a token, the agent must prove it holds it (the handshake of Over
+// TCP) before anything is sent: the sandbox can replace the socket with
+// one of its own, which cannot (ErrAuth). An agent started without a
+// token is dialled with none.
+//
 // A missing socket, or one nobody accepts on, is ErrNotListening; a path
 // that is not a socket is ErrNotSocket.
-func Dial(ctx context.Context, path string) (*Conn, error) {
+func Dial(ctx context.Context, path string, token []byte) (*Conn, error) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -43,6 +48,12 @@ func Dial(ctx context.Context, path string) (*Conn, error) {
 			return nil, fmt.Errorf("dial %s: %w", path, ErrNotListening)
 		}
 		return nil, fmt.Errorf("dial %s: %w", path, err)
+	}
+	if len(token) > 0 {
+		if err := clientHandshake(ctx, c, token); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("dial %s: %w", path, err)
+		}
 	}
 	return &Conn{c: c}, nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/egress"
@@ -35,6 +37,9 @@ func Main(ctx context.Context, args []string) error {
 	stateDir := fs.String("state-dir", sandbox.StateDir, "directory of the persistent shell's state")
 	workDir := fs.String("workdir", sandbox.WorkspaceDir, "directory a new sandbox's commands start in")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	tokenFile := fs.String("token-file", "", "file holding the sandbox's token, which every client then proves; read and removed at the start")
+	cgroup := fs.String("cgroup", "", "the sandbox's cgroup (\"flowbox/<id>\"): serve no command unless the agent is in it under every controller of -cgroup-controllers")
+	cgroupControllers := fs.String("cgroup-controllers", "memory,pids", "the cgroup v1 controllers -cgroup is checked under")
 	egressSocket := fs.String("egress-socket", "", "the egress proxy's Unix socket: forward "+egress.ListenAddr+" to it (see engine egress-forward)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -45,6 +50,17 @@ func Main(ctx context.Context, args []string) error {
 	// The token is the engine's; commands do not inherit it.
 	token := []byte(os.Getenv(TokenEnv))
 	os.Unsetenv(TokenEnv)
+	if *tokenFile != "" {
+		// Read before any command runs, and gone before one can.
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("read the token: %w", err)
+		}
+		if err := os.Remove(*tokenFile); err != nil {
+			return fmt.Errorf("remove the token file: %w", err)
+		}
+		token = bytes.TrimSpace(b)
+	}
 	if *listen != "" && len(token) < MinToken {
 		return fmt.Errorf("-listen needs the sandbox's token in $%s, at least %d bytes", TokenEnv, MinToken)
 	}
@@ -53,6 +69,13 @@ func Main(ctx context.Context, args []string) error {
 		return fmt.Errorf("log level %q: use debug, info, warn or error", *logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if *cgroup != "" {
+		// Whoever started the agent may have died before it put the
+		// agent in its groups: check, never assume.
+		if err := CheckCgroups(*cgroup, strings.Split(*cgroupControllers, ",")); err != nil {
+			return err
+		}
+	}
 	if *egressSocket != "" {
 		ln, err := net.Listen("tcp", egress.ListenAddr)
 		if err != nil {

@@ -94,8 +94,10 @@ package agent
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -296,8 +298,15 @@ func printable(p []byte) string {
 	}, s)
 }
 
-// MinToken is the shortest token an agent serving on TCP accepts.
+// MinToken is the shortest token an agent accepts.
 const MinToken = 16
+
+// NewToken makes a sandbox's token: 32 random bytes, in hex.
+func NewToken() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return []byte(hex.EncodeToString(b))
+}
 
 // nonceSize is the size of the handshake's random challenges and proofs.
 const nonceSize = 32
@@ -310,6 +319,6 @@ func proof(token []byte, side string, challenge []byte) []byte {
 	return m.Sum(nil)
 }
 
-// ErrAuth: the other end of a TCP connection does not hold the sandbox's
+// ErrAuth: the other end of a connection does not hold the sandbox's
 // token.
 var ErrAuth = errors.New("the sandbox's agent failed authentication")

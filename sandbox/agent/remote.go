@@ -59,6 +59,10 @@ func clientHandshake(ctx context.Context, c net.Conn, token []byte) error {
 			// An agent closes a connection it cannot serve yet.
 			return fmt.Errorf("read the agent's proof: %w", ErrNotListening)
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// An answer, but shorter than any proof: not the agent.
+			return fmt.Errorf("read the agent's proof: %w: %w", ErrAuth, err)
+		}
 		return fmt.Errorf("read the agent's proof: %w", err)
 	}
 	ca, got := answer[:nonceSize], answer[nonceSize:]

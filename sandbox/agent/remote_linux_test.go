@@ -131,7 +131,7 @@ func TestFiles(t *testing.T) {
 		name string
 		dial func(ctx context.Context) (*Conn, error)
 	}{
-		{"socket", func(ctx context.Context) (*Conn, error) { return Dial(ctx, e.sock) }},
+		{"socket", func(ctx context.Context) (*Conn, error) { return Dial(ctx, e.sock, nil) }},
 		{"tcp", func(ctx context.Context) (*Conn, error) { return DialTCP(ctx, addr, []byte(testToken)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,7 +76,9 @@ type Config struct {
 	// connection to it proves it holds Token first (see Over TCP).
 	Listen string
 	// Token is the sandbox's secret, at least MinToken bytes; required
-	// with Listen.
+	// with Listen. When set, connections to Socket prove it too: the
+	// sandbox can write the socket's directory, and a process of its own
+	// listening there in the agent's place could answer for it (T3).
 	Token []byte
 }
 
@@ -90,8 +92,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Socket == "" && cfg.Listen == "" {
 		return errors.New("agent: no socket path or address to listen on")
 	}
-	if cfg.Listen != "" && len(cfg.Token) < MinToken {
-		return fmt.Errorf("agent: serving on TCP needs a token of at least %d bytes", MinToken)
+	if (cfg.Listen != "" || len(cfg.Token) > 0) && len(cfg.Token) < MinToken {
+		return fmt.Errorf("agent: a token must be at least %d bytes (serving on TCP needs one)", MinToken)
 	}
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
@@ -117,6 +119,14 @@ func Serve(ctx context.Context, cfg Config) error {
 			ln.Close()
 		}
 	}
+	if len(cfg.Token) > 0 {
+		// Commands run as the agent's user: non-dumpable, its memory
+		// and /proc/1/environ (where its token may have come from) are
+		// out of their reach without CAP_SYS_PTRACE.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			return fmt.Errorf("agent: keep the token from commands: %w", err)
+		}
+	}
 	if cfg.Socket != "" {
 		if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("agent: replace the old socket: %w", err)
@@ -128,13 +138,6 @@ func Serve(ctx context.Context, cfg Config) error {
 		lns = append(lns, ln)
 	}
 	if cfg.Listen != "" {
-		// Commands run as the agent's user: non-dumpable, its memory
-		// and /proc/1/environ (where its token may have come from) are
-		// out of their reach without CAP_SYS_PTRACE.
-		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-			closeAll()
-			return fmt.Errorf("agent: keep the token from commands: %w", err)
-		}
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			closeAll()
@@ -240,7 +243,7 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	w := &frameWriter{c: conn}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
-	if tcp {
+	if tcp || len(s.cfg.Token) > 0 {
 		if err := s.authenticate(conn, br); err != nil {
 			s.log.Warn("agent: a connection failed authentication", "remote", conn.RemoteAddr().String(), "err", err)
 			return
@@ -550,9 +553,10 @@ func (s *server) startShell(req wireRequest, in *inputQueue) (*shellProc, error)
 	if in != nil {
 		inR, inW = p[4], p[5]
 	}
-	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+	st := sandbox.ReadShellState(s.cfg.StateDir)
+	argv := sandbox.ShellArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command, st)
 	if in != nil {
-		argv = sandbox.LongLivedArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command)
+		argv = sandbox.LongLivedArgv(s.cfg.Shell, s.cfg.StateDir, s.cfg.WorkDir, req.Command, st)
 	}
 	cmd := &exec.Cmd{
 		Path:        argv[0],

@@ -227,9 +227,10 @@ func closeFiles(files []*os.File) {
 func spareScriptFor(stateDir, workDir, command string) string {
 	var b strings.Builder
 	b.WriteString("echo >&4; exec 3<&- 4>&-\nset --")
-	for _, a := range []string{stateDir, workDir, command} {
+	st := sandbox.ReadShellState(stateDir)
+	for _, a := range []string{stateDir, workDir, command, st.Prelude()} {
 		b.WriteByte(' ')
-		b.WriteString(shellQuote(a))
+		b.WriteString(sandbox.ShellQuote(a))
 	}
 	b.WriteByte('\n')
 	b.WriteString(sandbox.ShellScript)
@@ -258,12 +259,6 @@ func (sp *shellProc) ranNothing() bool {
 	// TIOCINQ is FIONREAD: the bytes a pipe holds.
 	n, err := unix.IoctlGetInt(int(sp.startedR.Fd()), unix.TIOCINQ)
 	return err == nil && n == 0
-}
-
-// shellQuote quotes s for a POSIX shell: within single quotes nothing is
-// special but the single quote itself.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // release closes the agent's ends of the shell's pipes.

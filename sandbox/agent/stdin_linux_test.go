@@ -17,7 +17,7 @@ func TestStdinConversation(t *testing.T) {
 	e := startAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Dial(ctx, e.sock)
+	c, err := Dial(ctx, e.sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,10 +43,15 @@ const (
 	// read-only.
 	agentBinPath = "/.flowbox-agent"
 	// agentRunDir is where it sees <dir>/run, the directory of the
-	// agent's socket. The sandbox can write it: the client trusts
-	// nothing found there (agent.Dial).
+	// agent's socket. The sandbox can write it: the client follows no
+	// link found there (agent.Dial), and the agent proves it holds the
+	// namespace's token, which only the engine and the agent know, so a
+	// socket a command put in its place is refused (T3).
 	agentRunDir     = "/.flowbox-run"
 	agentSocketName = "agent.sock"
+	// agentTokenName is the file in <dir>/run the agent reads its token
+	// from and removes, before any command runs.
+	agentTokenName = "token"
 	// agentStartup bounds how long a new namespace's agent may take to
 	// listen.
 	agentStartup = 5 * time.Second
@@ -54,6 +59,51 @@ const (
 
 func (p *Provider) runDir(id string) string      { return filepath.Join(p.dir(id), "run") }
 func (p *Provider) agentSocket(id string) string { return filepath.Join(p.runDir(id), agentSocketName) }
+
+// agentToken is where the engine keeps the namespace's token, out of the
+// sandbox's sight.
+func (p *Provider) agentToken(id string) string { return filepath.Join(p.dir(id), "agent.token") }
+
+// dial connects to the sandbox's agent and has it prove the namespace's
+// token. A namespace without a token file was started by an engine from
+// before tokens: it is not trusted (errUntrusted when something listens),
+// and a new one replaces it.
+func (p *Provider) dial(ctx context.Context, id string) (*agent.Conn, error) {
+	token, err := os.ReadFile(p.agentToken(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errUntrusted
+	}
+	if err != nil {
+		return nil, err
+	}
+	return agent.Dial(ctx, p.agentSocket(id), token)
+}
+
+// errUntrusted: the agent's socket has no token to check it by.
+var errUntrusted = fmt.Errorf("the namespace has no token: %w", agent.ErrAuth)
+
+// endNamespace ends every process of the sandbox, its namespace's and its
+// commands', and forgets the namespace's token: something in the sandbox
+// answers at the agent's socket that cannot prove it is the agent. The
+// next command starts a new namespace.
+func (p *Provider) endNamespace(id string) {
+	unlock, err := p.lockNamespace(id)
+	if err != nil {
+		p.log().Warn("bwrap: end the namespace", "sandbox", id, "err", err)
+		return
+	}
+	defer unlock()
+	p.endNamespaceLocked(id)
+}
+
+// endNamespaceLocked is endNamespace under the sandbox's lock.
+func (p *Provider) endNamespaceLocked(id string) {
+	p.log().Warn("bwrap: a process in the sandbox answers at its agent's socket without the namespace's token; the sandbox's processes are ended", "sandbox", id)
+	_ = os.Remove(p.agentToken(id))
+	if err := p.cg.killAll(id, 10*time.Second); err != nil {
+		p.log().Warn("bwrap: end the namespace", "sandbox", id, "err", err)
+	}
+}
 
 // usesAgent reports whether commands go through the long-lived namespace.
 func (p *Provider) usesAgent() bool { return p.cfg.AgentBinary != "" }
@@ -67,7 +117,12 @@ func (p *Provider) execAgent(ctx context.Context, id string, m meta, req sandbox
 	if err := checkSources(m.Mounts); err != nil {
 		return sandbox.ExecResult{}, true, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
-	conn, err := agent.Dial(ctx, p.agentSocket(id))
+	conn, err := p.dial(ctx, id)
+	if errors.Is(err, agent.ErrAuth) && !errors.Is(err, errUntrusted) {
+		// A command's listener in the agent's place: its answers would
+		// be its own. This command takes the per-command path.
+		p.endNamespace(id)
+	}
 	if err != nil && req.LongLived() {
 		// A program kept running belongs in the namespace, which it
 		// would otherwise keep from starting until it ends.
@@ -139,7 +194,7 @@ func (p *Provider) startInBackground(id string, m meta) {
 // first when nothing listens. One caller starts it, also across engine
 // processes (a lock file); the others wait and connect.
 func (p *Provider) agentConn(ctx context.Context, id string, m meta) (*agent.Conn, error) {
-	if conn, err := agent.Dial(ctx, p.agentSocket(id)); err == nil {
+	if conn, err := p.dial(ctx, id); err == nil {
 		return conn, nil
 	}
 	unlock, err := p.lockNamespace(id)
@@ -147,8 +202,18 @@ func (p *Provider) agentConn(ctx context.Context, id string, m meta) (*agent.Con
 		return nil, err
 	}
 	defer unlock()
-	if conn, err := agent.Dial(ctx, p.agentSocket(id)); err == nil {
+	switch conn, err := p.dial(ctx, id); {
+	case err == nil:
 		return conn, nil // started meanwhile
+	case errors.Is(err, errUntrusted):
+		// No token: a namespace an engine from before tokens started
+		// may still run, whose agent would take the socket back.
+		if c, err := agent.Dial(ctx, p.agentSocket(id), nil); err == nil {
+			c.Close()
+			p.endNamespaceLocked(id)
+		}
+	case errors.Is(err, agent.ErrAuth):
+		p.endNamespaceLocked(id)
 	}
 	if at, ok := p.nsFailed.Load(id); ok && time.Since(at.(time.Time)) < nsRetry {
 		return nil, errBackoff
@@ -163,7 +228,7 @@ func (p *Provider) agentConn(ctx context.Context, id string, m meta) (*agent.Con
 	}
 	deadline := time.Now().Add(agentStartup)
 	for {
-		conn, err := agent.Dial(ctx, p.agentSocket(id))
+		conn, err := p.dial(ctx, id)
 		if err == nil {
 			p.nsFailed.Delete(id)
 			return conn, nil
@@ -238,6 +303,18 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 			return nil, err
 		}
 	}
+	// A token of the namespace's own: the engine keeps it beside the
+	// sandbox, the agent takes it from the run directory before any
+	// command runs (-token-file removes it).
+	token := agent.NewToken()
+	if err := writeFileAtomic(p.agentToken(id), token, 0o600); err != nil {
+		return nil, err
+	}
+	tokenFile := filepath.Join(p.runDir(id), agentTokenName)
+	_ = os.Remove(tokenFile) // whatever the sandbox left there
+	if err := os.WriteFile(tokenFile, token, 0o600); err != nil {
+		return nil, err
+	}
 	logFile, err := os.OpenFile(p.agentLog(id), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
@@ -269,6 +346,12 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 		"-shell", p.cfg.Shell,
 		"-state-dir", sandbox.StateDir,
 		"-workdir", sandbox.WorkspaceDir,
+		"-token-file", agentRunDir+"/"+agentTokenName,
+		// The agent checks it was put in the sandbox's cgroups: bwrap
+		// starts it when the block pipe closes, also when the engine
+		// died before it could join them.
+		"-cgroup", filepath.Join(p.cg.parent, id),
+		"-cgroup-controllers", strings.Join(p.ctls, ","),
 		"-log-level", "warn")
 	if len(m.Egress) > 0 {
 		// The agent forwards the namespace's egress port to the proxy.

@@ -276,8 +276,18 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".meta-*")
+	return writeFileAtomic(path, data, 0o600)
+}
+
+// writeFileAtomic replaces path with data by a rename.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
 	_, err = f.Write(data)
@@ -491,7 +501,8 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 // describes.
 func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
 	argv := p.namespaceArgs(id, m, true)
-	shell := sandbox.ArgvFor(req, p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir)
+	// The state is read here, on the host, as data (T3).
+	shell := sandbox.ArgvFor(req, p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, sandbox.ReadShellState(p.stateDir(id)))
 	if len(m.Egress) == 0 {
 		return append(append(argv, "--"), shell...)
 	}

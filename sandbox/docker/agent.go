@@ -35,13 +35,50 @@ const (
 )
 
 // agentCmd is the main process of a container with an agent.
+// The agent takes its token from agentTokenName in its run directory and
+// removes it before any command runs.
 func agentCmd(shell string) []string {
 	return []string{agentPath, "sandbox-agent",
 		"-socket", agentRunDir + "/" + agentSocketName,
 		"-shell", shell,
 		"-state-dir", sandbox.StateDir,
 		"-workdir", sandbox.WorkspaceDir,
+		"-token-file", agentRunDir + "/" + agentTokenName,
 	}
+}
+
+// agentTokenName is the token's file in the agent's run directory.
+const agentTokenName = "token"
+
+// agentToken is where the engine keeps the sandbox's token: beside its
+// directories, out of the container's sight.
+func (p *Provider) agentToken(id string) string { return filepath.Join(p.hostDir(id), "agent.token") }
+
+// handTokenOver puts the sandbox's token where its agent reads it at its
+// start, making the token when the sandbox has none. A container created
+// before tokens runs an agent that reads none: then nothing is written.
+func (p *Provider) handTokenOver(id string) error {
+	token, err := os.ReadFile(p.agentToken(id))
+	if errors.Is(err, os.ErrNotExist) {
+		token = agent.NewToken()
+		err = os.WriteFile(p.agentToken(id), token, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("the agent's token: %w", err)
+	}
+	f := filepath.Join(p.agentDir(id), agentTokenName)
+	_ = os.Remove(f) // whatever the sandbox left there
+	if err := os.WriteFile(f, token, 0o600); err != nil {
+		return fmt.Errorf("the agent's token: %w", err)
+	}
+	return nil
+}
+
+// withdrawToken removes a token handed over to a container that was
+// already running (its agent took its token when it started): left there,
+// the sandbox could read it.
+func (p *Provider) withdrawToken(id string) {
+	_ = os.Remove(filepath.Join(p.agentDir(id), agentTokenName))
 }
 
 // execAgent runs req through the container's agent. handled is false when
@@ -103,9 +140,11 @@ func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecReq
 // Docker execs do not need the socket.
 func (p *Provider) dialAgent(ctx context.Context, id string, patience time.Duration) (*agent.Conn, error) {
 	sock := filepath.Join(p.agentDir(id), agentSocketName)
+	// No token: a container from before tokens, whose agent proves none.
+	token, _ := os.ReadFile(p.agentToken(id))
 	var startedAt time.Time
 	for wait := time.Millisecond; ; wait = min(2*wait, 5*time.Millisecond) {
-		conn, err := agent.Dial(ctx, sock)
+		conn, err := agent.Dial(ctx, sock, token)
 		if err == nil {
 			return conn, nil
 		}

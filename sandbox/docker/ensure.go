@@ -122,7 +122,15 @@ func (p *Provider) ensureErr(id string, err error) error {
 func (p *Provider) start(ctx context.Context, id string) error {
 	const attempts = 20
 	for i := 0; ; i++ {
+		if p.agent != "" {
+			if err := p.handTokenOver(id); err != nil {
+				return err
+			}
+		}
 		_, err := p.cli.ContainerStart(ctx, ContainerName(id), client.ContainerStartOptions{})
+		if cerrdefs.IsNotModified(err) {
+			p.withdrawToken(id)
+		}
 		if err == nil || cerrdefs.IsNotModified(err) {
 			return nil
 		}
@@ -260,6 +268,11 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	undo.add("remove the sandbox's record", func(context.Context) error {
 		return ignoreMissing(os.Remove(filepath.Join(p.hostDir(id), recordFile)))
 	})
+	if p.agent != "" {
+		if err := p.handTokenOver(id); err != nil {
+			return err
+		}
+	}
 	if _, err := p.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil && !cerrdefs.IsNotModified(err) {
 		return p.apiErr("start the container", err)
 	}

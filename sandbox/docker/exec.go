@@ -118,7 +118,7 @@ func (p *Provider) execDocker(ctx context.Context, id string, req sandbox.ExecRe
 	pidName := "exec-" + newToken() + ".pid"
 	pidFile := sandbox.StateDir + "/" + pidName
 	argv := append([]string{p.cfg.Shell, "-c", launcher, pidFile},
-		sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, req.Command)...)
+		sandbox.ShellArgv(p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, req.Command, sandbox.ReadShellState(p.stateDir(id)))...)
 
 	ex, err := p.cli.ExecCreate(ctx, ContainerName(id), client.ExecCreateOptions{
 		AttachStdout: true,

@@ -177,7 +177,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	argv := sandbox.ShellArgv(p.cfg.Shell, p.state(id), p.workspace(id), req.Command)
+	argv := sandbox.ShellArgv(p.cfg.Shell, p.state(id), p.workspace(id), req.Command, sandbox.ReadShellState(p.state(id)))
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + p.workspace(id), "LANG=C.UTF-8", "TERM=dumb"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

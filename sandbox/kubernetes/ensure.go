@@ -132,7 +132,7 @@ func (p *Provider) secret(ctx context.Context, id string, pvc *corev1.Persistent
 			}},
 		},
 		Type:       corev1.SecretTypeOpaque,
-		StringData: map[string]string{tokenKey: newToken()},
+		StringData: map[string]string{tokenKey: string(agent.NewToken())},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return apiErr("create the token of "+id, err)

@@ -42,8 +42,6 @@ package kubernetes
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -508,12 +506,6 @@ func (p *Provider) forget(id string) {
 	p.mu.Unlock()
 }
 
-// newToken makes a sandbox's token.
-func newToken() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // addr is the agent's address in pod.
 func (p *Provider) addr(pod *corev1.Pod) string {

@@ -62,6 +62,7 @@ func Run(t *testing.T, h Harness) {
 		{"EnsureIdempotentConcurrent", testEnsureConcurrent},
 		{"ExecResult", testExecResult},
 		{"ShellStatePersists", testPersistence},
+		{"AttackShellStateIsData", testShellStateIsData},
 		{"TimeoutKillsEverything", testTimeout},
 		{"CommandProcessesEnd", testCommandProcessesEnd},
 		{"StdinIsEmpty", testStdin},
@@ -285,6 +286,45 @@ func testPersistence(t *testing.T, h Harness) {
 		t.Fatalf("Ensure after Stop: %v", err)
 	}
 	check("after stop/start")
+}
+
+// testShellStateIsData is finding 3 of the attack run (T3): a command
+// that wrote shell code into the persistent shell's state files, pointed
+// env.now at it and skipped its own save had the code run, unjudged and
+// unaudited, by the next command. The state is data now: the planted code
+// runs nowhere, variables that would make the shell run code at its start
+// are not restored, and ordinary variables with every kind of quoting
+// still come back.
+func testShellStateIsData(t *testing.T, h Harness) {
+	p, id := started(t, h, sandbox.Limits{})
+	run(t, p, id, "touch victim", 10*time.Second)
+	// $__fb_s is the state directory as the command's shell sees it
+	// (/.flowbox in a sandbox; the host provider's differs).
+	attack := `printf 'rm -f victim; touch pwned\n' > "$__fb_s/env.b"; ` +
+		`printf 'env.b\n' > "$__fb_s/env.now"; trap - EXIT`
+	run(t, p, id, attack, 10*time.Second)
+	res := run(t, p, id, "pwd; ls", 10*time.Second)
+	if !strings.Contains(res.Stdout, "victim") || strings.Contains(res.Stdout, "pwned") {
+		t.Fatalf("after a planted env.b: ls = %q (stderr %q); the state file's code ran", res.Stdout, res.Stderr)
+	}
+	// Code hidden in a value, and a variable a shell runs at its start.
+	plant := `echo 'touch pwned2' > boot.sh; ` +
+		`printf "export BASH_ENV='$PWD/boot.sh'\nexport ENV='$PWD/boot.sh'\nexport OK='yes'\ndeclare -x A=\"\$(touch pwned3)\"\n" > "$__fb_s/env.a"; ` +
+		`printf 'env.a\n' > "$__fb_s/env.now"; trap - EXIT`
+	run(t, p, id, plant, 10*time.Second)
+	res = run(t, p, id, `echo "ok=$OK bash_env=${BASH_ENV:-unset}"; ls`, 10*time.Second)
+	if strings.Contains(res.Stdout, "pwned2") || strings.Contains(res.Stdout, "pwned3") {
+		t.Fatalf("a planted BASH_ENV or a value's command substitution ran: %q (stderr %q)", res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, "ok=yes bash_env=unset") {
+		t.Fatalf("planted state: stdout = %q (stderr %q), want OK restored as data and BASH_ENV dropped", res.Stdout, res.Stderr)
+	}
+	// What a command exports still comes back, however it is quoted.
+	run(t, p, id, "export Q='it'\"'\"'s \"q\" $HOME `x` \\ end\nline2\ttab'", 10*time.Second)
+	want := "it's \"q\" $HOME `x` \\ end\nline2\ttab\n"
+	if res := run(t, p, id, `printf '%s\n' "$Q"`, 10*time.Second); res.Stdout != want {
+		t.Fatalf("a quoted variable came back as %q (stderr %q), want %q", res.Stdout, res.Stderr, want)
+	}
 }
 
 func testTimeout(t *testing.T, h Harness) {

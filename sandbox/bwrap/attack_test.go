@@ -1,0 +1,113 @@
+//go:build linux
+
+package bwrap_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/sandboxtest"
+)
+
+// fakeAgent replaces the namespace's agent socket with a listener of the
+// sandbox's own that answers every command with "forged" and exit code 0,
+// as the agent's protocol frames them.
+const fakeAgent = `import os, socket, struct
+p = '/.flowbox-run/agent.sock'
+os.unlink(p)
+s = socket.socket(socket.AF_UNIX)
+s.bind(p)
+s.listen(8)
+open('/workspace/fake-ready', 'w').close()
+while True:
+    c, _ = s.accept()
+    c.settimeout(2)
+    try:
+        c.recv(65536)
+        c.sendall(b'\x01' + struct.pack('>I', 6) + b'forged' + b'\x03' + struct.pack('>I', 5) + struct.pack('>i', 0) + b'\x00')
+    except Exception:
+        pass
+    c.close()
+`
+
+// TestAttackAgentSocketReplaced is finding 3's second half (T3): a
+// process in the sandbox replaced the agent's socket with its own and
+// forged exit code 0 for a command that exited 3, and the audit recorded
+// a success. The engine now has the agent prove the namespace's token: the
+// forger is refused, the sandbox's processes are ended, and the command
+// runs for real.
+func TestAttackAgentSocketReplaced(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testenv.Need(t, "python3", err)
+	}
+	cfg := bwrap.Config{AgentBinary: testenv.EngineBinary(t), Root: t.TempDir(), CgroupParent: "flowbox-test"}
+	p, err := bwrap.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	id := sandboxtest.NewID(t)
+	workspace := filepath.Join(cfg.Root, id, "workspace")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+	if _, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, p, cfg.Root, id)
+	if err := os.WriteFile(filepath.Join(workspace, "fake.py"), []byte(fakeAgent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	forger := make(chan error, 1)
+	go func() {
+		_, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "python3 fake.py", Timeout: time.Minute})
+		forger <- err
+	}()
+	ready := filepath.Join(workspace, "fake-ready")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the forger did not start listening")
+		}
+	}
+
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "echo real; exit 3", Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("the command after the socket was replaced: %v", err)
+	}
+	if res.ExitCode != 3 || strings.Contains(res.Stdout, "forged") || res.Stdout != "real\n" {
+		t.Fatalf("the command after the socket was replaced: exit %d, stdout %q; want exit 3 and \"real\" (a forged answer was taken)", res.ExitCode, res.Stdout)
+	}
+	select {
+	case <-forger:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the forger still runs: the sandbox's processes were not ended")
+	}
+	// The sandbox goes on: the next commands get a namespace of their own
+	// again, with the files the forger left.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "ls fake-ready", Timeout: 30 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("a command after the attack: %+v, %v", res, err)
+		}
+		if len(agentPids(t, p, id)) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no namespace started again after the attack")
+		}
+	}
+}
