@@ -506,7 +506,6 @@ func (p *Provider) forget(id string) {
 	p.mu.Unlock()
 }
 
-
 // addr is the agent's address in pod.
 func (p *Provider) addr(pod *corev1.Pod) string {
 	return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(p.cfg.AgentPort))
