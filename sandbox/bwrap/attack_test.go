@@ -111,3 +111,68 @@ func TestAttackAgentSocketReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackPrivilege is finding 2 (T2): inside a sandbox there was no
+// seccomp filter, and `unshare -Un --keep-caps` gave full capabilities in
+// a nested user namespace, where a veth pair, an iptables rule and a tmpfs
+// mount all succeeded. Now the filter is loaded with no_new_privs, no
+// capability is held, and no namespace can be made; ordinary work (files,
+// threads, processes, pipes) goes on. Run on both paths: a command's own
+// bwrap, and the namespace's agent.
+func TestAttackPrivilege(t *testing.T) {
+	for _, withAgent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-command", true: "namespace"}[withAgent], func(t *testing.T) {
+			cfg := bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"}
+			if withAgent {
+				cfg.AgentBinary = testenv.EngineBinary(t)
+			}
+			p, err := bwrap.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+			id := sandboxtest.NewID(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+			exec := func(command string) sandbox.ExecResult {
+				t.Helper()
+				res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: command, Timeout: 30 * time.Second})
+				if err != nil {
+					t.Fatalf("%s: %v", command, err)
+				}
+				return res
+			}
+			if withAgent {
+				exec("true")
+				waitAgent(t, p, cfg.Root, id)
+			}
+			status := exec("grep -E '^(Seccomp|NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status").Stdout
+			for _, want := range []string{"Seccomp:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000"} {
+				if !strings.Contains(status, want) {
+					t.Errorf("/proc/self/status lacks %q:\n%s", want, status)
+				}
+			}
+			for _, attack := range []string{
+				"unshare -U true",
+				"unshare -Un --keep-caps true",
+				"unshare -m true",
+				"mount -t tmpfs none /tmp",
+				"python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)'",
+			} {
+				if res := exec(attack); res.ExitCode == 0 {
+					t.Errorf("%q succeeded in the sandbox (stdout %q, stderr %q)", attack, res.Stdout, res.Stderr)
+				}
+			}
+			// What every program does still works.
+			legit := `set -e; echo data > f; cat f | wc -c; (sleep 0.1 &) ; wait; ` +
+				`python3 -c 'import threading, subprocess; t = threading.Thread(target=print, args=("thread",)); t.start(); t.join(); print(subprocess.run(["echo", "child"], capture_output=True, text=True).stdout.strip())'`
+			if res := exec(legit); res.ExitCode != 0 || res.Stdout != "5\nthread\nchild\n" {
+				t.Errorf("ordinary work in the sandbox: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
+	"github.com/flowbox/flowbox/sandbox/seccomp"
 )
 
 // Provider runs sandboxes with bubblewrap.
@@ -399,11 +400,18 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if err := checkSources(m.Mounts); err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
+	filter, err := seccompFile()
+	if err != nil {
+		statusW.Close()
+		blockR.Close()
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: %w", sandbox.ErrUnavailable, err)
+	}
+	defer filter.Close()
 	argv := p.argv(id, m, req)
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{statusW, blockR}
+	cmd.ExtraFiles = []*os.File{statusW, blockR, filter}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Killing bwrap kills the sandboxed command (--die-with-parent), and with
 	// it the PID namespace and every process in it.
@@ -497,6 +505,29 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return result(exitCode, false, duration), nil
 }
 
+// seccompFile is a pipe holding the seccomp filter, for bwrap to read on
+// descriptor 5 (--seccomp 5).
+func seccompFile() (*os.File, error) {
+	prog, err := seccomp.Program()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	// A few hundred bytes: the pipe holds them all before bwrap reads.
+	_, err = w.Write(prog)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("the seccomp filter: %w", err)
+	}
+	return r, nil
+}
+
 // argv returns the bwrap command line for req in the sandbox that m
 // describes.
 func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
@@ -519,7 +550,9 @@ func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
 // namespace of the agent outlives it, as a container does.
 func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) []string {
 	withEgress := len(m.Egress) > 0
-	argv := []string{p.bwrap, "--unshare-all"}
+	// A user namespace of its own in which no further one can be made
+	// (--disable-userns), and the seccomp filter on descriptor 5 (T2).
+	argv := []string{p.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--seccomp", "5"}
 	if m.Network {
 		argv = append(argv, "--share-net")
 	}
