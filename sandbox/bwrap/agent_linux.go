@@ -357,18 +357,18 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 		// The agent forwards the namespace's egress port to the proxy.
 		argv = append(argv, "-egress-socket", egress.SocketPath)
 	}
-	filter, err := seccompFile()
+	argv, files, err := bwrapFiles(argv)
 	if err != nil {
 		statusW.Close()
 		blockR.Close()
 		return nil, err
 	}
-	defer filter.Close()
+	defer closeAll(files)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.ExtraFiles = []*os.File{statusW, blockR, filter}
+	cmd.ExtraFiles = append([]*os.File{statusW, blockR}, files...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	statusW.Close()

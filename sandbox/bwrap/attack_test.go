@@ -176,3 +176,29 @@ func TestAttackPrivilege(t *testing.T) {
 		})
 	}
 }
+
+// TestProcOneShowsNoHostPath: bwrap's init is the sandbox's PID 1, and its
+// command line showed the host's paths (the data directory, the sandbox's
+// directories). Its options now come from a descriptor.
+func TestProcOneShowsNoHostPath(t *testing.T) {
+	cfg := bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"}
+	p, err := bwrap.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	id := sandboxtest.NewID(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "tr '\\0' ' ' < /proc/1/cmdline", Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("read /proc/1/cmdline: %+v, %v", res, err)
+	}
+	if strings.Contains(res.Stdout, cfg.Root) || !strings.Contains(res.Stdout, "bwrap") {
+		t.Fatalf("/proc/1/cmdline in the sandbox = %q; it names the host's directory %s", res.Stdout, cfg.Root)
+	}
+}

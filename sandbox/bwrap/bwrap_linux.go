@@ -400,18 +400,17 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	if err := checkSources(m.Mounts); err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
-	filter, err := seccompFile()
+	argv, files, err := bwrapFiles(p.argv(id, m, req))
 	if err != nil {
 		statusW.Close()
 		blockR.Close()
 		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec: %w: %w", sandbox.ErrUnavailable, err)
 	}
-	defer filter.Close()
-	argv := p.argv(id, m, req)
+	defer closeAll(files)
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{statusW, blockR, filter}
+	cmd.ExtraFiles = append([]*os.File{statusW, blockR}, files...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Killing bwrap kills the sandboxed command (--die-with-parent), and with
 	// it the PID namespace and every process in it.
@@ -505,27 +504,57 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return result(exitCode, false, duration), nil
 }
 
-// seccompFile is a pipe holding the seccomp filter, for bwrap to read on
-// descriptor 5 (--seccomp 5).
-func seccompFile() (*os.File, error) {
+// bwrapFiles are bwrap's descriptors 5 and 6: the seccomp filter
+// (--seccomp 5) and its options up to "--" (--args 6), each a pipe holding
+// it whole. The options travel there rather than on the command line so
+// that the sandbox's PID 1, bwrap's init, shows no host path in
+// /proc/1/cmdline; the program after "--" stays on it.
+func bwrapFiles(argv []string) (cmdArgv []string, files []*os.File, err error) {
 	prog, err := seccomp.Program()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	end := slices.Index(argv, "--")
+	if end < 0 {
+		end = len(argv)
+	}
+	var opts []byte
+	for _, a := range argv[1:end] {
+		opts = append(append(opts, a...), 0)
+	}
+	for _, data := range [][]byte{prog, opts} {
+		f, err := pipeHolding(data)
+		if err != nil {
+			closeAll(files)
+			return nil, nil, err
+		}
+		files = append(files, f)
+	}
+	return append([]string{argv[0], "--args", "6"}, argv[end:]...), files, nil
+}
+
+// pipeHolding is the read end of a pipe holding data, its write end
+// closed. data must fit the pipe (64 KiB).
+func pipeHolding(data []byte) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	// A few hundred bytes: the pipe holds them all before bwrap reads.
-	_, err = w.Write(prog)
+	_, err = w.Write(data)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		r.Close()
-		return nil, fmt.Errorf("the seccomp filter: %w", err)
+		return nil, err
 	}
 	return r, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // argv returns the bwrap command line for req in the sandbox that m

@@ -1,0 +1,76 @@
+package docker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/internal/testenv"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+)
+
+// fakeAgent replaces the container's agent socket with a listener of the
+// sandbox's own that answers every command with "forged" and exit code 0.
+const fakeAgent = `import os, socket, struct
+p = '/.flowbox-run/agent.sock'
+os.unlink(p)
+s = socket.socket(socket.AF_UNIX)
+s.bind(p)
+s.listen(8)
+open('/workspace/fake-ready', 'w').close()
+while True:
+    c, _ = s.accept()
+    c.settimeout(2)
+    try:
+        c.recv(65536)
+        c.sendall(b'\x01' + struct.pack('>I', 6) + b'forged' + b'\x03' + struct.pack('>I', 5) + struct.pack('>i', 0) + b'\x00')
+    except Exception:
+        pass
+    c.close()
+`
+
+// TestAttackAgentSocketReplaced is finding 3's second half (T3) on
+// Docker: a process in the container replaces the agent's socket and
+// forges exit code 0. The agent proves the sandbox's token; the forger
+// cannot, so its answers are never taken, and the token itself is nowhere
+// a command can read it.
+func TestAttackAgentSocketReplaced(t *testing.T) {
+	cli := dockertest.Client(t)
+	if _, err := cli.ImageInspect(testCtx(t), docker.DefaultImage); err != nil {
+		testenv.Need(t, "sandbox-image", fmt.Errorf("%s: %w (build it with images/sandbox/build.sh)", docker.DefaultImage, err))
+	}
+	cfg := pathConfig(t, true)
+	cfg.Image, cfg.Shell = docker.DefaultImage, docker.DefaultShell
+	e := newEnv(t, cfg)
+	id := e.started(t, sandbox.Spec{})
+	if res := e.run(t, id, "ls -a /.flowbox-run; cat /proc/1/environ /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c FLOWBOX_AGENT_TOKEN", 10*time.Second); strings.Contains(res.Stdout, "token") || !strings.HasSuffix(res.Stdout, "0\n") {
+		t.Fatalf("the agent's token is within the sandbox's reach: %q", res.Stdout)
+	}
+	workspace := filepath.Join(e.root, id, "workspace")
+	if err := os.WriteFile(filepath.Join(workspace, "fake.py"), []byte(fakeAgent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		_, _ = e.p.Exec(ctx, id, sandbox.ExecRequest{Command: "python3 fake.py", Timeout: time.Minute})
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(workspace, "fake-ready")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the forger did not start listening")
+		}
+	}
+	res := e.run(t, id, "echo real; exit 3", 30*time.Second)
+	if res.ExitCode != 3 || res.Stdout != "real\n" {
+		t.Fatalf("the command after the socket was replaced: exit %d, stdout %q; want exit 3 and \"real\" (a forged answer was taken)", res.ExitCode, res.Stdout)
+	}
+}
