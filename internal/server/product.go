@@ -68,6 +68,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		return nil, fmt.Errorf("create the demo app: %w", err)
 	}
 	links := share.New(svc.DB)
+	links.Hook = share.HookClient(cfg.Trust.OutboundAllow)
 	access := &web.Access{Apps: appStore, Chats: chats}
 	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
@@ -100,7 +101,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Publish: publish,
 		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
 		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
-			Limits: &web.RateLimiter{}, Now: time.Now},
+			Limits: &web.RateLimiter{}, HookLimits: &web.RateLimiter{}, Now: time.Now, Log: log},
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 		// 100 calls a second per caller, 200 at once.

@@ -124,7 +124,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Queues:     e.dashboard,
 		AdminToken: cfg.AdminToken,
-		Product:    prod,
+		// X-Forwarded-For counts only from the operator's proxies.
+		TrustedProxies: cfg.Trust.TrustedProxies,
+		Product:        prod,
 	})
 	return e, nil
 }
