@@ -23,7 +23,8 @@ type Trust struct {
 	// ServiceTools are the tools service-API callers without an app (a
 	// personal key, the service key) may call, as names or "prefix:*".
 	// FLOWBOX_SERVICE_TOOLS; default the sandbox tools (shell:*, file:*,
-	// skill:*). Apps' keys call what their app lists.
+	// skill:*); "none" for none. Apps' sessions call the sandbox's tools
+	// and what their app lists.
 	ServiceTools []string
 	// LoginAccountBurst is how many failed sign-ins one account name
 	// takes before it is throttled to one every 6 seconds (from any
@@ -54,7 +55,7 @@ func trust(str func(key, def string) string, integer func(key string, def int64)
 	}
 	t.ServiceTools = list(str("FLOWBOX_SERVICE_TOOLS", DefaultServiceTools))
 	if len(t.ServiceTools) == 1 && t.ServiceTools[0] == "none" {
-		t.ServiceTools = nil
+		t.ServiceTools = []string{} // not nil: nil means the default
 	}
 	for _, name := range t.ServiceTools {
 		if !strings.Contains(name, ":") {
