@@ -109,7 +109,8 @@ func TestAttackShareHookSSRF(t *testing.T) {
 func TestAttackShareHookFlood(t *testing.T) {
 	t.Parallel()
 	hook, hits := countingServer(t, uidHook)
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()},
+		LimitClock: frozen()})
 	env.CreateUser(t, "mallory", auth.RoleUser)
 	mallory := env.Login(t, "mallory", servertest.Password("mallory"))
 	l := newLink(t, mallory, newApp(t, mallory, "flooded"), map[string]any{"name": "flood", "hookUrl": hook.URL})

@@ -14,10 +14,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/web/auth"
 )
+
+// frozen is a clock that stands still: the rate limits refill nothing
+// while a test counts, however slowly the machine runs it.
+func frozen() func() time.Time {
+	at := time.Now()
+	return func() time.Time { return at }
+}
 
 // login tries a sign-in from c, as a client behind forwarded (when set).
 func login(t *testing.T, c *servertest.Client, forwarded, name, password string) servertest.Response {
@@ -30,7 +38,7 @@ func login(t *testing.T, c *servertest.Client, forwarded, name, password string)
 
 func TestAttackLoginForwardedForRotation(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5"}})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5"}, LimitClock: frozen()})
 	c := env.Anonymous()
 	statuses := map[int]int{}
 	for i := range 40 {
@@ -46,7 +54,8 @@ func TestLoginTrustedProxy(t *testing.T) {
 	t.Parallel()
 	// Behind the operator's proxy, each forwarded client has its own
 	// budget, and the proxy cannot be starved by one of them.
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5", "FLOWBOX_TRUSTED_PROXIES": "127.0.0.0/8,::1"}})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5", "FLOWBOX_TRUSTED_PROXIES": "127.0.0.0/8,::1"},
+		LimitClock: frozen()})
 	c := env.Anonymous()
 	for i := range 10 {
 		if resp := login(t, c, "198.51.100."+strconv.Itoa(i+1), "guess-"+strconv.Itoa(i), "wrong"); resp.Status != http.StatusUnauthorized {
@@ -65,7 +74,7 @@ func TestAttackLoginAccountBruteForce(t *testing.T) {
 	t.Parallel()
 	// servertest allows each address 1000 attempts: only the account's
 	// own limit (default 10 failures) can stop this.
-	env := servertest.Start(t, servertest.Options{})
+	env := servertest.Start(t, servertest.Options{LimitClock: frozen()})
 	env.CreateUser(t, "bob", auth.RoleUser)
 	statuses := map[int]int{}
 	for i := range 40 {

@@ -81,7 +81,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	return &web.Product{
 		Auth: accounts,
 		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
-			AccountLimit: &web.RateLimiter{}, AccountBurst: cfg.Trust.LoginAccountBurst},
+			AccountLimit: &web.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
@@ -103,8 +103,8 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Publish: publish,
 		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
 		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
-			Limits: &web.RateLimiter{}, HookLimits: &web.RateLimiter{}, Now: time.Now, Log: log},
-		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
+			Limits: &web.RateLimiter{}, HookLimits: &web.RateLimiter{Now: e.limitClock}, Now: time.Now, Log: log},
+		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst, Now: e.limitClock},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 		// 100 calls a second per caller, 200 at once.
 		SandboxLimit: &web.RateLimiter{Every: 10 * time.Millisecond, Burst: 200},
