@@ -110,7 +110,9 @@ func startAlerting(t *testing.T, env map[string]string, statuses ...int) (*serve
 		t.Fatal(err)
 	}
 	vars := map[string]string{"FLOWBOX_POLICY_FILE": file,
-		"FLOWBOX_ALERT_WEBHOOK_URL": hook.URL + "/flowbox", "FLOWBOX_ALERT_WEBHOOK_SECRET": alertSecret}
+		"FLOWBOX_ALERT_WEBHOOK_URL": hook.URL + "/flowbox", "FLOWBOX_ALERT_WEBHOOK_SECRET": alertSecret,
+		// The receiver is on loopback: allowed as an operator would.
+		"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}
 	for k, v := range env {
 		vars[k] = v
 	}

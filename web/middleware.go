@@ -253,6 +253,13 @@ func (r *RateLimiter) allowAt(key string, every time.Duration, burst int) (bool,
 	return true, 0
 }
 
+// forget drops key's bucket: its next request starts a full burst.
+func (r *RateLimiter) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.buckets, key)
+}
+
 // Middleware limits requests by the key keyOf returns.
 func (r *RateLimiter) Middleware(keyOf func(c *gin.Context) string) gin.HandlerFunc {
 	return func(c *gin.Context) {

@@ -376,7 +376,8 @@ func TestShareLinkIdentityHook(t *testing.T) {
 		}
 	}))
 	t.Cleanup(hook.Close)
-	env := servertest.Start(t, servertest.Options{})
+	// The hook is on loopback: allowed as an operator would.
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	alice := env.Login(t, "alice", servertest.Password("alice"))
 	appID := newApp(t, alice, "published")

@@ -30,6 +30,11 @@ type Config struct {
 	// AdminToken guards the admin routes for operators without an admin
 	// account. Empty: only signed-in admins reach them.
 	AdminToken string
+	// TrustedProxies are the peers (addresses or CIDRs) whose
+	// X-Forwarded-For names the client; empty: none, the peer is the
+	// client. Rate limits and logs key on the client's address, so a
+	// header any caller can send must not choose it.
+	TrustedProxies []string
 	// Product is the user-facing part: accounts, chat, apps, files, pages.
 	// Nil leaves it out (a worker's metrics-only server).
 	Product *Product
@@ -44,6 +49,10 @@ const QueuesPath = "/admin/queues"
 func New(cfg Config) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
+	if err := r.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		// config.Parse has checked them; trust none rather than all.
+		_ = r.SetTrustedProxies(nil)
+	}
 	r.Use(gin.Recovery())
 	p := cfg.Product
 	var auth Authenticator
@@ -181,6 +190,7 @@ func New(cfg Config) http.Handler {
 	shared := r.Group("/share/:linkId")
 	shared.GET("", p.Share.Gate(false), p.Share.Home)
 	shared.GET("/chat/:chatId", p.Share.Gate(false), p.Share.Chat)
+	shared.POST("/switch", p.Share.Gate(false), p.Share.Switch)
 	visitors := shared.Group("/api", p.Share.Gate(true))
 	visitors.POST("/v1/chat/completions", p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)

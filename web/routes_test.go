@@ -559,6 +559,10 @@ func (f *fixture) routes() []route {
 		// callers that share carol's cookies are left out of the first.
 		{method: "GET", path: "/share/" + f.link + "/chat/" + f.visited, open: true, want: visitorOnly, def: 303,
 			only: slices.DeleteFunc(slices.Clone(callers), func(c string) bool { return c == userNoCSRF || c == wrongCSRF })},
+		// Switching identity takes the current session's CSRF token in
+		// the form: without it every caller (each has a visitor session
+		// of the link after the row above) is refused.
+		{method: "POST", path: "/share/" + f.link + "/switch", open: true, want: public, def: 403},
 		{method: "GET", path: "/share/:linkId", pathFor: func(f *fixture, t *testing.T, _ string) string {
 			return "/share/" + newLink(t, f.clients[appOwner], f.shared, map[string]any{"name": "unvisited"}).ID
 		}, open: true, want: public, def: 303},

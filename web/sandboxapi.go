@@ -42,7 +42,12 @@ type SandboxAPI struct {
 	Sessions  SessionStore
 	Sandboxes SandboxFiles
 	Apps      AppReader
-	Access    *Access
+	// ServiceTools are the tools sessions without an app may call (names,
+	// "mcp:{server}" for a server's every tool, or "prefix:*"); nil:
+	// DefaultServiceTools. Sessions of an app call the sandbox's tools
+	// and what the app's tool-call nodes list.
+	ServiceTools []string
+	Access       *Access
 	// Limits, Network and Egress are the operator's: a session may ask
 	// for less, never more.
 	Limits  sandbox.Limits
@@ -536,6 +541,18 @@ func (h *SandboxAPI) ToolList(c *gin.Context) {
 		// out; the others are listed.
 		h.log().Warn("sandbox service API: some tools are not listed", "err", err)
 	}
+	// The caller's tools: its app's (an app's key) or the operator's
+	// choice for callers without one.
+	appID := ""
+	if p, _ := PrincipalOf(c); p.Bound() {
+		appID = p.AppID
+	}
+	ts, err := h.toolScope(c.Request.Context(), appID)
+	if err != nil {
+		serviceError(c, http.StatusServiceUnavailable, errorKind(http.StatusServiceUnavailable), "could not read your app to list its tools; retry later")
+		return
+	}
+	tools = ts.offered(tools)
 	type toolView struct {
 		Name            string          `json:"name"`
 		Description     string          `json:"description"`
@@ -619,6 +636,16 @@ func (h *SandboxAPI) execute(c *gin.Context, s sessions.Session, req executeRequ
 	t, err := h.Tools.Lookup(ctx, s.Scope(), req.Tool)
 	if err != nil {
 		h.toolError(c, err)
+		return
+	}
+	ts, err := h.toolScope(ctx, s.AppID)
+	if err != nil {
+		h.log().Warn("sandbox service API: the session's tools", "session", s.ID, "err", err)
+		serviceError(c, http.StatusServiceUnavailable, errorKind(http.StatusServiceUnavailable), "could not read the session's app to check its tools; retry later")
+		return
+	}
+	if !ts.allows(t.Name) {
+		serviceError(c, http.StatusForbidden, errorKind(http.StatusForbidden), ts.refusal(t.Name))
 		return
 	}
 	actor.Tool = t.Name

@@ -352,7 +352,7 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 		{"id": "ask-rm", "command": "rm", "decision": "ask", "justification": "deleting needs a person"}]}`)
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
 	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)
-	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["shout", "file:write"]`)
+	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["shout", "file:write", "exec:where_am_i"]`)
 	var app struct {
 		ID string `json:"appId"`
 	}
@@ -366,7 +366,7 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	for _, tl := range model.Requests()[0].Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	if strings.Join(offered, ",") != "sandbox_shell,shout,file_write" {
+	if strings.Join(offered, ",") != "sandbox_shell,shout,file_write,where_am_i" {
 		t.Errorf("offered %v", offered)
 	}
 	read := expect(t, alice, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": app.ID, "chatId": "c-reg", "path": "from-agent.txt"}, 200)

@@ -57,6 +57,12 @@ func (h *SandboxAPI) mcpServer(req *http.Request) *mcp.Server {
 	if err != nil {
 		h.log().Warn("sandbox MCP server: some tools are not listed", "err", err)
 	}
+	// Only the session's tools are offered, and so callable.
+	ts, err := h.toolScope(req.Context(), call.session.AppID)
+	if err != nil {
+		h.log().Warn("sandbox MCP server: the session's tools", "session", call.session.ID, "err", err)
+	}
+	tools = ts.offered(tools)
 	for _, t := range tools {
 		readOnly, destructive := t.ReadOnly, t.Destructive
 		srv.AddTool(&mcp.Tool{Name: registry.PlainName(t.Name), Title: t.Name, Description: t.Description,

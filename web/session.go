@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -24,12 +25,39 @@ type SessionHandler struct {
 	// a development machine.
 	Secure bool
 	TTL    time.Duration
+	// AccountLimit throttles failed sign-ins per account name, whatever
+	// address they come from (the router limits each address too);
+	// AccountBurst failures, then one every 6 seconds. A success clears
+	// the name's count. Nil: no per-account limit.
+	AccountLimit *RateLimiter
+	AccountBurst int
+}
+
+// accountEvery is the pace of sign-in attempts on one account name once
+// its burst of failures is used.
+const accountEvery = 6 * time.Second
+
+// crossSite refuses a sign-in a page of another site makes the browser
+// send: with an Origin or Sec-Fetch-Site of another origin, or as a form
+// or text body (which a page elsewhere can post without asking).
+func crossSite(r *http.Request) string {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		return `sign in with a JSON body (Content-Type: application/json): {"name": "...", "password": "..."}`
+	}
+	if err := http.NewCrossOriginProtection().Check(r); err != nil {
+		return "this sign-in came from a page of another site; open this engine's own sign-in page"
+	}
+	return ""
 }
 
 // Login checks a name and password ({"name", "password"}) and sets the
 // session cookie; the answer carries the CSRF token that state-changing
 // requests must send in X-CSRF-Token.
 func (h *SessionHandler) Login(c *gin.Context) {
+	if msg := crossSite(c.Request); msg != "" {
+		apiError(c, http.StatusForbidden, msg)
+		return
+	}
 	var body struct {
 		Name     string `json:"name"`
 		Password string `json:"password"`
@@ -38,7 +66,17 @@ func (h *SessionHandler) Login(c *gin.Context) {
 		apiError(c, http.StatusBadRequest, `send {"name": "...", "password": "..."}`)
 		return
 	}
+	account := "account:" + strings.ToLower(strings.TrimSpace(body.Name))
+	if h.AccountLimit != nil {
+		if ok, wait := h.AccountLimit.allowAt(account, accountEvery, max(h.AccountBurst, 1)); !ok {
+			tooMany(c, &rateLimited{wait: wait, what: "too many failed sign-ins for this account"})
+			return
+		}
+	}
 	token, csrf, u, err := h.Accounts.Login(c.Request.Context(), body.Name, body.Password)
+	if err == nil && h.AccountLimit != nil {
+		h.AccountLimit.forget(account)
+	}
 	if errors.Is(err, auth.ErrBadCredentials) {
 		apiError(c, http.StatusUnauthorized, "wrong user name or password")
 		return

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -55,7 +56,14 @@ type ShareHandler struct {
 	Secure bool
 	// Limits holds each visitor's bucket of their link's rate.
 	Limits *RateLimiter
-	Now    func() time.Time
+	// HookLimits bounds the identity-hook calls visitors cause, per link
+	// and per client address (see hookAllowed); nil: a limiter of
+	// HookLimits' defaults.
+	HookLimits *RateLimiter
+	Now        func() time.Time
+	// Log receives why an identity hook failed, which visitors are not
+	// told; default slog.Default().
+	Log *slog.Logger
 }
 
 // shareError answers a refusal on a page (text) or the API (JSON).
@@ -92,9 +100,12 @@ func (h *ShareHandler) Gate(api bool) gin.HandlerFunc {
 		token, _ := c.Cookie(VisitorCookie)
 		v, err := h.Links.Visitor(ctx, link.ID, token)
 		hookToken := c.Query("token")
-		if !api && link.HookURL != "" && hookToken != "" {
-			// A token names the visitor afresh, even over a session.
-			err = share.ErrNoVisitor
+		if !api && link.HookURL != "" && hookToken != "" && err == nil && c.Request.Method == http.MethodGet {
+			// A token over a session: the visitor chooses, with a POST
+			// of the session's own (a link from elsewhere must not
+			// swap who this browser chats as).
+			h.askSwitch(c, link, v, hookToken)
+			return
 		}
 		switch {
 		case errors.Is(err, share.ErrNoVisitor) && api:
@@ -149,12 +160,13 @@ func (h *ShareHandler) welcome(c *gin.Context, link share.Link, token string) bo
 			shareError(c, false, http.StatusUnauthorized, "This share link is opened from the site that shared it: its address there carries your token (?token=...).")
 			return false
 		}
-		var err error
-		if uid, err = h.Links.Identify(ctx, link, token); errors.Is(err, share.ErrHookRefused) {
-			shareError(c, false, http.StatusForbidden, err.Error()+". Open the link again from the site that shared it.")
+		if !h.hookAllowed(c, link) {
 			return false
-		} else if err != nil {
-			shareError(c, false, http.StatusServiceUnavailable, err.Error())
+		}
+		var err error
+		uid, err = h.Links.Identify(ctx, link, token)
+		if err != nil {
+			h.hookFailed(c, link, err)
 			return false
 		}
 	}

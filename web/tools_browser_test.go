@@ -47,6 +47,8 @@ func TestToolsBrowser(t *testing.T) {
 	e := newBrowserEnvWith(t, servertest.Options{Env: map[string]string{
 		"FLOWBOX_LLM_BASE_URL": model.BaseURL,
 		"FLOWBOX_EXEC_TOOLS":   tools,
+		// The MCP server is on loopback: allowed as an operator would.
+		"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String(),
 	}})
 	srv := &servertest.Env{URL: e.url, Engine: e.engine}
 

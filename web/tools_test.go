@@ -76,7 +76,9 @@ func TestExecAndMCPTools(t *testing.T) {
 			llmtest.Call("call_echo", "team__echo", `{"text":"ping token=sk-proj-Ab3dE6gH9jK2mN5pQ8sT1vW4Ab3dE6gH9jK2mN5pQ8sT1vW4"}`),
 			llmtest.Call("call_where", "where_am_i", `{}`)}},
 		llmtest.Reply{Text: "All done."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file}})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file,
+		// The MCP server is on loopback: allowed as an operator would.
+		"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String()}})
 	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
 
 	// The admin registers the MCP server; its token never comes back.

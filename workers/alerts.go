@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
 
@@ -42,9 +43,10 @@ const (
 	alertBuffer = 256
 )
 
-// alertClient posts the alerts. It follows no redirect: a signed alert
-// goes where the operator said, or is retried.
-var alertClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// alertClient posts the alerts when AlertWebhook.Client is nil: the
+// outbound client with no exceptions. It follows no redirect: a signed
+// alert goes where the operator said, or is retried.
+var alertClient = outbound.Allow{}.Client(outbound.Options{})
 
 // AlertWebhook is where the workers deliver alerts. Zero values have the
 // documented defaults.
@@ -59,6 +61,9 @@ type AlertWebhook struct {
 	// Metrics counts deliveries; nil: NewAlertMetrics(), registered
 	// nowhere.
 	Metrics *AlertMetrics
+	// Client posts the alerts; nil: the outbound client with no
+	// exceptions (public addresses only), following no redirect.
+	Client *http.Client
 }
 
 // AlertPayload is the body of a delivery, and the task's payload. It
@@ -164,7 +169,11 @@ func (w *Workers) HandleAlertWebhook(ctx context.Context, t *asynq.Task) error {
 	req.Header.Set("X-Flowbox-Delivery", p.ID)
 	req.Header.Set("X-Flowbox-Timestamp", ts)
 	req.Header.Set("X-Flowbox-Signature", SignAlert(hook.Secret, ts, body))
-	resp, err := alertClient.Do(req)
+	client := hook.Client
+	if client == nil {
+		client = alertClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		// The URL may carry a token of the receiver's: say what failed,
 		// not where.

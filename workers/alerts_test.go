@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/workers"
@@ -75,7 +76,12 @@ func TestAlertWebhookHandler(t *testing.T) {
 	am := workers.NewAlertMetrics()
 	reg.MustRegister(am)
 	w, _, _ := e.workers(t, func(c *workers.Config) {
-		c.Alerts = workers.AlertWebhook{URL: srv.URL + "/hook", Secret: alertSecret, Metrics: am}
+		// The receiver is on loopback: allowed as an operator would.
+		allow, err := outbound.ParseAllow(srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Alerts = workers.AlertWebhook{URL: srv.URL + "/hook", Secret: alertSecret, Metrics: am, Client: allow.Client(outbound.Options{})}
 	})
 	task, err := workers.NewAlertWebhookTask(refusal("app1", e.clock.Now()))
 	if err != nil {

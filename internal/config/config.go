@@ -41,6 +41,7 @@ type Config struct {
 	Caps    Caps
 	Alerts  Alerts
 	Files   Files
+	Trust   Trust
 }
 
 // Files configures the workspace (K1–K4): the chats' uploaded and
@@ -256,6 +257,7 @@ func Parse(getenv func(string) string) (Config, error) {
 	}
 	c.Workers.AuditRetention = retention(str("FLOWBOX_AUDIT_RETENTION", "90d"), &errs)
 	c.Alerts = alerts(str, &errs)
+	c.Trust = trust(str, integer, &errs)
 	if c.Workers.Concurrency == 0 {
 		errs = append(errs, "FLOWBOX_WORKERS_CONCURRENCY=0: a worker needs to run at least one task at a time")
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -23,7 +24,10 @@ func startAlerts(s *Services, cfg config.Alerts, log *slog.Logger) {
 		Send: s.Alerts.Send, Suppressed: s.Alerts.Suppressed})
 }
 
-// alertWebhook is where the workers deliver the alerts.
-func alertWebhook(s *Services, cfg config.Alerts) workers.AlertWebhook {
-	return workers.AlertWebhook{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret, RetryDelay: cfg.RetryDelay, Metrics: s.AlertMetrics}
+// alertWebhook is where the workers deliver the alerts, through the
+// outbound client with the operator's exceptions (FLOWBOX_OUTBOUND_ALLOW):
+// a webhook on the engine's own networks must be allowed explicitly.
+func alertWebhook(s *Services, cfg config.Alerts, allow outbound.Allow) workers.AlertWebhook {
+	return workers.AlertWebhook{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret, RetryDelay: cfg.RetryDelay, Metrics: s.AlertMetrics,
+		Client: allow.Client(outbound.Options{})}
 }

@@ -68,6 +68,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		return nil, fmt.Errorf("create the demo app: %w", err)
 	}
 	links := share.New(svc.DB)
+	links.Hook = share.HookClient(cfg.Trust.OutboundAllow)
 	access := &web.Access{Apps: appStore, Chats: chats}
 	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
@@ -78,8 +79,9 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	}
 	e.Accounts, e.Apps, e.Chats = accounts, appStore, chats
 	return &web.Product{
-		Auth:     accounts,
-		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL},
+		Auth: accounts,
+		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
+			AccountLimit: &web.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
 		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
@@ -92,16 +94,17 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now},
 		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
 		Sandbox: &web.SandboxAPI{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
-			Limits:  sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
-			Network: cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Now: time.Now, Log: log},
+			ServiceTools: cfg.Trust.ServiceTools,
+			Limits:       sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
+			Network:      cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Now: time.Now, Log: log},
 		Tools:   &web.ToolsHandler{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
 		UI:      ui,
 		Admin:   e.Workers,
 		Publish: publish,
 		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
 		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
-			Limits: &web.RateLimiter{}, Now: time.Now},
-		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
+			Limits: &web.RateLimiter{}, HookLimits: &web.RateLimiter{Now: e.limitClock}, Now: time.Now, Log: log},
+		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst, Now: e.limitClock},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 		// 100 calls a second per caller, 200 at once.
 		SandboxLimit: &web.RateLimiter{Every: 10 * time.Millisecond, Burst: 200},

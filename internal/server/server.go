@@ -41,6 +41,10 @@ type Options struct {
 	// PasswordCost is bcrypt's work factor for the accounts' passwords;
 	// 0: bcrypt.DefaultCost. Tests lower it.
 	PasswordCost int
+	// LimitClock is the clock of the sign-in and identity-hook rate
+	// limits; nil: time.Now. Tests freeze it, so that what they count
+	// does not depend on how fast the machine runs them.
+	LimitClock func() time.Time
 }
 
 // Engine is one engine process, built and not yet serving: the caller
@@ -67,6 +71,7 @@ type Engine struct {
 	cfg          config.Config
 	log          *slog.Logger
 	passwordCost int
+	limitClock   func() time.Time
 	dashboard    *asynqmon.HTTPHandler
 	started      bool
 }
@@ -86,7 +91,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Services: svc, cfg: cfg, log: log, passwordCost: opts.PasswordCost}
+	e := &Engine{Services: svc, cfg: cfg, log: log, passwordCost: opts.PasswordCost, limitClock: opts.LimitClock}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -124,7 +129,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Queues:     e.dashboard,
 		AdminToken: cfg.AdminToken,
-		Product:    prod,
+		// X-Forwarded-For counts only from the operator's proxies.
+		TrustedProxies: cfg.Trust.TrustedProxies,
+		Product:        prod,
 	})
 	return e, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/internal/mongodb"
+	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/internal/redisconn"
 	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/nodes/apps"
@@ -207,7 +208,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		return nil, fmt.Errorf("load the exec tools (FLOWBOX_EXEC_TOOLS, engine serve -tools): %w", err)
 	}
 	s.MCPServers = mcptool.NewStore(db)
-	if s.MCP, err = mcptool.New(mcptool.Config{Servers: s.MCPServers, Sandbox: s.Manager, Logger: log}); err != nil {
+	if s.MCP, err = mcptool.New(mcptool.Config{Servers: s.MCPServers, Sandbox: s.Manager, Logger: log,
+		// Admins type the servers' addresses: the engine's own networks
+		// only where the operator allows them. Each redirect hop is
+		// dialled through the same check.
+		HTTPClient: cfg.Trust.OutboundAllow.Client(outbound.Options{Redirects: 10})}); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -45,7 +45,7 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		PollInterval:    cfg.Workers.PollInterval,
 		Audit:           svc.Audit,
 		AuditRetention:  cfg.Workers.AuditRetention,
-		Alerts:          alertWebhook(svc, cfg.Alerts),
+		Alerts:          alertWebhook(svc, cfg.Alerts, cfg.Trust.OutboundAllow),
 		Approvals:       approvalExpirer{svc},
 		// A service API session may have an idle timeout of its own.
 		IdleTimeouts: svc.Sessions.IdleTimeouts,

@@ -48,6 +48,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -88,7 +89,8 @@ type Config struct {
 	// Sandbox runs stdio servers; without it they are unavailable.
 	Sandbox Sandbox
 	// HTTPClient is the base of the requests to HTTP servers: its
-	// Transport (default http.DefaultTransport) and CheckRedirect are
+	// Transport (default the outbound client's: public addresses only)
+	// and CheckRedirect are
 	// used, its Timeout is not (the timeouts below bound each exchange).
 	HTTPClient *http.Client
 	// CacheTTL is how long a server's tool list is used before it is
@@ -216,7 +218,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("mcptool: Config.Servers is required")
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		// Public addresses only: a server's URL is typed by a person.
+		cfg.HTTPClient = outbound.Allow{}.Client(outbound.Options{Redirects: 10})
 	}
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = DefaultCacheTTL

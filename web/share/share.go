@@ -33,6 +33,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/flowbox/flowbox/internal/outbound"
 )
 
 // Files is what a link's visitors may do in the files panel.
@@ -57,6 +59,11 @@ var (
 	ErrNoVisitor = errors.New("no visitor session")
 	// ErrHookRefused: the identity hook did not accept the token.
 	ErrHookRefused = errors.New("the site that shared this link did not accept your token")
+	// ErrHookFailed: the identity hook could not be reached, or answered
+	// something other than a uid or a refusal. The error's text is for
+	// the engine's log only: what a hook answers, or why it cannot be
+	// reached, would tell visitors about the network behind the engine.
+	ErrHookFailed = errors.New("the identity hook failed")
 )
 
 // Limits on what a link may be given.
@@ -144,15 +151,22 @@ type Store struct {
 	Now func() time.Time
 	// VisitorTTL is how long a visitor session lasts; default 30 days.
 	VisitorTTL time.Duration
-	// Hook is the client of identity hooks; default a client with a
-	// 5-second timeout.
+	// Hook is the client of identity hooks; default the outbound client
+	// (public addresses only) with a 5-second timeout, following no
+	// redirect: a hook answers where its owner said.
 	Hook *http.Client
 }
 
 // New returns a store over db.
 func New(db *mongo.Database) *Store {
 	return &Store{links: db.Collection("share_links"), visitors: db.Collection("share_visitors"),
-		Now: time.Now, VisitorTTL: 30 * 24 * time.Hour, Hook: &http.Client{Timeout: 5 * time.Second}}
+		Now: time.Now, VisitorTTL: 30 * 24 * time.Hour, Hook: HookClient(outbound.Allow{})}
+}
+
+// HookClient is the client of identity hooks with the operator's
+// exceptions to the outbound refusals.
+func HookClient(allow outbound.Allow) *http.Client {
+	return allow.Client(outbound.Options{Timeout: 5 * time.Second})
 }
 
 func random(n int) string {
@@ -337,7 +351,9 @@ const maxUID = 128
 // Identify asks the link's identity hook who holds token: it POSTs
 // {"token": token} and accepts a 2xx answer {"uid": "..."} (or FastGPT's
 // {"success": true, "data": {"uid": "..."}}). Anything else is
-// ErrHookRefused, with what the hook said.
+// ErrHookRefused when the hook refuses (a 4xx answer), ErrHookFailed
+// when it cannot be reached or answers anything else; both texts name
+// what happened for the engine's log, never for the visitor.
 func (s *Store) Identify(ctx context.Context, l Link, token string) (string, error) {
 	if l.HookURL == "" {
 		return "", errors.New("this link has no identity hook")
@@ -348,18 +364,22 @@ func (s *Store) Identify(ctx context.Context, l Link, token string) (string, err
 	body, _ := json.Marshal(map[string]string{"token": token})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.HookURL, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrHookRefused, err)
+		return "", fmt.Errorf("%w: %v", ErrHookFailed, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "flowbox-share-link")
 	resp, err := s.Hook.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("the link's identity check could not be reached; retry later: %w", err)
+		return "", fmt.Errorf("%w: %w", ErrHookFailed, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
+	switch {
+	case resp.StatusCode/100 == 4:
 		return "", fmt.Errorf("%w (it answered %d)", ErrHookRefused, resp.StatusCode)
+	case resp.StatusCode/100 != 2:
+		// Redirects included: they are not followed.
+		return "", fmt.Errorf("%w: it answered %d", ErrHookFailed, resp.StatusCode)
 	}
 	var ans struct {
 		UID     string `json:"uid"`
@@ -369,7 +389,7 @@ func (s *Store) Identify(ctx context.Context, l Link, token string) (string, err
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return "", fmt.Errorf("%w (its answer is not JSON with a uid)", ErrHookRefused)
+		return "", fmt.Errorf("%w: its answer is not JSON with a uid", ErrHookFailed)
 	}
 	uid := ans.UID
 	if uid == "" && (ans.Success == nil || *ans.Success) {
@@ -377,7 +397,7 @@ func (s *Store) Identify(ctx context.Context, l Link, token string) (string, err
 	}
 	uid = strings.TrimSpace(uid)
 	if uid == "" || len(uid) > maxUID || strings.ContainsAny(uid, "\x00\n\r") {
-		return "", fmt.Errorf("%w (no usable uid in its answer)", ErrHookRefused)
+		return "", fmt.Errorf("%w: no usable uid in its answer", ErrHookFailed)
 	}
 	return uid, nil
 }

@@ -54,6 +54,9 @@ type Options struct {
 	Workers bool
 	// Logger defaults to warnings and errors on stderr.
 	Logger *slog.Logger
+	// LimitClock is the clock of the sign-in and identity-hook rate
+	// limits (server.Options); nil: time.Now.
+	LimitClock func() time.Time
 }
 
 // Env is one served product.
@@ -146,7 +149,8 @@ func Start(t testing.TB, opts Options) *Env {
 func (e *Env) build(t testing.TB) *server.Engine {
 	t.Helper()
 	// Test passwords need no strength; sign-ins are many.
-	eng, err := server.New(context.Background(), e.Config, server.Options{Logger: e.opts.Logger, Middleware: e.opts.Middleware, PasswordCost: bcrypt.MinCost})
+	eng, err := server.New(context.Background(), e.Config, server.Options{Logger: e.opts.Logger, Middleware: e.opts.Middleware, PasswordCost: bcrypt.MinCost,
+		LimitClock: e.opts.LimitClock})
 	if err != nil {
 		t.Fatalf("build the product: %v", err)
 	}
