@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,10 @@ func (h *ChatsHandler) List(c *gin.Context) {
 	if err != nil {
 		apiError(c, http.StatusInternalServerError, "could not list chats; retry later")
 		return
+	}
+	if p.Bound() {
+		// An app key sees its end users' and visitors' chats only.
+		chats = slices.DeleteFunc(chats, func(ch history.Chat) bool { return !KeyReaches(p, ch.UserID) })
 	}
 	if chats == nil {
 		chats = []history.Chat{}

@@ -87,7 +87,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
 		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
 		Users: &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
-			Now: time.Now},
+			Publishing: appTransfer{keys: accounts, links: links}, Now: time.Now},
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
 		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now},
 		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
@@ -100,7 +100,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Publish: publish,
 		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
 		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
-			Limits: &web.RateLimiter{}, Now: time.Now},
+			Limits: &web.RateLimiter{}, Creators: accounts, Now: time.Now},
 		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst},
 		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 		// 100 calls a second per caller, 200 at once.
