@@ -85,7 +85,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
 		Apps: &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
 			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
-		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers},
+		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links}, Now: time.Now},
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
