@@ -180,7 +180,11 @@ func TestAuditOutcomes(t *testing.T) {
 	}
 
 	// The provider cannot create sandboxes (its directory is gone): the
-	// command of a new chat is unavailable, and recorded so.
+	// command of a new chat is unavailable, and recorded so. (A place
+	// under the server's cap first: the chat "runs" is stopped.)
+	if err := svc.Manager.Stop(ctx, sandbox.IDFor(app.ID, "api", "runs")); err != nil {
+		t.Fatal(err)
+	}
 	root := filepath.Join(env.Config.Sandbox.Root, "bwrap")
 	if err := os.Rename(root, root+".away"); err != nil {
 		t.Fatal(err)
