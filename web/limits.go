@@ -156,7 +156,7 @@ func init() {
 			"capsLinkRuns":         "Chat runs in progress of one share link's visitors",
 			"capsRunningSandboxes": "Running sandboxes",
 			"capsRunsInProgress":   "Chat runs in progress",
-			"capsHint":             "Past a cap, the first command of a chat whose sandbox is not running, or a new chat run, is refused with a message naming the cap; a running sandbox's commands never are. Set by the environment variables shown; 0 means no cap.",
+			"capsHint":             "Past a cap, the first command of a chat whose sandbox is not running, or a new chat run, is refused with a message naming the cap; a running sandbox's commands never are. At a user's own sandbox cap, their least recently used idle sandbox is stopped (files kept) instead. Set by the environment variables shown; 0 means no cap.",
 			"capsRunsUnknown":      "The chat runs in progress could not be counted:",
 		},
 		"zh": {
@@ -178,7 +178,7 @@ func init() {
 			"capsLinkRuns":         "单个分享链接访客进行中的对话运行",
 			"capsRunningSandboxes": "运行中的沙盒",
 			"capsRunsInProgress":   "进行中的对话运行",
-			"capsHint":             "超过上限时,沙盒未运行的对话的第一条命令或新的对话运行会被拒绝,并说明是哪项限额;运行中沙盒的命令永远不会被拒绝。由所示环境变量设置;0 表示不限。",
+			"capsHint":             "超过上限时,沙盒未运行的对话的第一条命令或新的对话运行会被拒绝,并说明是哪项限额;运行中沙盒的命令永远不会被拒绝。达到单个用户的沙盒上限时,会停止该用户最久未用的空闲沙盒(保留文件)。由所示环境变量设置;0 表示不限。",
 			"capsRunsUnknown":      "无法统计进行中的对话运行:",
 		},
 	} {
