@@ -266,4 +266,9 @@ func TestAttackAppKeyUsersTakeEverySlot(t *testing.T) {
 	if got := shell(t, key, app, "u1", "loop-u1", "echo again"); !strings.Contains(got, "again") {
 		t.Errorf("the key's user within the cap: %q", got)
 	}
+	// The admin page shows the app's cap and its use.
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	if l, u := capRow(t, admin, "app-sandboxes"); l != "2" || u != "2" {
+		t.Errorf("admin page: app sandboxes cap %s, use %s; want 2 and 2", l, u)
+	}
 }
