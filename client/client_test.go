@@ -388,12 +388,13 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestCap: with a cap of one running sandbox per user, a second session's
-// first call is refused as rate limited, at once rather than after a
-// minute of retries.
+// TestCap: with a cap of one running sandbox on the server, a second
+// session's first call is refused as rate limited, at once rather than
+// after a minute of retries. (At a user's own cap, the user's idle
+// sandbox would be stopped to make room instead.)
 func TestCap(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_SANDBOXES": "1"}})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_CAP_SANDBOXES": "1"}})
 	n, hc := countingClient()
 	c := newUser(t, env, "alice", client.WithHTTPClient(hc))
 	ctx := testContext(t)

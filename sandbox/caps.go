@@ -41,24 +41,67 @@ var ErrLimit = errors.New("sandbox limit reached")
 // its place back (the record is marked stoped). How the store finds the
 // running records, and what that costs, is its own (see
 // mongostore.Store.RunningUsers).
+//
+// PerGroup caps a share link's visitors together, PerApp an app key's end
+// users (T6: looping customUids on one key must not take the machine).
+// At PerUser, the user's least recently used idle sandbox is stopped
+// (its files kept) to make room, rather than the new one refused (see
+// IdleStopper); the other caps refuse.
 type Caps struct {
-	Global, PerUser, PerGroup int
+	Global, PerUser, PerGroup, PerApp int
 	// Group returns the user-id prefix that every member of userID's group
-	// shares, or "" when userID belongs to no group; PerGroup counts the
-	// running sandboxes of the users whose id starts with it. Default
-	// ShareLinkGroup.
+	// shares, or "" when userID belongs to no group; the running
+	// sandboxes of the users whose id starts with it are counted against
+	// PerGroup (a share link's group) or PerApp (an app's). Default
+	// UserGroup.
 	Group func(userID string) string
 }
 
 // On reports whether any cap is set.
-func (c Caps) On() bool { return c.Global > 0 || c.PerUser > 0 || c.PerGroup > 0 }
+func (c Caps) On() bool { return c.Global > 0 || c.PerUser > 0 || c.PerGroup > 0 || c.PerApp > 0 }
 
-// GroupOf is c.Group(userID), ShareLinkGroup when Group is nil.
+// GroupOf is c.Group(userID), UserGroup when Group is nil.
 func (c Caps) GroupOf(userID string) string {
 	if c.Group == nil {
-		return ShareLinkGroup(userID)
+		return UserGroup(userID)
 	}
 	return c.Group(userID)
+}
+
+// GroupLimit is the cap on the group of prefix: PerApp for an app's end
+// users, PerGroup for any other group.
+func (c Caps) GroupLimit(prefix string) int {
+	if strings.HasPrefix(prefix, AppKeyPrefix) {
+		return c.PerApp
+	}
+	return c.PerGroup
+}
+
+// AppKeyPrefix starts the user ids of an app key's end users:
+// app:<appId>:<customUid> (web/auth.AppKeyUser).
+const AppKeyPrefix = "app:"
+
+// AppKeyGroup groups the end users of one app's keys: for
+// app:<appId>:<customUid> it returns "app:<appId>:"; for any other user
+// id, "".
+func AppKeyGroup(userID string) string {
+	rest, ok := strings.CutPrefix(userID, AppKeyPrefix)
+	if !ok {
+		return ""
+	}
+	app, _, ok := strings.Cut(rest, ":")
+	if !ok || app == "" {
+		return ""
+	}
+	return AppKeyPrefix + app + ":"
+}
+
+// UserGroup is ShareLinkGroup or AppKeyGroup, whichever userID has.
+func UserGroup(userID string) string {
+	if g := ShareLinkGroup(userID); g != "" {
+		return g
+	}
+	return AppKeyGroup(userID)
 }
 
 // ShareLinkPrefix starts the user ids of share-link visitors:
@@ -87,6 +130,9 @@ func GroupName(prefix string) string {
 	if link, ok := strings.CutPrefix(name, ShareLinkPrefix); ok {
 		return "share link " + link
 	}
+	if app, ok := strings.CutPrefix(name, AppKeyPrefix); ok {
+		return "app " + app + " (its key users)"
+	}
 	return name
 }
 
@@ -113,7 +159,9 @@ func (e *LimitError) Error() string {
 	case CapGroup:
 		return fmt.Sprintf("refused: %s already has %d running sandboxes and its limit is %d; %s", GroupName(e.Group), e.Use, e.Limit, wait)
 	}
-	return fmt.Sprintf("refused: you already have %d running sandboxes and the limit per user is %d; %s", e.Use, e.Limit, wait)
+	// At the user's cap an idle sandbox is stopped to make room (admit):
+	// a refusal means every one of them is running a command.
+	return fmt.Sprintf("refused: you already have %d running sandboxes, all of them running commands, and the limit per user is %d; wait for one to finish or delete chats you no longer need, then retry", e.Use, e.Limit)
 }
 
 // Is makes errors.Is(err, ErrLimit) hold.
@@ -129,13 +177,13 @@ type RunningCounter interface {
 	RunningUsers(ctx context.Context, provider string, exact bool) ([]string, error)
 }
 
-// admit refuses inst's start when a cap is reached. It counts the running
+// count refuses inst's start when a cap is reached. It counts the running
 // sandboxes the cheap way first; only a count that would refuse is made
 // again exactly, so that a sandbox stopped a moment ago never refuses
-// another's start: admit decides as the exact count would. included says
+// another's start: count decides as the exact count would. included says
 // that inst's own record says running already (written by Create), so one
 // entry of its user is not counted. The caller holds m.admission.
-func (m *Manager) admit(ctx context.Context, inst Instance, included bool) error {
+func (m *Manager) count(ctx context.Context, inst Instance, included bool) error {
 	var refusal error
 	for _, exact := range []bool{false, true} {
 		users, err := m.counter.RunningUsers(ctx, inst.Provider, exact)
@@ -166,11 +214,12 @@ func (caps Caps) check(users []string, userID string, included bool) error {
 			ours++
 		}
 	}
+	groupCap := caps.GroupLimit(group)
 	switch {
 	case caps.PerUser > 0 && mine >= caps.PerUser:
 		return &LimitError{Cap: CapUser, Limit: caps.PerUser, Use: mine}
-	case caps.PerGroup > 0 && group != "" && ours >= caps.PerGroup:
-		return &LimitError{Cap: CapGroup, Group: group, Limit: caps.PerGroup, Use: ours}
+	case groupCap > 0 && group != "" && ours >= groupCap:
+		return &LimitError{Cap: CapGroup, Group: group, Limit: groupCap, Use: ours}
 	case caps.Global > 0 && len(users) >= caps.Global:
 		return &LimitError{Cap: CapGlobal, Limit: caps.Global, Use: len(users)}
 	}

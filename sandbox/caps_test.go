@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -67,7 +68,11 @@ func TestCapsManager(t *testing.T) {
 		want  int                // sandboxes admitted
 		text  string             // what a refusal says
 	}{
-		{"per user", sandbox.Caps{PerUser: 3}, func(int) string { return "u:alice" }, 3, "you already have 3 running sandboxes and the limit per user is 3"},
+		// Without a store that can stop idle sandboxes (IdleStopper), the
+		// user's cap refuses as the others do; TestCapUserStopsIdle has the
+		// stop.
+		{"per user", sandbox.Caps{PerUser: 3}, func(int) string { return "u:alice" }, 3, "you already have 3 running sandboxes, all of them running commands, and the limit per user is 3"},
+		{"per app", sandbox.Caps{PerUser: 10, PerApp: 3}, func(i int) string { return fmt.Sprintf("app:A1:c%d", i) }, 3, "app A1 (its key users) already has 3 running sandboxes"},
 		{"per share link", sandbox.Caps{PerUser: 10, PerGroup: 4}, func(i int) string { return fmt.Sprintf("share:L1:v%d", i) }, 4, "share link L1 already has 4 running sandboxes"},
 		{"global", sandbox.Caps{Global: 2, PerUser: 10}, func(i int) string { return fmt.Sprintf("u:%d", i) }, 2, "the server already runs 2 sandboxes"},
 	}
@@ -105,7 +110,9 @@ func testCapsManager(t *testing.T, caps sandbox.Caps, users func(int) string, wa
 		}
 		e.store = store
 	}
-	cfg := sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Caps: caps}
+	// Only what the caps count with: no stop of idle sandboxes.
+	store := countingStore{Store: e.store, RunningCounter: e.store}
+	cfg := sandbox.Config{Provider: e.provider, Store: store, Now: e.clock.Now, Caps: caps}
 	if pooled {
 		cfg.Pool = sandbox.PoolConfig{Size: 1, Store: e.store}
 	}
@@ -212,4 +219,102 @@ func resources(t *testing.T, e *env) int {
 		t.Fatal(err)
 	}
 	return len(list)
+}
+
+// countingStore is a Store that counts running records but cannot stop
+// idle ones (no sandbox.IdleStopper).
+type countingStore struct {
+	sandbox.Store
+	sandbox.RunningCounter
+}
+
+// TestCapUserStopsIdle: at a user's cap, a new chat's first command stops
+// the user's least recently used sandbox that runs no command (its files
+// kept, it starts again on its next command) instead of being refused;
+// a sandbox running a command is never the one stopped, and when every
+// one runs a command the new chat is refused.
+func TestCapUserStopsIdle(t *testing.T) {
+	e := newEnv(t)
+	m, err := sandbox.New(sandbox.Config{Provider: e.provider, Store: e.store, Now: e.clock.Now, Caps: sandbox.Caps{PerUser: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := func(i int) sandbox.Scope {
+		s := sandbox.Scope{AppID: "app", UserID: "u:alice", ChatID: fmt.Sprintf("chat%d", i)}
+		id := s.SandboxID()
+		t.Cleanup(func() { _ = m.Delete(context.Background(), id) })
+		return s
+	}
+	status := func(s sandbox.Scope) sandbox.Status {
+		t.Helper()
+		rec, err := m.Lookup(ctx(t), s)
+		if err != nil {
+			t.Fatalf("record of %s: %v", s.ChatID, err)
+		}
+		return rec.Status
+	}
+	run := func(s sandbox.Scope, cmd, want string) {
+		t.Helper()
+		e.clock.Add(time.Second) // each use later than the one before
+		res, err := m.Exec(ctx(t), s, sandbox.ExecRequest{Command: cmd})
+		if err != nil || res.Stdout != want {
+			t.Fatalf("%s in %s: %+v, %v; want %q", cmd, s.ChatID, res, err, want)
+		}
+	}
+	c0, c1, c2, c3 := scope(0), scope(1), scope(2), scope(3)
+	run(c0, "echo kept > f && cat f", "kept\n")
+	run(c1, "echo one", "one\n")
+	// At the cap: chat0, the least recently used, makes room.
+	run(c2, "echo two", "two\n")
+	if got := status(c0); got != sandbox.StatusStopped {
+		t.Fatalf("chat0 (least recently used) is %s, want stopped", got)
+	}
+	if status(c1) != sandbox.StatusRunning || status(c2) != sandbox.StatusRunning {
+		t.Fatal("chat1 and chat2 must still run")
+	}
+	// chat0 comes back with its files; chat1 is now the one to go.
+	run(c0, "cat f", "kept\n")
+	if got := status(c1); got != sandbox.StatusStopped {
+		t.Fatalf("chat1 is %s, want stopped", got)
+	}
+
+	// A sandbox running a command is not stopped, whatever its age: chat2
+	// (older) runs a command that waits for a file; chat0 is the one to go.
+	e.clock.Add(time.Second)
+	files, err := m.Files(ctx(t), c2, sandbox.Actor{UserID: "u:alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		res, err := m.Exec(ctx(t), c2, sandbox.ExecRequest{Command: "touch started; while [ ! -e go ]; do sleep 0.05; done; echo done", Timeout: 2 * time.Minute})
+		if err == nil && res.Stdout != "done\n" {
+			err = fmt.Errorf("the waiting command answered %+v", res)
+		}
+		waiting <- err
+	}()
+	// The command has started once the file it makes first appears.
+	for {
+		if _, err := files.Stat(ctx(t), "started"); err == nil {
+			break
+		}
+		select {
+		case err := <-waiting:
+			t.Fatalf("the waiting command ended early: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	run(c3, "echo three", "three\n")
+	if got := status(c2); got != sandbox.StatusRunning {
+		t.Fatalf("chat2, running a command, is %s; it must not be stopped", got)
+	}
+	if got := status(c0); got != sandbox.StatusStopped {
+		t.Fatalf("chat0 (idle) is %s, want stopped", got)
+	}
+	if err := files.WriteFile(ctx(t), "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -8,7 +8,9 @@
 // # Identity
 //
 // A chat's sandbox ID is the first 16 hex characters of
-// sha256("appId-userId-chatId") (IDFor). The record of a sandbox lives in
+// sha256("appId-userId-chatId") where that string names one chat, and of a
+// length-prefixed encoding of the three otherwise; sandboxes made before
+// keep theirs (IDFor, id.go). The record of a sandbox lives in
 // the sandbox_instances collection (Store), keyed by {provider, sandboxId}.
 //
 // # Ordering of database and provider steps (S12)

@@ -136,6 +136,11 @@ type Manager struct {
 	// semaphore, so that a wait for it ends with its context).
 	admission chan struct{}
 	counter   RunningCounter
+	// busy counts this process's commands in each sandbox (markBusy);
+	// owner names its claims.
+	busyMu sync.Mutex
+	busy   map[string]int
+	owner  string
 	// warm maps the sandboxes this process ensured and has not seen stop
 	// to when it last refreshed their record. Within WarmWindow of that,
 	// a command skips the ensure step and refreshes the record after the
@@ -208,7 +213,8 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("provider", cfg.Provider.Name()), admission: make(chan struct{}, 1)}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("provider", cfg.Provider.Name()), admission: make(chan struct{}, 1),
+		busy: map[string]int{}, owner: newOwner()}
 	if cfg.Caps.On() {
 		c, ok := cfg.Store.(RunningCounter)
 		if !ok {
@@ -575,6 +581,9 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 	if call.Hook != "" {
 		return m.run(ctx, call)
 	}
+	// Busy from before the ensure: a sandbox this command is about to
+	// use is not stopped to make room under its user's cap.
+	defer m.markBusy(call.SandboxID)()
 	// A sandbox created by an Ensure of its own (not a command's) runs its
 	// startup commands before its first command.
 	notice := m.startup(ctx, call.Scope, call.SandboxID)

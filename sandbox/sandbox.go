@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"strconv"
@@ -81,13 +79,6 @@ const WorkspaceDir = "/workspace"
 // StateDir is where the persistent shell keeps its state inside the
 // sandbox (cwd and exported variables), out of the user's workspace.
 const StateDir = "/.flowbox"
-
-// IDFor derives the sandbox ID of a chat (S1): the first 16 hex characters
-// of sha256("appId-userId-chatId").
-func IDFor(appID, userID, chatID string) string {
-	sum := sha256.Sum256([]byte(appID + "-" + userID + "-" + chatID))
-	return hex.EncodeToString(sum[:])[:16]
-}
 
 // ValidID reports whether id has the shape IDFor produces. Providers use it
 // to refuse ids that could name paths or containers they do not own.

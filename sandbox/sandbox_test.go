@@ -25,6 +25,44 @@ func TestIDFor(t *testing.T) {
 	}
 }
 
+// TestIDsCannotCollide: chats that S1's "appId-userId-chatId" spells
+// alike get different sandboxes; S1's ID stays for chats it cannot
+// confuse; a legacy sandbox keeps its ID for the chat its record names,
+// and the other chat never gets that ID.
+func TestIDsCannotCollide(t *testing.T) {
+	pairs := [][2][3]string{
+		{{"app", "a", "b-c"}, {"app", "a-b", "c"}},
+		{{"app", "u:dan", "x-c"}, {"app", "u:dan-x", "c"}},
+		{{"a-b", "u", "c"}, {"a", "b-u", "c"}},
+	}
+	for _, p := range pairs {
+		x, y := IDFor(p[0][0], p[0][1], p[0][2]), IDFor(p[1][0], p[1][1], p[1][2])
+		if x == y {
+			t.Errorf("%q and %q share sandbox %s", p[0], p[1], x)
+		}
+		if !ValidID(x) || !ValidID(y) {
+			t.Errorf("IDs %q, %q are not valid", x, y)
+		}
+	}
+	if got, want := IDFor("app1", "u:dan", "chat-1"), LegacyID("app1", "u:dan", "chat-1"); got != want {
+		t.Errorf("an unambiguous chat's ID changed: %s, want S1's %s", got, want)
+	}
+	// A legacy record of "u:leg-x"/"c" keeps its ID; "u:leg"/"x-c" (the
+	// same S1 string) gets another.
+	owner := Scope{AppID: "legacyapp", UserID: "u:leg-x", ChatID: "c"}
+	old := LegacyID(owner.AppID, owner.UserID, owner.ChatID)
+	if !LegacyOwner(owner, old) {
+		t.Fatal("LegacyOwner does not recognise the record")
+	}
+	KeepLegacyIDs([]Scope{owner})
+	if got := owner.SandboxID(); got != old {
+		t.Errorf("the legacy chat's ID is %s, want its old %s", got, old)
+	}
+	if got := IDFor("legacyapp", "u:leg", "x-c"); got == old {
+		t.Errorf("the other chat spelling the same S1 string got the legacy sandbox %s", got)
+	}
+}
+
 func TestValidID(t *testing.T) {
 	for id, want := range map[string]bool{
 		"0123456789abcdef": true, "0123456789ABCDEF": false, "../../etc/passwd": false,

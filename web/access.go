@@ -3,11 +3,14 @@ package web
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web/auth"
 )
 
 // ChatGetter reads chats (history.Store).
@@ -17,7 +20,9 @@ type ChatGetter interface {
 
 // Access applies F3 to chats: a chat's owner and admins may read and
 // change it; the app's owner may read it; the app's keys may read and
-// change every chat of their app; nobody else learns it exists.
+// change the chats of their app's end users (their customUids) and of its
+// share links' visitors, never an account's (T5); nobody else learns it
+// exists.
 // A chat with no turns yet belongs to whoever starts it, if they may use
 // the app (theirs, a public one, or any for an admin).
 type Access struct {
@@ -78,10 +83,19 @@ func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID st
 		return "", err
 	case chat.AppID != appID:
 		return "", ErrNoAccess
-	case chat.UserID == p.UserID || p.Admin() || a.ManagesChats(c, app) && p.Bound():
+	case chat.UserID == p.UserID || p.Admin() || a.ManagesChats(c, app) && p.Bound() && KeyReaches(p, chat.UserID):
 		return chat.UserID, nil
 	case !write && app.OwnerID == p.UserID:
 		return chat.UserID, nil
 	}
 	return "", ErrNoAccess
+}
+
+// KeyReaches reports whether an app key's caller p may reach the chats of
+// userID: its app's end users ("app:<appId>:<customUid>") and share-link
+// visitors (whose chats of the app are all of its links'), not accounts
+// or anyone else who chats with a public app.
+func KeyReaches(p auth.Principal, userID string) bool {
+	return p.Bound() && p.LinkID == "" &&
+		(strings.HasPrefix(userID, auth.AppKeyUser(p.AppID)+":") || strings.HasPrefix(userID, sandbox.ShareLinkPrefix))
 }

@@ -91,8 +91,9 @@ func TestAuditOutcomes(t *testing.T) {
 	)
 	env := servertest.Start(t, servertest.Options{
 		Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL,
-			// Two running sandboxes per user: the third chat is refused.
-			"FLOWBOX_CAP_USER_SANDBOXES": "2"},
+			// Two running sandboxes on the server: the third chat is
+			// refused (at a user's own cap an idle one would be stopped).
+			"FLOWBOX_CAP_SANDBOXES": "2"},
 		Middleware: []sandbox.Middleware{refuseForbidden},
 	})
 	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
@@ -171,15 +172,19 @@ func TestAuditOutcomes(t *testing.T) {
 		t.Fatalf("records of the abandoned command: %+v, want one with status client_gone", gone.Records)
 	}
 
-	// A third sandbox of the user passes the cap: refused, recorded.
+	// A third sandbox passes the cap: refused, recorded.
 	chatAPIReadSSE(t, chatAPIPost(t, ctx, service, body("capped", "api")).Body, nil)
 	capped := records("capped")
-	if len(capped.Records) != 1 || capped.Records[0].Status != "limited" || capped.Records[0].Decision != "refused" || capped.Records[0].Rule != "cap:user" {
-		t.Fatalf("records of the capped chat: %+v, want one limited by cap:user", capped.Records)
+	if len(capped.Records) != 1 || capped.Records[0].Status != "limited" || capped.Records[0].Decision != "refused" || capped.Records[0].Rule != "cap:global" {
+		t.Fatalf("records of the capped chat: %+v, want one limited by cap:global", capped.Records)
 	}
 
 	// The provider cannot create sandboxes (its directory is gone): the
-	// command of a new chat is unavailable, and recorded so.
+	// command of a new chat is unavailable, and recorded so. (A place
+	// under the server's cap first: the chat "runs" is stopped.)
+	if err := svc.Manager.Stop(ctx, sandbox.IDFor(app.ID, "api", "runs")); err != nil {
+		t.Fatal(err)
+	}
 	root := filepath.Join(env.Config.Sandbox.Root, "bwrap")
 	if err := os.Rename(root, root+".away"); err != nil {
 		t.Fatal(err)

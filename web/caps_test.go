@@ -37,10 +37,11 @@ func capRow(t *testing.T, admin *servertest.Client, cap string) (limit, use stri
 }
 
 // TestCapUserSandboxes: with a cap of 3 running sandboxes per user, 20
-// first commands of one user, in 20 new chats at once, start exactly 3
-// sandboxes; the 17 others are answered at once with the refusal the
-// model read, naming the cap, and leave no sandbox behind. The admin page
-// shows the cap and the use.
+// first commands of one user, in 20 new chats at once, never have more
+// than 3 sandboxes running: a new one either stops one of the user's
+// idle sandboxes (its command done) or, when all 3 run commands, is
+// answered at once with the refusal the model read, naming the cap, and
+// leaves no sandbox behind. The admin page shows the cap and the use.
 func TestCapUserSandboxes(t *testing.T) {
 	t.Parallel()
 	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_SANDBOXES": "3"}})
@@ -80,7 +81,7 @@ func TestCapUserSandboxes(t *testing.T) {
 	}
 	wg.Wait()
 
-	refusal := fmt.Sprintf("refused: you already have %d running sandboxes and the limit per user is %d", limit, limit)
+	refusal := fmt.Sprintf("refused: you already have %d running sandboxes, all of them running commands, and the limit per user is %d", limit, limit)
 	ran, refused := 0, map[string]bool{}
 	for i, a := range answers {
 		switch {
@@ -94,44 +95,43 @@ func TestCapUserSandboxes(t *testing.T) {
 			t.Errorf("turn %d answered %q; want the command's output or the refusal %q", i, a.text, refusal)
 		}
 	}
-	if ran != limit || len(refused) != n-limit {
-		t.Fatalf("%d commands ran and %d were refused; want %d and %d", ran, len(refused), limit, n-limit)
+	if ran < limit || ran+len(refused) != n {
+		t.Fatalf("%d commands ran and %d were refused; want at least %d run, and every one answered", ran, len(refused), limit)
 	}
 
-	// Exactly 3 sandboxes, in the records and on the machine.
+	// Exactly 3 sandboxes running; the refused chats have none.
 	ctx := context.Background()
 	svc := env.Engine.Services
-	records, err := svc.Store.ByProvider(ctx, svc.Provider.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	running := 0
-	for _, r := range records {
-		if r.UserID == aliceID && r.Status == sandbox.StatusRunning {
-			running++
+	runningOf := func() int {
+		t.Helper()
+		records, err := svc.Store.ByProvider(ctx, svc.Provider.Name())
+		if err != nil {
+			t.Fatal(err)
 		}
-		if refused[r.ChatID] {
-			t.Errorf("refused chat %s has a sandbox record (%s)", r.ChatID, r.Status)
+		running := 0
+		for _, r := range records {
+			if r.UserID == aliceID && r.Status == sandbox.StatusRunning {
+				running++
+			}
+			if refused[r.ChatID] {
+				t.Errorf("refused chat %s has a sandbox record (%s)", r.ChatID, r.Status)
+			}
 		}
+		return running
 	}
-	if running != limit || len(records) != limit {
-		t.Fatalf("%d records, %d of them alice's running; want %d and %d", len(records), running, limit, limit)
-	}
-	if list, err := svc.Provider.List(ctx); err != nil || len(list) != limit {
-		t.Fatalf("the provider holds %d sandboxes (%v), want %d", len(list), err, limit)
+	if got := runningOf(); got != limit {
+		t.Fatalf("alice has %d running sandboxes, want %d", got, limit)
 	}
 
-	// Opening a refused chat's files would start its sandbox: refused the
-	// same way, creating nothing.
+	// Opening a refused chat's files starts its sandbox now that alice's
+	// are idle: one of them is stopped for it, and 3 still run.
 	for chat := range refused {
-		resp := alice.Do(t, "POST", "/api/core/ai/sandbox/file", map[string]any{"appId": apps.DemoAppID, "chatId": chat, "action": "list", "path": "/workspace"})
-		if resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), refusal) {
-			t.Errorf("files of a refused chat: %d, Retry-After %q, %s; want 429 with Retry-After saying %q", resp.Status, resp.Header.Get("Retry-After"), resp.Body, refusal)
-		}
+		alice.Do(t, "POST", "/api/core/ai/sandbox/file", map[string]any{"appId": apps.DemoAppID, "chatId": chat, "action": "list", "path": "/workspace"})
+		delete(refused, chat)
 		break
 	}
-	if list, err := svc.Provider.List(ctx); err != nil || len(list) != limit {
-		t.Fatalf("after the files request the provider holds %d sandboxes (%v), want %d", len(list), err, limit)
+	if got := runningOf(); got != limit {
+		t.Fatalf("after the files request alice has %d running sandboxes, want %d", got, limit)
 	}
 
 	// The admin page shows the cap and alice at it.

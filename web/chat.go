@@ -349,6 +349,14 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		req.AppID, req.CustomUID = principal.AppID, principal.UserID+":"+req.CustomUID
 	case signedIn:
 		req.CustomUID = principal.UserID
+	default:
+		// The service key: its end users live apart from accounts, app
+		// keys' users and visitors (auth.ServiceUser).
+		if len(req.CustomUID) > 128 || strings.ContainsFunc(req.CustomUID, unicode.IsControl) {
+			apiError(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
+			return
+		}
+		req.CustomUID = auth.ServiceUser(req.CustomUID)
 	}
 	ctx := c.Request.Context()
 	app, err := h.Apps.Get(ctx, req.AppID)

@@ -2,13 +2,16 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // ChatStore keeps chats (history.Store).
@@ -26,6 +29,12 @@ type ChatsHandler struct {
 	Chats   ChatStore
 	Access  *Access
 	Deleter SandboxDeleter
+	// Sandboxes finds the sandbox of a chat whose first turn is not
+	// recorded yet (sandbox.Manager): such a chat exists, and may be
+	// deleted.
+	Sandboxes interface {
+		Lookup(ctx context.Context, scope sandbox.Scope) (sandbox.Instance, error)
+	}
 }
 
 // List answers the app's chats: all of them for its owner, admins and the
@@ -46,6 +55,10 @@ func (h *ChatsHandler) List(c *gin.Context) {
 	if err != nil {
 		apiError(c, http.StatusInternalServerError, "could not list chats; retry later")
 		return
+	}
+	if p.Bound() {
+		// An app key sees its end users' and visitors' chats only.
+		chats = slices.DeleteFunc(chats, func(ch history.Chat) bool { return !KeyReaches(p, ch.UserID) })
 	}
 	if chats == nil {
 		chats = []history.Chat{}
@@ -122,8 +135,17 @@ func (h *ChatsHandler) Delete(c *gin.Context) {
 	ctx := c.Request.Context()
 	appID := c.Param("appId")
 	for _, id := range body.ChatIDs {
-		if _, err := h.Access.ChatOwner(ctx, c, appID, id, true); err != nil {
-			apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(id))
+		owner, err := h.Access.ChatOwner(ctx, c, appID, id, true)
+		if err == nil {
+			err = h.exists(ctx, appID, owner, id)
+		}
+		if errors.Is(err, errNoChat) || errors.Is(err, ErrNoAccess) {
+			// A deletion is recorded for the app's chat id: one that does
+			// not exist must not be deleted ahead of whoever makes it.
+			apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(id)+" of yours in this app; nothing was deleted (GET /api/apps/"+appID+"/chats lists your chats)")
+			return
+		} else if err != nil {
+			apiError(c, http.StatusServiceUnavailable, "could not check that the chats exist; nothing was deleted, retry later")
 			return
 		}
 	}
@@ -138,4 +160,28 @@ func (h *ChatsHandler) Delete(c *gin.Context) {
 		}
 	}
 	c.JSON(http.StatusAccepted, gin.H{"deleted": body.ChatIDs})
+}
+
+// errNoChat: the chat has neither a recorded turn nor a sandbox.
+var errNoChat = errors.New("no such chat")
+
+// exists reports errNoChat unless the chat is recorded in appID or has a
+// sandbox there (its first turn still running, or files opened first).
+func (h *ChatsHandler) exists(ctx context.Context, appID, owner, chatID string) error {
+	chat, err := h.Chats.Get(ctx, chatID)
+	switch {
+	case err == nil && chat.AppID == appID:
+		return nil
+	case err == nil:
+		return errNoChat // another app's: not this one's to delete
+	case !errors.Is(err, history.ErrNotFound):
+		return err
+	case h.Sandboxes == nil:
+		return errNoChat
+	}
+	_, err = h.Sandboxes.Lookup(ctx, sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID})
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return errNoChat
+	}
+	return err
 }

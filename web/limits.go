@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/flowbox/flowbox/sandbox"
 )
@@ -84,13 +85,29 @@ func (l *Limits) view(ctx context.Context, records []sandbox.Instance) *limitsVi
 		use, who := most(m, name)
 		return capRow{Key: key, Label: label, Setting: setting, Limit: limit, Use: use, Who: who}
 	}
+	// Groups of share links and of apps' end users have caps of their own.
+	split := func(m map[string]int) (links, appUsers map[string]int) {
+		links, appUsers = map[string]int{}, map[string]int{}
+		for g, n := range m {
+			if strings.HasPrefix(g, sandbox.AppKeyPrefix) {
+				appUsers[g] = n
+			} else {
+				links[g] = n
+			}
+		}
+		return links, appUsers
+	}
+	boxLinks, boxApps := split(boxGroups)
+	runLinks, runApps := split(runs.Groups)
 	v.Caps = []capRow{
 		{Key: "sandboxes", Label: "capsSandboxes", Setting: "FLOWBOX_CAP_SANDBOXES", Limit: l.Sandboxes.Global, Use: boxes},
 		row("user-sandboxes", "capsUserSandboxes", "FLOWBOX_CAP_USER_SANDBOXES", l.Sandboxes.PerUser, boxUsers, same),
-		row("link-sandboxes", "capsLinkSandboxes", "FLOWBOX_CAP_LINK_SANDBOXES", l.Sandboxes.PerGroup, boxGroups, sandbox.GroupName),
+		row("link-sandboxes", "capsLinkSandboxes", "FLOWBOX_CAP_LINK_SANDBOXES", l.Sandboxes.PerGroup, boxLinks, sandbox.GroupName),
+		row("app-sandboxes", "capsAppSandboxes", "FLOWBOX_CAP_APP_SANDBOXES", l.Sandboxes.PerApp, boxApps, sandbox.GroupName),
 		{Key: "runs", Label: "capsRuns", Setting: "FLOWBOX_CAP_RUNS", Limit: rl.Global, Use: runs.Total},
 		row("user-runs", "capsUserRuns", "FLOWBOX_CAP_USER_RUNS", rl.PerUser, runs.Users, same),
-		row("link-runs", "capsLinkRuns", "FLOWBOX_CAP_LINK_RUNS", rl.PerGroup, runs.Groups, sandbox.GroupName),
+		row("link-runs", "capsLinkRuns", "FLOWBOX_CAP_LINK_RUNS", rl.PerGroup, runLinks, sandbox.GroupName),
+		row("app-runs", "capsAppRuns", "FLOWBOX_CAP_APP_RUNS", rl.PerApp, runApps, sandbox.GroupName),
 	}
 	users := map[string]*userUse{}
 	at := func(u string) *userUse {
@@ -132,12 +149,14 @@ func init() {
 			"capsSandboxes":        "Running sandboxes, in all",
 			"capsUserSandboxes":    "Running sandboxes of one user",
 			"capsLinkSandboxes":    "Running sandboxes of one share link's visitors",
+			"capsAppSandboxes":     "Running sandboxes of one app key's end users",
+			"capsAppRuns":          "Chat runs in progress of one app key's end users",
 			"capsRuns":             "Chat runs in progress, in all",
 			"capsUserRuns":         "Chat runs in progress of one user",
 			"capsLinkRuns":         "Chat runs in progress of one share link's visitors",
 			"capsRunningSandboxes": "Running sandboxes",
 			"capsRunsInProgress":   "Chat runs in progress",
-			"capsHint":             "Past a cap, the first command of a chat whose sandbox is not running, or a new chat run, is refused with a message naming the cap; a running sandbox's commands never are. Set by the environment variables shown; 0 means no cap.",
+			"capsHint":             "Past a cap, the first command of a chat whose sandbox is not running, or a new chat run, is refused with a message naming the cap; a running sandbox's commands never are. At a user's own sandbox cap, their least recently used idle sandbox is stopped (files kept) instead. Set by the environment variables shown; 0 means no cap.",
 			"capsRunsUnknown":      "The chat runs in progress could not be counted:",
 		},
 		"zh": {
@@ -152,12 +171,14 @@ func init() {
 			"capsSandboxes":        "运行中的沙盒(全部)",
 			"capsUserSandboxes":    "单个用户运行中的沙盒",
 			"capsLinkSandboxes":    "单个分享链接访客运行中的沙盒",
+			"capsAppSandboxes":     "单个应用密钥终端用户运行中的沙盒",
+			"capsAppRuns":          "单个应用密钥终端用户进行中的对话运行",
 			"capsRuns":             "进行中的对话运行(全部)",
 			"capsUserRuns":         "单个用户进行中的对话运行",
 			"capsLinkRuns":         "单个分享链接访客进行中的对话运行",
 			"capsRunningSandboxes": "运行中的沙盒",
 			"capsRunsInProgress":   "进行中的对话运行",
-			"capsHint":             "超过上限时,沙盒未运行的对话的第一条命令或新的对话运行会被拒绝,并说明是哪项限额;运行中沙盒的命令永远不会被拒绝。由所示环境变量设置;0 表示不限。",
+			"capsHint":             "超过上限时,沙盒未运行的对话的第一条命令或新的对话运行会被拒绝,并说明是哪项限额;运行中沙盒的命令永远不会被拒绝。达到单个用户的沙盒上限时,会停止该用户最久未用的空闲沙盒(保留文件)。由所示环境变量设置;0 表示不限。",
 			"capsRunsUnknown":      "无法统计进行中的对话运行:",
 		},
 	} {

@@ -74,10 +74,12 @@ type RunLimits struct {
 	// Namespace keeps two databases that share one Redis apart (the
 	// database name).
 	Namespace string
-	// Global, PerUser and PerGroup are the caps; 0: none.
-	Global, PerUser, PerGroup int
+	// Global, PerUser and PerGroup are the caps; 0: none. PerApp caps
+	// an app key's end users together (a group of sandbox.AppKeyGroup),
+	// PerGroup any other group (a share link's visitors).
+	Global, PerUser, PerGroup, PerApp int
 	// Group returns the user-id prefix of userID's group, "" for none.
-	// Default sandbox.ShareLinkGroup.
+	// Default sandbox.UserGroup.
 	Group func(userID string) string
 	// Lease is how long a run's place outlives its last renewal; it is
 	// renewed every third of it. Default 1 minute.
@@ -150,7 +152,13 @@ func (l *RunLimits) group(userID string) string {
 	if l.Group != nil {
 		return l.Group(userID)
 	}
-	return sandbox.ShareLinkGroup(userID)
+	return sandbox.UserGroup(userID)
+}
+
+// groupCap is the cap on the runs of group: PerApp for an app's end
+// users, PerGroup for any other group.
+func (l *RunLimits) groupCap(group string) int {
+	return sandbox.Caps{PerGroup: l.PerGroup, PerApp: l.PerApp}.GroupLimit(group)
 }
 
 // The keys share one hash tag, so that a Redis Cluster keeps them in one
@@ -172,7 +180,7 @@ func (l *RunLimits) Acquire(ctx context.Context, userID string) (release func(),
 	kinds := []string{sandbox.CapUser}
 	group := l.group(userID)
 	if group != "" {
-		keys, caps, kinds = append(keys, l.prefix()+"group:"+group), append(caps, l.PerGroup), append(kinds, sandbox.CapGroup)
+		keys, caps, kinds = append(keys, l.prefix()+"group:"+group), append(caps, l.groupCap(group)), append(kinds, sandbox.CapGroup)
 	}
 	keys, caps, kinds = append(keys, l.allKey()), append(caps, l.Global), append(kinds, sandbox.CapGlobal)
 

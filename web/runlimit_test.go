@@ -101,6 +101,10 @@ func TestRunLimitsCaps(t *testing.T) {
 				web.RunLimitError{Cap: sandbox.CapUser, Limit: 3, Use: 3}, "you already have 3 chat runs in progress and the limit per user is 3"},
 			{"per share link", web.RunLimits{PerUser: 5, PerGroup: 2}, []string{"share:L:a", "share:L:b", "share:L:c", "share:L:a", "share:L:d"}, 2,
 				web.RunLimitError{Cap: sandbox.CapGroup, Group: "share:L:", Limit: 2, Use: 2}, "share link L already has 2 chat runs in progress and its limit is 2"},
+			// An app key's end users count together (T6): looping
+			// customUid on one key takes only its app's places.
+			{"per app", web.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 2}, []string{"app:A:u1", "app:A:u2", "app:A:u3", "app:A:u1", "app:A:u4"}, 2,
+				web.RunLimitError{Cap: sandbox.CapGroup, Group: "app:A:", Limit: 2, Use: 2}, "app A (its key users) already has 2 chat runs in progress and its limit is 2"},
 			{"global", web.RunLimits{Global: 4, PerUser: 3}, []string{"u:a", "u:b", "u:c", "u:d", "u:e", "u:f", "share:L:a", "share:L:b"}, 4,
 				web.RunLimitError{Cap: sandbox.CapGlobal, Limit: 4, Use: 4}, "the server already has 4 chat runs in progress and its limit is 4"},
 		}

@@ -60,10 +60,15 @@ type ShareHandler struct {
 	// and per client address (see hookAllowed); nil: a limiter of
 	// HookLimits' defaults.
 	HookLimits *RateLimiter
-	Now        func() time.Time
 	// Log receives why an identity hook failed, which visitors are not
 	// told; default slog.Default().
 	Log *slog.Logger
+	// Creators, when set, says whether a link's creator is an enabled
+	// account (auth.Store.Active): a link stops with its creator.
+	Creators interface {
+		Active(ctx context.Context, id string) error
+	}
+	Now func() time.Time
 }
 
 // shareError answers a refusal on a page (text) or the API (JSON).
@@ -96,6 +101,15 @@ func (h *ShareHandler) Gate(api bool) gin.HandlerFunc {
 		case err != nil:
 			shareError(c, api, http.StatusServiceUnavailable, "Could not open the share link; retry in a moment.")
 			return
+		}
+		if h.Creators != nil {
+			if err := h.Creators.Active(ctx, link.CreatedBy); errors.Is(err, auth.ErrBadCredentials) {
+				shareError(c, api, http.StatusNotFound, "This share link no longer works: the account that shared it was disabled or deleted. Ask the app's owner for a new one.")
+				return
+			} else if err != nil {
+				shareError(c, api, http.StatusServiceUnavailable, "Could not open the share link; retry in a moment.")
+				return
+			}
 		}
 		token, _ := c.Cookie(VisitorCookie)
 		v, err := h.Links.Visitor(ctx, link.ID, token)

@@ -59,7 +59,16 @@ type UsersHandler struct {
 	Deleter SandboxDeleter
 	// Sessions are their sandbox service API sessions, deleted with them.
 	Sessions SessionStore
-	Now      func() time.Time
+	// Publishing moves an app's keys and share links to its new owner
+	// when the apps are transferred; without it they stop with the
+	// deleted account (auth.Store.Active).
+	Publishing AppTransfer
+	Now        func() time.Time
+}
+
+// AppTransfer hands an app's keys and share links to a new owner.
+type AppTransfer interface {
+	TransferApp(ctx context.Context, appID, to string) error
 }
 
 // accountError answers an error of the account store.
@@ -301,6 +310,10 @@ func (h *UsersHandler) Delete(c *gin.Context) {
 			if err == nil {
 				app.OwnerID = to
 				err = h.Apps.Put(ctx, app, h.Now())
+			}
+			if err == nil && h.Publishing != nil {
+				// The keys and links go with the app, explicitly.
+				err = h.Publishing.TransferApp(ctx, a.ID, to)
 			}
 			if err != nil {
 				apiError(c, http.StatusInternalServerError, fmt.Sprintf("transferred %v, but not app %s; nothing else changed, retry", done, a.ID))

@@ -72,16 +72,18 @@ type Files struct {
 // be in progress at once, in all, per user and per share link. 0 means no
 // cap; a negative value is refused.
 type Caps struct {
-	// Sandboxes, UserSandboxes, LinkSandboxes bound the running
-	// sandboxes. FLOWBOX_CAP_SANDBOXES (default 200),
+	// Sandboxes, UserSandboxes, LinkSandboxes, AppSandboxes bound the
+	// running sandboxes. FLOWBOX_CAP_SANDBOXES (default 200),
 	// FLOWBOX_CAP_USER_SANDBOXES (default 5), FLOWBOX_CAP_LINK_SANDBOXES
-	// (default 20).
-	Sandboxes, UserSandboxes, LinkSandboxes int
-	// Runs, UserRuns, LinkRuns bound the chat runs in progress (chat
-	// completion requests running their app's workflow). FLOWBOX_CAP_RUNS
-	// (default 100), FLOWBOX_CAP_USER_RUNS (default 3),
-	// FLOWBOX_CAP_LINK_RUNS (default 10).
-	Runs, UserRuns, LinkRuns int
+	// (default 20), FLOWBOX_CAP_APP_SANDBOXES (default 20: over all the
+	// end users an app's keys name in customUid).
+	Sandboxes, UserSandboxes, LinkSandboxes, AppSandboxes int
+	// Runs, UserRuns, LinkRuns, AppRuns bound the chat runs in progress
+	// (chat completion requests running their app's workflow).
+	// FLOWBOX_CAP_RUNS (default 100), FLOWBOX_CAP_USER_RUNS (default 3),
+	// FLOWBOX_CAP_LINK_RUNS (default 10), FLOWBOX_CAP_APP_RUNS (default
+	// 10: over all of an app key's end users).
+	Runs, UserRuns, LinkRuns, AppRuns int
 }
 
 // Product configures accounts, the chat API and the models.
@@ -309,6 +311,8 @@ func Parse(getenv func(string) string) (Config, error) {
 		Runs:          int(integer("FLOWBOX_CAP_RUNS", 100)),
 		UserRuns:      int(integer("FLOWBOX_CAP_USER_RUNS", 3)),
 		LinkRuns:      int(integer("FLOWBOX_CAP_LINK_RUNS", 10)),
+		AppSandboxes:  int(integer("FLOWBOX_CAP_APP_SANDBOXES", 20)),
+		AppRuns:       int(integer("FLOWBOX_CAP_APP_RUNS", 10)),
 	}
 	s := &c.Sandbox
 	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")

@@ -9,14 +9,14 @@ import (
 )
 
 // sandboxCaps are the manager's caps on running sandboxes; a share link's
-// visitors make one group.
+// visitors make one group, an app key's end users another.
 func sandboxCaps(c config.Caps) sandbox.Caps {
-	return sandbox.Caps{Global: c.Sandboxes, PerUser: c.UserSandboxes, PerGroup: c.LinkSandboxes, Group: sandbox.ShareLinkGroup}
+	return sandbox.Caps{Global: c.Sandboxes, PerUser: c.UserSandboxes, PerGroup: c.LinkSandboxes, PerApp: c.AppSandboxes, Group: sandbox.UserGroup}
 }
 
 // runLimits are the caps on chat runs in progress, counted in the
 // engine's Redis under its database's name.
 func runLimits(svc *Services, c config.Caps, log *slog.Logger) *web.RunLimits {
 	return &web.RunLimits{Redis: svc.Redis, Namespace: svc.DB.Name(),
-		Global: c.Runs, PerUser: c.UserRuns, PerGroup: c.LinkRuns, Group: sandbox.ShareLinkGroup, Log: log}
+		Global: c.Runs, PerUser: c.UserRuns, PerGroup: c.LinkRuns, PerApp: c.AppRuns, Group: sandbox.UserGroup, Log: log}
 }

@@ -169,6 +169,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files); err != nil {
 		return nil, err
 	}
+	// Before anything names a sandbox: the chats created under S1's
+	// ambiguous IDs keep theirs (sandbox.IDFor).
+	if err := keepLegacyIDs(ctx, store, s.Provider.Name(), s.Workspace); err != nil {
+		return nil, err
+	}
 	if s.Sessions, err = sessions.New(ctx, db); err != nil {
 		return nil, err
 	}

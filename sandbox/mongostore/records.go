@@ -147,3 +147,18 @@ func (s *Store) RunningUsers(ctx context.Context, provider string, exact bool) (
 	}
 	return out, nil
 }
+
+// RunningOf returns the running records of one user, for the manager's
+// per-user cap (sandbox.IdleStopper): the user's least recently used idle
+// sandbox is stopped to make room. It is asked only at the cap, so a
+// query on the records (no index on userId) is cheap enough.
+func (s *Store) RunningOf(ctx context.Context, provider, userID string) ([]sandbox.Instance, error) {
+	filter := bson.D{{Key: "provider", Value: provider}, {Key: "userId", Value: userID}, {Key: "status", Value: sandbox.StatusRunning}}
+	out, err := s.find(ctx, filter, options.Find())
+	if err != nil {
+		return nil, fmt.Errorf("find the running sandboxes of %s: %w", userID, err)
+	}
+	return out, nil
+}
+
+var _ sandbox.IdleStopper = (*Store)(nil)

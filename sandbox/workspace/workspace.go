@@ -421,12 +421,19 @@ func (s *Store) Dirs(ctx context.Context) ([]Owner, error) {
 	return out, nil
 }
 
+// ownedBy reports whether directory id is scope's: its ID now, or the S1
+// ID it was made under before IDs became unambiguous (sandbox.IDFor), which
+// the engine keeps for it.
+func ownedBy(scope sandbox.Scope, id string) bool {
+	return scope.SandboxID() == id || sandbox.LegacyOwner(scope, id)
+}
+
 func (s *Store) owner(id string) (Owner, error) {
 	dir := s.chatDir(id)
 	o := Owner{SandboxID: id}
 	data, err := os.ReadFile(filepath.Join(dir, ownerFile))
 	var doc ownerDoc
-	if err == nil && json.Unmarshal(data, &doc) == nil && doc.AppID != "" && sandbox.IDFor(doc.AppID, doc.UserID, doc.ChatID) == id {
+	if err == nil && json.Unmarshal(data, &doc) == nil && doc.AppID != "" && ownedBy(sandbox.Scope{AppID: doc.AppID, UserID: doc.UserID, ChatID: doc.ChatID}, id) {
 		o.AppID, o.UserID, o.ChatID, o.CreatedAt = doc.AppID, doc.UserID, doc.ChatID, doc.CreatedAt
 		return o, nil
 	}

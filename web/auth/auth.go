@@ -363,6 +363,12 @@ func (s *Store) APIKey(ctx context.Context, key string) (Principal, error) {
 	}
 	var p Principal
 	if k.AppID != "" {
+		// An app key lives by its creator's account (T5): disabled or
+		// deleted, the key stops with it, unless the app was handed to
+		// another owner with its keys (TransferAppKeys).
+		if err := s.Active(ctx, k.CreatedBy); err != nil {
+			return Principal{}, err
+		}
 		p = Principal{UserID: AppKeyUser(k.AppID), Name: k.Name, Role: RoleUser, AppID: k.AppID}
 	} else {
 		u, err := s.User(ctx, k.UserID)

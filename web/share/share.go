@@ -273,6 +273,18 @@ func (s *Store) Revoke(ctx context.Context, appID, id string) error {
 	return nil
 }
 
+// TransferApp makes to the creator of every link of appID: the app
+// changes hands with its links, which then live by to's account.
+func (s *Store) TransferApp(ctx context.Context, appID, to string) error {
+	if appID == "" || to == "" {
+		return fmt.Errorf("%w: transferring an app's links needs the app and the new owner", ErrInvalid)
+	}
+	if _, err := s.links.UpdateMany(ctx, bson.D{{Key: "appId", Value: appID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "createdBy", Value: to}}}}); err != nil {
+		return fmt.Errorf("transfer the app's share links: %w", err)
+	}
+	return nil
+}
+
 // DeleteApp deletes every link of an app (the app is being deleted).
 func (s *Store) DeleteApp(ctx context.Context, appID string) error {
 	links, err := s.List(ctx, appID)

