@@ -137,10 +137,16 @@ func (r *Redactor) scan(s string) *scanner {
 		if ru.det != nil {
 			ru.det.match(sc, at, l)
 		} else {
+			// Expressions run once per line, however many of the rule's
+			// keywords the line holds.
 			ls, le := lineAt(s, at)
 			if sc.lastLine[l.rule] != ls {
 				sc.lastLine[l.rule] = ls
-				sc.custom(l.rule, ls, le)
+				if ru.gl != nil {
+					sc.matchGitleaks(l.rule, ls, le, ru.gl, r.gl)
+				} else {
+					sc.custom(l.rule, ls, le)
+				}
 			}
 		}
 		return true
