@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"sync"
 
@@ -27,6 +28,10 @@ type glRule struct {
 	keywords []string
 	allow    []*glconfig.Allowlist
 	generic  bool // a keyword assignment rather than a provider's format
+	// need is a literal every match contains (lowercase when fold), found
+	// in the expression: a line without it is not run through it.
+	need string
+	fold bool
 }
 
 // glSet is the loaded rule set.
@@ -68,7 +73,14 @@ var loadGitleaks = sync.OnceValues(func() (*glSet, error) {
 		})
 	}
 	for i := range set.rules {
-		set.byID[set.rules[i].id] = &set.rules[i]
+		g := &set.rules[i]
+		set.byID[g.id] = g
+		if re, err := syntax.Parse(g.re.String(), syntax.Perl); err == nil {
+			g.need, g.fold = requiredLiteral(re)
+			if len(g.need) < 3 {
+				g.need = ""
+			}
+		}
 	}
 	return set, nil
 })
@@ -92,6 +104,9 @@ var legacyIDs = map[string][]string{
 // each match that passes the rule's entropy threshold and allowlists.
 func (sc *scanner) matchGitleaks(rule, ls, le int, g *glRule, set *glSet) {
 	line := sc.s[ls:le]
+	if g.need != "" && !containsLiteral(line, g.need, g.fold) {
+		return
+	}
 	probe := line
 	if strings.IndexByte(line, '&') >= 0 {
 		// gitleaks' rules end a token at a blank, a quote or ';'. In
@@ -191,6 +206,80 @@ func entropy(s string) float64 {
 		}
 	}
 	return e
+}
+
+// requiredLiteral returns the longest ASCII literal that every match of re
+// contains, and whether it is matched ignoring case (then lowercased).
+func requiredLiteral(re *syntax.Regexp) (string, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if r >= 0x80 {
+				return "", false
+			}
+		}
+		fold := re.Flags&syntax.FoldCase != 0
+		if fold {
+			return strings.ToLower(string(re.Rune)), true
+		}
+		return string(re.Rune), false
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best string
+		var fold bool
+		for _, sub := range re.Sub {
+			if l, f := requiredLiteral(sub); len(l) > len(best) {
+				best, fold = l, f
+			}
+		}
+		return best, fold
+	}
+	return "", false
+}
+
+// containsLiteral reports whether s contains lit (lowercase, when fold:
+// then ASCII case is ignored).
+func containsLiteral(s, lit string, fold bool) bool {
+	if !fold {
+		return strings.Contains(s, lit)
+	}
+	for i := 0; i+len(lit) <= len(s); i++ {
+		if lowerTab[s[i]] == lit[0] && hasFoldPrefix(s, i, lit) {
+			return true
+		}
+	}
+	return false
+}
+
+// assignmentAhead is a cheap necessary condition for gitleaks' generic
+// rules, whose expressions cost far more than the rest of the scan: after
+// the keyword that ends at i, within a name's length, an assignment
+// operator followed by a value of at least 10 bytes. It returns where the
+// first such value starts and ends, or -1. Ordinary lines that merely say
+// "key" or "token" (most of a log's) never run the expression.
+func assignmentAhead(s string, i, le int) (int, int) {
+	lim := min(le, i+24)
+	for j := i; j < lim; j++ {
+		switch c := s[j]; {
+		case c == '=' || c == '>' || c == ':' || c == ',' || c == '|' || c == '?':
+			k := j + 1
+			for m := 0; k < le && m < 8 && strings.IndexByte("`'\" \t=:|>?", s[k]) >= 0; m++ {
+				k++
+			}
+			if e := run(s, k, func(c byte) bool { return isKeyByte(c) || c == '.' || c == '=' || c == '+' || c == '/' }); e-k >= 10 {
+				return k, e
+			}
+		case isNameByte(c) || c == ' ' || c == '\t' || c == '\'' || c == '"':
+		default:
+			return -1, -1
+		}
+	}
+	return -1, -1
 }
 
 // codeValue reports whether an unquoted assigned value is an expression
