@@ -355,6 +355,11 @@ func (j *judge) heredoc(r *syntax.Redirect) (string, bool) {
 func (j *judge) command(cmd syntax.Command, fl flow) {
 	switch c := cmd.(type) {
 	case nil:
+		// A bare redirection (> /etc/passwd) truncates its target as
+		// ':' would: judge it so, or its target escapes every rule.
+		if len(fl.redirs) > 0 {
+			j.simple([]field{{s: ":", src: ":", known: true}}, fl, false)
+		}
 	case *syntax.CallExpr:
 		j.call(c, fl)
 	case *syntax.BinaryCmd:
