@@ -122,12 +122,26 @@ func (t *triggerTable) each(s string, from, to int, fn func(l literal, at int) b
 }
 
 // prefixAtEnd returns where the longest suffix of s that begins some
-// trigger starts, or len(s).
+// trigger starts, or len(s). Candidates are found through the bigram
+// index, not by comparing every literal: a stream asks this of every
+// chunk.
 func (t *triggerTable) prefixAtEnd(s string, from int) int {
 	for k := min(t.maxLen-1, len(s)-from); k > 0; k-- {
-		for _, l := range t.lits {
-			if len(l.text) > k && hasFoldPrefix(s, len(s)-k, l.text[:k]) {
-				return len(s) - k
+		i := len(s) - k
+		c := lowerTab[s[i]]
+		if !t.first[c] {
+			continue
+		}
+		if k == 1 {
+			return i // every literal is at least two bytes long
+		}
+		bg := uint16(c)<<8 | uint16(lowerTab[s[i+1]])
+		if t.bits[bg>>6]&(1<<(bg&63)) == 0 {
+			continue
+		}
+		for _, l := range t.groups[t.index[bg]-1] {
+			if len(l.text) > k && hasFoldPrefix(s, i, l.text[:k]) {
+				return i
 			}
 		}
 	}
