@@ -16,7 +16,10 @@
 // defined earlier on the line or in the chat's History, echo output
 // substituted, paths cleaned. What cannot be known before the command
 // runs (an unknown variable, a script file, eval of one) is refused in
-// allowlist mode; in denylist mode its arguments are still judged.
+// allowlist mode; in denylist mode its arguments are still judged. In
+// allowlist mode, where a command writes is judged too (writes.go): a
+// redirection, tee, cp/mv or dd of= outside /workspace and /tmp is
+// refused unless an allow rule names the path.
 //
 // It must never be taken for the security boundary. A denylist lists
 // known ways to do damage and cannot list them all: the same effect has

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,7 @@ type scope struct {
 	vars    map[string]string // known values; a missing name is unknown
 	funcs   map[string]*funcDef
 	aliases map[string]string
+	cwd     string // the working directory, "" when not known
 }
 
 func newScope() *scope {
@@ -74,11 +76,12 @@ func newScope() *scope {
 		vars:    map[string]string{"IFS": " \t\n", "HOME": "~"},
 		funcs:   map[string]*funcDef{},
 		aliases: map[string]string{},
+		cwd:     workDir,
 	}
 }
 
 func (s *scope) clone() *scope {
-	c := &scope{vars: maps.Clone(s.vars), funcs: make(map[string]*funcDef, len(s.funcs)), aliases: maps.Clone(s.aliases)}
+	c := &scope{vars: maps.Clone(s.vars), funcs: make(map[string]*funcDef, len(s.funcs)), aliases: maps.Clone(s.aliases), cwd: s.cwd}
 	for k, f := range s.funcs {
 		cp := *f
 		c.funcs[k] = &cp
@@ -90,6 +93,9 @@ func (s *scope) clone() *scope {
 // a variable it changed becomes unknown; a function or alias it defined
 // becomes possible.
 func (s *scope) mergeMaybe(b *scope) {
+	if b.cwd != s.cwd {
+		s.cwd = ""
+	}
 	for k, v := range s.vars {
 		if bv, ok := b.vars[k]; !ok || bv != v {
 			delete(s.vars, k)
@@ -120,6 +126,7 @@ const (
 type flow struct {
 	feeders []string
 	redirs  []string
+	writes  []target // the output redirections' targets, resolved
 	stdin   stdinKind
 	text    string
 }
@@ -219,6 +226,7 @@ func newJudge(mode Mode, rules []Rule, h *History) *judge {
 			j.sc.funcs[k] = &cp
 		}
 		maps.Copy(j.sc.aliases, h.aliases)
+		j.sc.cwd = h.cwd
 		h.mu.RUnlock()
 	}
 	j.env = envView{j}
@@ -300,9 +308,13 @@ func (j *judge) stmt(s *syntax.Stmt, fl flow) {
 		}
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut:
-			if t, ok := j.literal(r.Word); ok {
+			t, ok := j.literal(r.Word)
+			if ok {
 				fl.redirs = append(fl.redirs[:len(fl.redirs):len(fl.redirs)], cleanArg(t))
+			} else {
+				t = j.text(r.Word)
 			}
+			fl.writes = append(fl.writes[:len(fl.writes):len(fl.writes)], j.redirTarget(t, ok))
 		case syntax.Hdoc, syntax.DashHdoc:
 			fl.stdin, fl.text = stdinUnknown, ""
 			if t, ok := j.heredoc(r); ok {
@@ -355,11 +367,18 @@ func (j *judge) heredoc(r *syntax.Redirect) (string, bool) {
 func (j *judge) command(cmd syntax.Command, fl flow) {
 	switch c := cmd.(type) {
 	case nil:
+		// A bare redirection (> /etc/passwd) truncates its target as
+		// ':' would: judge it so, or its target escapes every rule.
+		if len(fl.redirs) > 0 {
+			j.simple([]field{{s: ":", src: ":", known: true}}, fl, false)
+		}
 	case *syntax.CallExpr:
 		j.call(c, fl)
 	case *syntax.BinaryCmd:
 		switch c.Op {
-		case syntax.AndStmt, syntax.OrStmt:
+		case syntax.AndStmt:
+			j.andChain(c, fl)
+		case syntax.OrStmt:
 			j.stmt(c.X, fl)
 			j.maybe(func() { j.stmt(c.Y, fl) })
 		default: // | and |&: every stage is a subshell (but lastpipe)
@@ -409,6 +428,32 @@ func (j *judge) command(cmd syntax.Command, fl flow) {
 	default: // (( )), [[ ]], let: only substitutions run commands
 		j.substs(c, fl)
 	}
+}
+
+// andChain judges a && b && c: each runs only when all before it
+// succeeded, so each sees what those did (cd /etc && echo x > f writes
+// /etc/f); afterwards the shell may be in the state after any of them.
+func (j *judge) andChain(c *syntax.BinaryCmd, fl flow) {
+	var chain []*syntax.Stmt
+	for x := c; ; {
+		chain = append(chain, x.Y)
+		b, ok := x.X.Cmd.(*syntax.BinaryCmd)
+		if !ok || b.Op != syntax.AndStmt || len(x.X.Redirs) > 0 || x.X.Negated || x.X.Background {
+			chain = append(chain, x.X)
+			break
+		}
+		x = b
+	}
+	slices.Reverse(chain)
+	j.stmt(chain[0], fl)
+	saved := j.sc
+	merged := saved.clone()
+	j.sc = saved.clone()
+	for _, st := range chain[1:] {
+		j.stmt(st, fl)
+		merged.mergeMaybe(j.sc)
+	}
+	j.sc = merged
 }
 
 // maybe runs fn on a copy of the scope and folds back what it may have
@@ -1057,6 +1102,7 @@ func (j *judge) applyRules(prog program, argv []field, fl flow, text string) {
 		}
 		j.decide(r.Decision, r.ID, r.Justification, text)
 	}
+	j.checkWrites(prog, argv, fl, text)
 	if j.mode != Allowlist || allowed {
 		return
 	}
@@ -1138,6 +1184,8 @@ func (j *judge) semantics(prog program, argv []field, fl flow, text string) {
 		return
 	}
 	switch name {
+	case "cd", "pushd", "popd":
+		j.chdir(name, argv)
 	case "eval":
 		if j.mode == Allowlist {
 			j.unknownCommand("eval runs a string as a command", text)
@@ -1467,11 +1515,12 @@ type History struct {
 	vars    map[string]string
 	funcs   map[string]*funcDef
 	aliases map[string]string
+	cwd     string // where the shell is, "" when not known
 }
 
 // NewHistory replays commands, oldest first.
 func NewHistory(commands ...string) *History {
-	h := &History{vars: map[string]string{}, funcs: map[string]*funcDef{}, aliases: map[string]string{}}
+	h := &History{vars: map[string]string{}, funcs: map[string]*funcDef{}, aliases: map[string]string{}, cwd: workDir}
 	for _, c := range commands {
 		h.Add(c)
 	}
@@ -1493,6 +1542,7 @@ func (h *History) Add(command string) {
 		}
 	}
 	h.vars = vars
+	h.cwd = j.sc.cwd
 	for k, f := range j.sc.funcs {
 		cp := *f
 		cp.certain, cp.called = false, true

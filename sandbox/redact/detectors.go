@@ -1,10 +1,6 @@
 package redact
 
-import (
-	"encoding/base64"
-	"encoding/json"
-	"strings"
-)
+import "strings"
 
 // detector is a built-in detector: match runs where one of its triggers
 // occurs (at is the trigger's position) and adds at most one span;
@@ -29,19 +25,11 @@ const (
 	prioBlock
 )
 
+// builtins are the hand-written detectors: context that no provider's
+// format describes. Provider formats come from gitleaks (gitleaks.go).
 var builtins = []detector{
 	{id: "private_key", prio: prioBlock, triggers: []string{"-----begin"}, match: matchPEM},
-	{id: "openai_key", prio: prioToken, triggers: []string{"sk-"}, match: matchOpenAI},
-	{id: "anthropic_key", prio: prioToken, triggers: []string{"sk-ant-"}, match: matchPrefixed("sk-ant-", 20, isKeyByte)},
-	{id: "google_api_key", prio: prioToken, triggers: []string{"aiza"}, match: matchGoogle},
-	{id: "aws_access_key", prio: prioToken, triggers: []string{"akia", "asia"}, match: matchAWSAccess},
 	{id: "aws_secret_key", prio: prioContext, triggers: []string{"aws", "secret"}, match: matchAWSSecret},
-	{id: "github_token", prio: prioToken, triggers: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, match: matchGitHub},
-	{id: "gitlab_token", prio: prioToken, triggers: []string{"glpat-"}, match: matchPrefixed("glpat-", 20, isKeyByte)},
-	{id: "slack_token", prio: prioToken, triggers: []string{"xox"}, match: matchSlack},
-	{id: "slack_webhook", prio: prioToken, triggers: []string{"hooks.slack.com/services/"}, match: matchSlackWebhook},
-	{id: "stripe_key", prio: prioToken, triggers: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"}, match: matchStripe},
-	{id: "jwt", prio: prioToken, triggers: []string{"eyj"}, match: matchJWT},
 	{id: "bearer_token", prio: prioGeneric, triggers: []string{"bearer"}, match: matchBearer},
 	{id: "authorization_header", prio: prioGeneric, triggers: []string{"authorization"}, match: matchAuthorization},
 	{id: "url_password", prio: prioContext, triggers: []string{"://"}, match: matchURLPassword},
@@ -75,66 +63,6 @@ func run(s string, i int, ok func(byte) bool) int {
 	return i
 }
 
-// startsWord: a key cannot begin in the middle of a word or a longer key.
-func startsWord(s string, at int) bool { return at == 0 || !isKeyByte(s[at-1]) }
-
-func hasDigitAndLetter(s string) bool {
-	var d, l bool
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		d = d || isDigit(c)
-		l = l || isUpper(c) || isLower(c)
-	}
-	return d && l
-}
-
-// matchPrefixed matches prefix (exact case) at a word start followed by
-// at least minBody bytes that ok accepts.
-func matchPrefixed(prefix string, minBody int, ok func(byte) bool) func(*scanner, int, literal) {
-	return func(sc *scanner, at int, l literal) {
-		s := sc.s
-		if !strings.HasPrefix(s[at:], prefix) || !startsWord(s, at) {
-			return
-		}
-		end := run(s, at+len(prefix), ok)
-		if end-at-len(prefix) >= minBody {
-			sc.add(at, end, l.rule)
-		}
-	}
-}
-
-func matchOpenAI(sc *scanner, at int, l literal) {
-	s := sc.s
-	if !strings.HasPrefix(s[at:], "sk-") || strings.HasPrefix(s[at:], "sk-ant-") || !startsWord(s, at) {
-		return
-	}
-	end := run(s, at+3, isKeyByte)
-	if body := s[at+3 : end]; len(body) >= 20 && hasDigitAndLetter(body) {
-		sc.add(at, end, l.rule)
-	}
-}
-
-func matchGoogle(sc *scanner, at int, l literal) {
-	s := sc.s
-	if !strings.HasPrefix(s[at:], "AIza") || !startsWord(s, at) {
-		return
-	}
-	if end := run(s, at+4, isKeyByte); end-at == 39 {
-		sc.add(at, end, l.rule)
-	}
-}
-
-func matchAWSAccess(sc *scanner, at int, l literal) {
-	s := sc.s
-	if p := s[at : at+4]; (p != "AKIA" && p != "ASIA") || (at > 0 && isAlnum(s[at-1])) {
-		return
-	}
-	end := run(s, at+4, func(c byte) bool { return isUpper(c) || isDigit(c) })
-	if end-at == 20 && (end == len(s) || !isAlnum(s[end])) {
-		sc.add(at, end, l.rule)
-	}
-}
-
 // matchAWSSecret looks, after an "aws" or "secret" on the same line, for
 // a 40-byte base64 run mixing upper case, lower case and digits: a git
 // SHA-1 or a hex digest never does.
@@ -158,83 +86,6 @@ func matchAWSSecret(sc *scanner, at int, l literal) {
 			}
 		}
 		i = end
-	}
-}
-
-func matchGitHub(sc *scanner, at int, l literal) {
-	s := sc.s
-	if !startsWord(s, at) {
-		return
-	}
-	if l.text == "github_pat_" {
-		if strings.HasPrefix(s[at:], "github_pat_") {
-			if end := run(s, at+11, func(c byte) bool { return isAlnum(c) || c == '_' }); end-at-11 >= 22 {
-				sc.add(at, end, l.rule)
-			}
-		}
-		return
-	}
-	if s[at:at+4] != l.text {
-		return
-	}
-	if end := run(s, at+4, isAlnum); end-at-4 >= 30 && (end == len(s) || !isKeyByte(s[end])) {
-		sc.add(at, end, l.rule)
-	}
-}
-
-func matchSlack(sc *scanner, at int, l literal) {
-	s := sc.s
-	if len(s)-at < 5 || s[at:at+3] != "xox" || !strings.ContainsRune("abposr", rune(s[at+3])) || s[at+4] != '-' || !startsWord(s, at) {
-		return
-	}
-	if end := run(s, at+5, func(c byte) bool { return isAlnum(c) || c == '-' }); end-at-5 >= 10 {
-		sc.add(at, end, l.rule)
-	}
-}
-
-func matchSlackWebhook(sc *scanner, at int, l literal) {
-	s := sc.s
-	i := at + len(l.text)
-	if end := run(s, i, func(c byte) bool { return isKeyByte(c) || c == '/' }); end-i >= 20 {
-		sc.add(i, end, l.rule)
-	}
-}
-
-func matchStripe(sc *scanner, at int, l literal) {
-	s := sc.s
-	if s[at:at+len(l.text)] != l.text || !startsWord(s, at) {
-		return
-	}
-	if end := run(s, at+len(l.text), isAlnum); end-at-len(l.text) >= 10 {
-		sc.add(at, end, l.rule)
-	}
-}
-
-// matchJWT takes three base64url parts joined by dots whose first part
-// decodes to a JSON object naming "alg".
-func matchJWT(sc *scanner, at int, l literal) {
-	s := sc.s
-	if s[at:at+3] != "eyJ" || (at > 0 && (isKeyByte(s[at-1]) || s[at-1] == '.')) {
-		return
-	}
-	h := run(s, at, isKeyByte)
-	if h >= len(s) || s[h] != '.' || h-at > 2048 {
-		return
-	}
-	p := run(s, h+1, isKeyByte)
-	if p-h-1 < 2 || p >= len(s) || s[p] != '.' {
-		return
-	}
-	end := run(s, p+1, isKeyByte)
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s[at:h], "="))
-	if err != nil {
-		return
-	}
-	var head struct {
-		Alg *string `json:"alg"`
-	}
-	if json.Unmarshal(raw, &head) == nil && head.Alg != nil {
-		sc.add(at, end, l.rule)
 	}
 }
 
@@ -404,6 +255,11 @@ func matchAssignment(sc *scanner, at int, l literal) {
 		end = run(s, i, func(c byte) bool {
 			return c > ' ' && c != '"' && c != '\'' && c != ',' && c != ';' && c != '&' && c != ')' && c != '}' && c != ']' && c != '`' && c != 0x7f
 		})
+		// An expression, or a variable named like the key (password =
+		// password, api_key=API_KEY), reads a secret; it is not one.
+		if v := s[start:end]; codeValue(v, s[end:]) || strings.Contains(strings.ToLower(v), l.text) {
+			return
+		}
 	}
 	if v := s[start:end]; len(v) >= 3 && !placeholder(v) {
 		sc.add(start, end, l.rule)

@@ -21,8 +21,8 @@ import (
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
 const (
-	openAIKey   = "sk-proj-Ab3dEf5hIj7kLm9nOp1qRs3tUv5wXy7zAb3dEf5h"
-	githubToken = "ghp_1234567890abcdefghijklmnopqrstuvwxYZ"
+	openAIKey   = "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"
+	githubToken = "ghp_8bOfZqfM2oeq3hDavJA76rNicHTp8hkqdlm7"
 )
 
 // manager is a real Manager on bwrap, with mw as its chain.
@@ -98,8 +98,8 @@ func TestMiddlewareRedactsLiveAndFinal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const wantOut = "[REDACTED:openai_key]\ntoken [REDACTED:github_token] done\n"
-	const wantErr = "key=[REDACTED:openai_key]\n"
+	const wantOut = "[REDACTED:openai-api-key]\ntoken [REDACTED:github-pat] done\n"
+	const wantErr = "key=[REDACTED:openai-api-key]\n"
 	if res.Stdout != wantOut || res.Stderr != wantErr {
 		t.Errorf("result stdout %q stderr %q; want %q and %q", res.Stdout, res.Stderr, wantOut, wantErr)
 	}
@@ -116,12 +116,12 @@ func TestMiddlewareRedactsLiveAndFinal(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := map[string]int{"openai_key": 2, "github_token": 1}
+	want := map[string]int{"openai-api-key": 2, "github-pat": 1}
 	got := map[string]int{}
 	for _, f := range reported {
 		got[f.ID] += f.Count
 	}
-	if len(got) != len(want) || got["openai_key"] != 2 || got["github_token"] != 1 {
+	if len(got) != len(want) || got["openai-api-key"] != 2 || got["github-pat"] != 1 {
 		t.Errorf("reported %+v, want counts %v", reported, want)
 	}
 }
@@ -203,7 +203,7 @@ func TestMiddlewareFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	const text = "GITHUB_TOKEN=" + githubToken + "\nok\n"
-	const want = "GITHUB_TOKEN=[REDACTED:github_token]\nok\n"
+	const want = "GITHUB_TOKEN=[REDACTED:github-pat]\nok\n"
 	binary := "\x00\x01" + githubToken
 	for path, data := range map[string]string{"/workspace/env": text, "/workspace/blob.bin": binary} {
 		if err := files.WriteFile(ctx(t), path, []byte(data)); err != nil {

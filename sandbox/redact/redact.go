@@ -9,10 +9,23 @@
 // and catches a secret cut across chunks; Middleware plugs both into the
 // sandbox chain.
 //
-// Detection is cheap literal scanning first: a detector runs only where its
-// keyword or prefix appears, so ordinary output costs one pass over the
+// The built-in detectors are gitleaks' default rule set (some 220 provider
+// formats, each with keywords, an expression, an entropy threshold and
+// allowlists), read from the gitleaks module's config package, plus a few
+// detectors of context that a provider's format does not describe: private
+// key blocks across lines, Authorization and Bearer credentials, passwords
+// in URLs, and literal values assigned to secret-sounding names. Values
+// that are code (os.environ["X"], getpass(), ${{ secrets.X }}) are left as
+// they are.
+//
+// Detection is cheap literal scanning first: a detector runs only where one
+// of its keywords appears, so ordinary output costs one pass over the
 // bytes. It must never return or log a secret it found: a Finding carries
 // the detector and a count, nothing else.
+//
+// Known residual: a secret that is encoded (base64, hex, URL-escaped,
+// split across strings) is not recognised; nor is one whose format no rule
+// describes and that is not assigned to a secret-sounding name.
 package redact
 
 import (
@@ -144,7 +157,8 @@ type rule struct {
 	id       string
 	strategy Strategy
 	prio     int
-	det      *detector      // built-in
+	det      *detector      // built-in, hand-written
+	gl       *glRule        // built-in, from gitleaks
 	re       *regexp.Regexp // custom
 	keywords []string       // custom: lowercased trigger literals
 }
@@ -153,6 +167,7 @@ type rule struct {
 // not (one per stream).
 type Redactor struct {
 	rules    []rule
+	gl       *glSet
 	trig     triggerTable
 	scanAll  []int // rules that scan the whole text themselves
 	anyLine  []int // custom rules run on every line
@@ -183,16 +198,37 @@ func New(cfg Config) (*Redactor, error) {
 	if !def.valid() {
 		return nil, fmt.Errorf("redaction config: default strategy %q is not one of redact, mask, hash, block", def)
 	}
+	gl, err := loadGitleaks()
+	if err != nil {
+		return nil, fmt.Errorf("redaction config: %w", err)
+	}
 	known := map[string]*detector{}
 	for i := range builtins {
 		known[builtins[i].id] = &builtins[i]
 	}
 	off, on := map[string]bool{}, map[string]bool{}
 	for _, id := range cfg.Disable {
-		if known[id] == nil {
-			return nil, fmt.Errorf("redaction config: disable: no built-in detector %q", id)
+		switch {
+		case known[id] != nil || gl.byID[id] != nil:
+			off[id] = true
+		case legacyIDs[id] != nil:
+			for _, g := range legacyIDs[id] {
+				off[g] = true
+			}
+		default:
+			return nil, fmt.Errorf("redaction config: disable: no built-in detector %q (the list is in the README's redaction section)", id)
 		}
-		off[id] = true
+	}
+	strategies := make(map[string]Strategy, len(cfg.Strategies))
+	for id, st := range cfg.Strategies {
+		for _, g := range legacyIDs[id] {
+			if _, set := cfg.Strategies[g]; !set {
+				strategies[g] = st
+			}
+		}
+		if legacyIDs[id] == nil {
+			strategies[id] = st
+		}
 	}
 	for _, id := range cfg.Enable {
 		if d := known[id]; d == nil || !d.optIn {
@@ -204,12 +240,18 @@ func New(cfg Config) (*Redactor, error) {
 	for id := range known {
 		ids[id] = true
 	}
+	for id := range gl.byID {
+		ids[id] = true
+	}
+	for id := range legacyIDs {
+		ids[id] = true
+	}
 	strategy := func(id string, own Strategy) (Strategy, error) {
 		s := def
 		if own != "" {
 			s = own
 		}
-		if o, ok := cfg.Strategies[id]; ok {
+		if o, ok := strategies[id]; ok {
 			s = o
 		}
 		if !s.valid() {
@@ -228,6 +270,22 @@ func New(cfg Config) (*Redactor, error) {
 		}
 		r.rules = append(r.rules, rule{id: d.id, strategy: s, prio: d.prio, det: d})
 	}
+	for i := range gl.rules {
+		g := &gl.rules[i]
+		if off[g.id] {
+			continue
+		}
+		s, err := strategy(g.id, "")
+		if err != nil {
+			return nil, err
+		}
+		prio := prioToken
+		if g.generic {
+			prio = prioGeneric
+		}
+		r.rules = append(r.rules, rule{id: g.id, strategy: s, prio: prio, gl: g})
+	}
+	r.gl = gl
 	for _, c := range cfg.Rules {
 		if !idPattern.MatchString(c.ID) {
 			return nil, fmt.Errorf("redaction config: rule id %q: use 1 to 64 letters, digits, '_', '-' or '.'", c.ID)
@@ -264,6 +322,12 @@ func New(cfg Config) (*Redactor, error) {
 		case ru.det != nil:
 			for _, t := range ru.det.triggers {
 				lits = append(lits, literal{text: t, rule: i})
+			}
+		case ru.gl != nil:
+			for _, k := range ru.gl.keywords {
+				if len(k) >= 2 {
+					lits = append(lits, literal{text: k, rule: i})
+				}
 			}
 		default:
 			if len(ru.keywords) == 0 {
@@ -308,6 +372,14 @@ func Detectors() []struct {
 	}, len(builtins))
 	for i, d := range builtins {
 		out[i].ID, out[i].OptIn = d.id, d.optIn
+	}
+	if gl, err := loadGitleaks(); err == nil {
+		for _, g := range gl.rules {
+			out = append(out, struct {
+				ID    string
+				OptIn bool
+			}{ID: g.id})
+		}
 	}
 	return out
 }

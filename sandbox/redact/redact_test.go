@@ -7,21 +7,21 @@ import (
 	"testing"
 )
 
-// Secrets shaped like the real ones; none is live.
+// Secrets in the real formats of their providers (random, none is live).
 const (
-	openAIKey     = "sk-proj-Ab3dEf5hIj7kLm9nOp1qRs3tUv5wXy7zAb3dEf5h"
-	openAILegacy  = "sk-4eC39HqLyjWDarjtT1zdp7dc4eC39HqLyjWDarjtT1zdp7dc"
-	anthropicKey  = "sk-ant-api03-AbCdEf123456GhIjKl789012MnOpQr-x_y"
-	googleKey     = "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
-	awsAccessKey  = "AKIAIOSFODNN7EXAMPLE"
-	awsSecretKey  = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-	githubToken   = "ghp_1234567890abcdefghijklmnopqrstuvwxYZ"
-	githubPAT     = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF"
-	gitlabToken   = "glpat-Ab12Cd34Ef56Gh78Ij90"
+	openAIKey     = "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"
+	openAILegacy  = "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"
+	anthropicKey  = "sk-ant-api03-dMlHUvTCQCyEZDz-TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3QlY7Zkuvqdt7s8Stqcbnr3yBdGBLEPH1qhT61qtc4xatws8AA"
+	googleKey     = "AIzaphP9nhFyJfm5di4PzJ59FHz5r1pY4OjE2jB"
+	awsAccessKey  = "AKIATHJXJQI5OGZ7KOK3"
+	awsSecretKey  = "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"
+	githubToken   = "ghp_8bOfZqfM2oeq3hDavJA76rNicHTp8hkqdlm7"
+	githubPAT     = "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"
+	gitlabToken   = "glpat-Lf6xuI5aHUQPFeNBTxaQ"
 	slackToken    = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 	slackHookPath = "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
-	stripeKey     = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
-	stripeTest    = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+	stripeKey     = "sk_live_yfErGPmpGXafq0fjzLczbttO"
+	stripeTest    = "sk_test_ofL9H2WjQ5TY4MyWuUFjsUNP"
 	jwtToken      = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 	pemKey        = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aozN3tihPmljnnudb9G3HECdnH\nlWu2/a1gB9JW5TBQ+AVpum9Okx7KfqkfBKL9mcHgSL0yWMdjMfNOqNtrQqKlN4kE\np6RtCTp56TuQlg==\n-----END RSA PRIVATE KEY-----"
 	cardNumber    = "4111 1111 1111 1111"
@@ -43,28 +43,28 @@ func TestDetectorsFindSecrets(t *testing.T) {
 	tests := []struct {
 		name, in, want, id string
 	}{
-		{"openai project", "key " + openAIKey + " ok", "key [REDACTED:openai_key] ok", "openai_key"},
-		{"openai legacy", "OPENAI=" + openAILegacy, "OPENAI=[REDACTED:openai_key]", "openai_key"},
-		{"anthropic", `{"key":"` + anthropicKey + `"}`, `{"key":"[REDACTED:anthropic_key]"}`, "anthropic_key"},
-		{"google", "url?key=" + googleKey + "&q=1", "url?key=[REDACTED:google_api_key]&q=1", "google_api_key"},
-		{"aws access key", "aws_access_key_id = " + awsAccessKey, "aws_access_key_id = [REDACTED:aws_access_key]", "aws_access_key"},
-		{"aws session key", "ASIAY34FZKBOKMUTVV7A", "[REDACTED:aws_access_key]", "aws_access_key"},
+		{"openai project", "key " + openAIKey + " ok", "key [REDACTED:openai-api-key] ok", "openai-api-key"},
+		{"openai legacy", "OPENAI=" + openAILegacy, "OPENAI=[REDACTED:openai-api-key]", "openai-api-key"},
+		{"anthropic", `{"key":"` + anthropicKey + `"}`, `{"key":"[REDACTED:anthropic-api-key]"}`, "anthropic-api-key"},
+		{"google", "url?key=" + googleKey + "&q=1", "url?key=[REDACTED:gcp-api-key]&q=1", "gcp-api-key"},
+		{"aws access key", "aws_access_key_id = " + awsAccessKey, "aws_access_key_id = [REDACTED:aws-access-token]", "aws-access-token"},
+		{"aws session key", "ASIAY34FZKBOKMUTVV7A", "[REDACTED:aws-access-token]", "aws-access-token"},
 		{"aws secret key", "aws_secret_access_key = " + awsSecretKey, "aws_secret_access_key = [REDACTED:aws_secret_key]", "aws_secret_key"},
 		{"aws secret in json", `"SecretAccessKey": "` + awsSecretKey + `",`, `"SecretAccessKey": "[REDACTED:aws_secret_key]",`, "aws_secret_key"},
-		{"github classic", "token " + githubToken, "token [REDACTED:github_token]", "github_token"},
-		{"github fine-grained", githubPAT + "\n", "[REDACTED:github_token]\n", "github_token"},
-		{"gitlab", "git clone https://oauth2:" + gitlabToken + "@gitlab.com/x.git", "git clone https://oauth2:[REDACTED:gitlab_token]@gitlab.com/x.git", "gitlab_token"},
-		{"slack token", "SLACK " + slackToken, "SLACK [REDACTED:slack_token]", "slack_token"},
-		{"slack webhook", "curl https://hooks.slack.com/services/" + slackHookPath + " -d x", "curl https://hooks.slack.com/services/[REDACTED:slack_webhook] -d x", "slack_webhook"},
-		{"stripe live", "stripe " + stripeKey, "stripe [REDACTED:stripe_key]", "stripe_key"},
-		{"stripe test", "stripe " + stripeTest, "stripe [REDACTED:stripe_key]", "stripe_key"},
+		{"github classic", "token " + githubToken, "token [REDACTED:github-pat]", "github-pat"},
+		{"github fine-grained", githubPAT + "\n", "[REDACTED:github-fine-grained-pat]\n", "github-fine-grained-pat"},
+		{"gitlab", "git clone https://oauth2:" + gitlabToken + "@gitlab.com/x.git", "git clone https://oauth2:[REDACTED:gitlab-pat]@gitlab.com/x.git", "gitlab-pat"},
+		{"slack token", "SLACK " + slackToken, "SLACK [REDACTED:slack-bot-token]", "slack-bot-token"},
+		{"slack webhook", "curl https://hooks.slack.com/services/" + slackHookPath + " -d x", "curl [REDACTED:slack-webhook-url] -d x", "slack-webhook-url"},
+		{"stripe live", "stripe " + stripeKey, "stripe [REDACTED:stripe-access-token]", "stripe-access-token"},
+		{"stripe test", "stripe " + stripeTest, "stripe [REDACTED:stripe-access-token]", "stripe-access-token"},
 		{"pem block", "$ cat id_rsa\n" + pemKey + "\n$ ls\n", "$ cat id_rsa\n[REDACTED:private_key]\n$ ls\n", "private_key"},
 		{"pem without end", "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAAQAAADMAAAAL\nnot key text\n", "x\n[REDACTED:private_key]\nnot key text\n", "private_key"},
 		{"pem escaped in json", `{"private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nkqhkiG9w==\n-----END PRIVATE KEY-----\n", "x": 1}`, `{"private_key": "[REDACTED:private_key]", "x": 1}`, "private_key"},
 		{"jwt", "id_token=" + jwtToken + " exp", "id_token=[REDACTED:jwt] exp", "jwt"},
 		{"bearer", "got Bearer abc123def456ghi789 back", "got Bearer [REDACTED:bearer_token] back", "bearer_token"},
 		{"authorization header", "> Authorization: Basic dXNlcjpwYXNzd29yZA==\r\n> Host: x", "> Authorization: Basic [REDACTED:authorization_header]\r\n> Host: x", "authorization_header"},
-		{"authorization curl", `curl -H "Authorization: token abcdefgh" x`, `curl -H "Authorization: token [REDACTED:authorization_header]" x`, "authorization_header"},
+		{"authorization curl", `curl -H "Authorization: token abcdefgh" x`, `curl -H "Authorization: token [REDACTED:curl-auth-header]" x`, "curl-auth-header"},
 		{"authorization bearer letters", `-H 'authorization: Bearer abcdefghijklmnop'`, `-H 'authorization: Bearer [REDACTED:authorization_header]'`, "authorization_header"},
 		{"url password", "DATABASE_URL=postgres://admin:s3cr3tP4ss@db.example.com:5432/app", "DATABASE_URL=postgres://admin:[REDACTED:url_password]@db.example.com:5432/app", "url_password"},
 		{"url password with at", "redis://:p@ss@cache:6379", "redis://:[REDACTED:url_password]@cache:6379", "url_password"},
@@ -75,7 +75,7 @@ func TestDetectorsFindSecrets(t *testing.T) {
 		{"secret key", "SECRET_KEY='django-insecure-1234'", "SECRET_KEY='[REDACTED:secret_assignment]'", "secret_assignment"},
 		{"api key", "api_key=0123abcd&x=1", "api_key=[REDACTED:secret_assignment]&x=1", "secret_assignment"},
 		{"api key header", "X-Api-Key: 0123abcd", "X-Api-Key: [REDACTED:secret_assignment]", "secret_assignment"},
-		{"assignment of a known key", "OPENAI_API_KEY=" + openAIKey, "OPENAI_API_KEY=[REDACTED:openai_key]", "openai_key"},
+		{"assignment of a known key", "OPENAI_API_KEY=" + openAIKey, "OPENAI_API_KEY=[REDACTED:openai-api-key]", "openai-api-key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,9 +149,9 @@ func TestOptIns(t *testing.T) {
 }
 
 func TestDisable(t *testing.T) {
-	r := mustNew(t, Config{Disable: []string{"aws_access_key", "secret_assignment"}})
+	r := mustNew(t, Config{Disable: []string{"aws-access-token", "secret_assignment"}})
 	const in = "AKIAIOSFODNN7EXAMPLE password=hunter22 " + githubToken
-	if got, want := must(r.Redact(in)), "AKIAIOSFODNN7EXAMPLE password=hunter22 [REDACTED:github_token]"; got != want {
+	if got, want := must(r.Redact(in)), "AKIAIOSFODNN7EXAMPLE password=hunter22 [REDACTED:github-pat]"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
@@ -165,10 +165,10 @@ func TestStrategies(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"redact", Config{}, "a [REDACTED:github_token] b password=[REDACTED:secret_assignment] c"},
+		{"redact", Config{}, "a [REDACTED:github-pat] b password=[REDACTED:secret_assignment] c"},
 		{"mask", Config{DefaultStrategy: Mask}, "a ghp_******** b password=hun******** c"},
 		{"mask keep", Config{DefaultStrategy: Mask, MaskKeep: 2}, "a gh******** b password=hu******** c"},
-		{"per rule", Config{Strategies: map[string]Strategy{"github_token": Mask}}, "a ghp_******** b password=[REDACTED:secret_assignment] c"},
+		{"per rule", Config{Strategies: map[string]Strategy{"github-pat": Mask}}, "a ghp_******** b password=[REDACTED:secret_assignment] c"},
 		{"block", Config{Strategies: map[string]Strategy{"secret_assignment": Block}}, BlockMessage("secret_assignment")},
 	}
 	for _, tc := range tests {
@@ -187,10 +187,10 @@ func TestHashStrategy(t *testing.T) {
 	b := mustNew(t, Config{DefaultStrategy: Hash, HashKey: "k2"})
 	x1, _ := a.Redact("t " + githubToken)
 	x2, _ := a.Redact("other " + githubToken)
-	y, _ := a.Redact("t ghp_0000000000abcdefghijklmnopqrstuvwxYZ")
+	y, _ := a.Redact("t ghp_0000000000Zq8bOfZqfM2oeq3hDavJA76rNi")
 	z, _ := b.Redact("t " + githubToken)
 	mark := strings.TrimPrefix(x1, "t ")
-	if !strings.HasPrefix(mark, "[HASH:github_token:") || len(mark) != len("[HASH:github_token:]")+8 {
+	if !strings.HasPrefix(mark, "[HASH:github-pat:") || len(mark) != len("[HASH:github-pat:]")+8 {
 		t.Fatalf("mark %q", mark)
 	}
 	if x2 != "other "+mark || y == x1 || z == x1 {
@@ -260,8 +260,101 @@ func TestMerge(t *testing.T) {
 func TestFindingsHoldNoSecret(t *testing.T) {
 	r := mustNew(t, Config{})
 	_, fs := r.Redact(githubToken + " " + githubToken + " " + awsAccessKey)
-	want := []Finding{{ID: "github_token", Strategy: Redact, Count: 2}, {ID: "aws_access_key", Strategy: Redact, Count: 1}}
+	want := []Finding{{ID: "github-pat", Strategy: Redact, Count: 2}, {ID: "aws-access-token", Strategy: Redact, Count: 1}}
 	if !reflect.DeepEqual(fs, want) {
 		t.Errorf("findings %+v, want %+v", fs, want)
+	}
+}
+
+// The ids of the detectors gitleaks' rules replaced still work in
+// Disable and Strategies, for configurations written before.
+func TestLegacyDetectorIDs(t *testing.T) {
+	r := mustNew(t, Config{Disable: []string{"github_token"}, Strategies: map[string]Strategy{"openai_key": Mask}})
+	in := githubToken + " " + openAIKey
+	got, _ := r.Redact(in)
+	if want := githubToken + " sk-p********"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// Real-looking secrets of many providers, as commands print them, are
+// found by gitleaks' rules; what surrounds them stays.
+func TestProviderSecrets(t *testing.T) {
+	r := mustNew(t, Config{})
+	const saKey = `-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END PRIVATE KEY-----\n`
+	tests := []struct{ name, in, secret string }{
+		{"aws in env", "AWS_ACCESS_KEY_ID=" + awsAccessKey + "\n", awsAccessKey},
+		{"aws in credentials file", "[default]\naws_access_key_id = " + awsAccessKey + "\naws_secret_access_key = " + awsSecretKey + "\n", awsSecretKey},
+		{"github in git remote", "origin\thttps://x-access-token:" + githubToken + "@github.com/o/r.git (fetch)", githubToken},
+		{"github fine-grained in json", `{"token": "` + githubPAT + `"}`, githubPAT},
+		{"slack in curl", `curl -X POST -H 'Content-type: application/json' -d '{"text":"hi"}' https://hooks.slack.com/services/` + slackHookPath, slackHookPath},
+		{"stripe in python", `stripe.api_key = "` + stripeKey + `"`, stripeKey},
+		{"openai in yaml", "openai:\n  api_key: " + openAIKey + "\n", openAIKey},
+		{"openai legacy in text", "using " + openAILegacy + " for now", openAILegacy},
+		{"anthropic in env", "ANTHROPIC_API_KEY=" + anthropicKey, anthropicKey},
+		{"google in query", "GET /maps/api/geocode/json?address=x&key=" + googleKey + "&sensor=false", googleKey},
+		{"gcp service account", `{"type": "service_account", "project_id": "demo-1", "private_key_id": "3f1e9ab2c4d5e6f708192a3b4c5d6e7f8091a2b3", "private_key": "` + saKey + `", "client_email": "bot@demo-1.iam.gserviceaccount.com"}`, "MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQC7VJTUt9Us8cKj"},
+		{"openssh private key", "$ cat ~/.ssh/id_ed25519\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACDUQpXrVz1V5N0hQvTq1dRk7yQGYlBG4H6mTT3mGSKjbQAAAJgWq9DnFqvQ\n-----END OPENSSH PRIVATE KEY-----\n", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"},
+		{"jwt in header dump", "< set-cookie: session=" + jwtToken + "; Path=/", jwtToken},
+		{"generic high-entropy assignment", `DB_PASSWORD="q7Vz!pR2#mK9xL4w"`, "q7Vz!pR2#mK9xL4w"},
+		{"generic api key", `client_secret = "Zk8pQ2vR7nX4wL9tB3mC6yH1"`, "Zk8pQ2vR7nX4wL9tB3mC6yH1"},
+		{"literal sk-live assignment", `api_key="sk-live-4f9a8b7c6d5e4f3a2b1c"`, "sk-live-4f9a8b7c6d5e4f3a2b1c"},
+		{"npm token", "//registry.npmjs.org/:_authToken=npm_" + "Ab3dEf5hIj7kLm9nOp1qRs3tUv5wXy7zAb3d", "npm_Ab3dEf5hIj7kLm9nOp1qRs3tUv5wXy7zAb3d"},
+		{"huggingface token", "HF_TOKEN hf_" + "QmXvTzKpLrNsWdYbCjFgHeAuViOyRtEwQa", "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"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, fs := r.Redact(tc.in)
+			if strings.Contains(got, tc.secret) || len(fs) == 0 {
+				t.Errorf("Redact(%q)\n got %q (findings %+v); want the secret gone", tc.in, got, fs)
+			}
+			if !strings.Contains(got, "[REDACTED:") {
+				t.Errorf("got %q, want a [REDACTED:...] marker", got)
+			}
+		})
+	}
+	if n := len(Detectors()); n < 200 {
+		t.Errorf("Detectors() lists %d, want gitleaks' rule set (over 200)", n)
+	}
+}
+
+// Code that names a secret without holding one is left as it is: reading
+// it from the environment, a prompt, a template or an attribute is not a
+// literal secret. A literal next to it still goes.
+func TestCodeMentioningSecretNamesStays(t *testing.T) {
+	r := mustNew(t, Config{})
+	for _, in := range []string{
+		`api_key=os.environ["X"]`,
+		`api_key = os.environ["OPENAI_API_KEY"]`,
+		`password = getpass()`,
+		`password = getpass.getpass("Password: ")`,
+		`token: ${{ secrets.X }}`,
+		`  token: ${{ secrets.GITHUB_TOKEN }}`,
+		`API_KEY = os.getenv("API_KEY")`,
+		`secret_key = settings.SECRET_KEY`,
+		`self.password = password`,
+		`const token = process.env.TOKEN;`,
+		`password=request.form['password']`,
+		`token = get_token(user)`,
+		`export GITHUB_TOKEN=$GITHUB_TOKEN`,
+		`headers = {"Authorization": f"Bearer {token}"}`,
+		`if not api_key: raise SystemExit("set OPENAI_API_KEY")`,
+		`client = OpenAI(api_key=api_key)`,
+		`  password: {{ .Values.db.password }}`,
+		`auth_token_expiry_seconds: 3600`,
+		`keyboard-interactive authentication succeeded`,
+	} {
+		if got, fs := r.Redact(in); got != in {
+			t.Errorf("Redact(%q)\n got %q (findings %+v); want it unchanged", in, got, fs)
+		}
+	}
+	for in, want := range map[string]string{
+		`api_key="sk-live-4f9a8b7c6d5e4f3a2b1c"`:               `api_key="[REDACTED:`,
+		`password = "hunter2-Xq9"`:                             `password = `,
+		`token: ghs_` + "Ab3dEf5hIj7kLm9nOp1qRs3tUv5wXy7zAb3d": `token: [REDACTED:`,
+	} {
+		if got, _ := r.Redact(in); !strings.HasPrefix(got, want) || !strings.Contains(got, "[REDACTED:") {
+			t.Errorf("Redact(%q) = %q, want it to begin %q", in, got, want)
+		}
 	}
 }

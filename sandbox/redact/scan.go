@@ -21,7 +21,10 @@ type literal struct {
 type triggerTable struct {
 	first  [256]bool
 	bits   [1 << 10]uint64 // bigram bitmap
-	group  map[uint16][]literal
+	index  []uint16        // bigram -> 1 + its group in groups, 0 for none
+	short  []bool          // bigram -> a literal of two bytes begins so
+	tri    []uint64        // hashed trigram bitmap of literals' first three bytes
+	groups [][]literal
 	lits   []literal
 	maxLen int
 }
@@ -37,18 +40,38 @@ var lowerTab = func() (t [256]byte) {
 }()
 
 func (t *triggerTable) build(lits []literal) {
-	t.group = map[uint16][]literal{}
+	// An array rather than a map: with gitleaks' keywords, common
+	// bigrams pass the bitmap often enough for a map's hashing to show.
+	t.index = make([]uint16, 1<<16)
+	t.short = make([]bool, 1<<16)
+	t.tri = make([]uint64, 1<<12)
 	t.lits = lits
 	for _, l := range lits {
 		bg := bigram(l.text[0], l.text[1])
+		if len(l.text) == 2 {
+			t.short[bg] = true
+		} else {
+			h := trigram(l.text[0], l.text[1], l.text[2])
+			t.tri[h>>6] |= 1 << (h & 63)
+		}
 		t.first[l.text[0]] = true
 		t.bits[bg>>6] |= 1 << (bg & 63)
-		t.group[bg] = append(t.group[bg], l)
+		if t.index[bg] == 0 {
+			t.groups = append(t.groups, nil)
+			t.index[bg] = uint16(len(t.groups))
+		}
+		g := t.index[bg] - 1
+		t.groups[g] = append(t.groups[g], l)
 		t.maxLen = max(t.maxLen, len(l.text))
 	}
 }
 
 func bigram(a, b byte) uint16 { return uint16(lowerTab[a])<<8 | uint16(lowerTab[b]) }
+
+// trigram hashes three case-folded bytes to 18 bits.
+func trigram(a, b, c byte) uint32 {
+	return (uint32(lowerTab[a])<<16 | uint32(lowerTab[b])<<8 | uint32(lowerTab[c])) * 2654435761 >> 14
+}
 
 // hasFoldPrefix reports whether s[i:] begins with lit (lowercase ASCII),
 // ignoring ASCII case.
@@ -80,7 +103,17 @@ func (t *triggerTable) each(s string, from, to int, fn func(l literal, at int) b
 		if t.bits[bg>>6]&(1<<(bg&63)) == 0 {
 			continue
 		}
-		for _, l := range t.group[bg] {
+		// Common bigrams pass often with gitleaks' keywords; a third
+		// byte rejects most of them before any literal is compared.
+		if !t.short[bg] {
+			if i+2 >= len(s) {
+				continue
+			}
+			if h := trigram(c, s[i+1], s[i+2]); t.tri[h>>6]&(1<<(h&63)) == 0 {
+				continue
+			}
+		}
+		for _, l := range t.groups[t.index[bg]-1] {
 			if hasFoldPrefix(s, i, l.text) && !fn(l, i) {
 				return
 			}
@@ -89,12 +122,26 @@ func (t *triggerTable) each(s string, from, to int, fn func(l literal, at int) b
 }
 
 // prefixAtEnd returns where the longest suffix of s that begins some
-// trigger starts, or len(s).
+// trigger starts, or len(s). Candidates are found through the bigram
+// index, not by comparing every literal: a stream asks this of every
+// chunk.
 func (t *triggerTable) prefixAtEnd(s string, from int) int {
 	for k := min(t.maxLen-1, len(s)-from); k > 0; k-- {
-		for _, l := range t.lits {
-			if len(l.text) > k && hasFoldPrefix(s, len(s)-k, l.text[:k]) {
-				return len(s) - k
+		i := len(s) - k
+		c := lowerTab[s[i]]
+		if !t.first[c] {
+			continue
+		}
+		if k == 1 {
+			return i // every literal is at least two bytes long
+		}
+		bg := uint16(c)<<8 | uint16(lowerTab[s[i+1]])
+		if t.bits[bg>>6]&(1<<(bg&63)) == 0 {
+			continue
+		}
+		for _, l := range t.groups[t.index[bg]-1] {
+			if len(l.text) > k && hasFoldPrefix(s, i, l.text[:k]) {
+				return i
 			}
 		}
 	}
@@ -106,13 +153,28 @@ type scanner struct {
 	r        *Redactor
 	s        string
 	spans    []span
-	lastLine []int // per rule: start of the last line a custom rule ran on
+	lastLine []int     // per rule: start of the last line a custom rule ran on
+	deferred []pending // generic rules' candidates, run after the rest
+}
+
+// pending is a place where a generic rule may match: the line, and the
+// value assigned there.
+type pending struct{ rule, ls, le, vs, ve int }
+
+// covered reports whether a span found so far holds s[start:end].
+func (sc *scanner) covered(start, end int) bool {
+	for _, sp := range sc.spans {
+		if sp.start <= start && end <= sp.end {
+			return true
+		}
+	}
+	return false
 }
 
 var scanners = sync.Pool{New: func() any { return &scanner{} }}
 
 func (sc *scanner) release() {
-	sc.r, sc.s, sc.spans = nil, "", sc.spans[:0]
+	sc.r, sc.s, sc.spans, sc.deferred = nil, "", sc.spans[:0], sc.deferred[:0]
 	scanners.Put(sc)
 }
 
@@ -132,19 +194,43 @@ func (r *Redactor) scan(s string) *scanner {
 	for range r.rules {
 		sc.lastLine = append(sc.lastLine, -1)
 	}
+	ls, le := 0, -1 // the line of the last trigger; triggers come in order
 	r.trig.each(s, 0, len(s), func(l literal, at int) bool {
 		ru := &r.rules[l.rule]
 		if ru.det != nil {
 			ru.det.match(sc, at, l)
 		} else {
-			ls, le := lineAt(s, at)
+			// Expressions run once per line, however many of the rule's
+			// keywords the line holds.
+			if at > le {
+				ls, le = lineAt(s, at)
+			}
+			if ru.gl != nil && ru.gl.generic {
+				// Generic rules run last, and only on a value no
+				// specific detector took already.
+				if vs, ve := assignmentAhead(s, at+len(l.text), le); vs >= 0 {
+					sc.deferred = append(sc.deferred, pending{rule: l.rule, ls: ls, le: le, vs: vs, ve: ve})
+				}
+				return true
+			}
 			if sc.lastLine[l.rule] != ls {
 				sc.lastLine[l.rule] = ls
-				sc.custom(l.rule, ls, le)
+				if ru.gl != nil {
+					sc.matchGitleaks(l.rule, ls, le, ru.gl, r.gl)
+				} else {
+					sc.custom(l.rule, ls, le)
+				}
 			}
 		}
 		return true
 	})
+	for _, p := range sc.deferred {
+		if sc.lastLine[p.rule] == p.ls || sc.covered(p.vs, p.ve) {
+			continue
+		}
+		sc.lastLine[p.rule] = p.ls
+		sc.matchGitleaks(p.rule, p.ls, p.le, r.rules[p.rule].gl, r.gl)
+	}
 	for _, i := range r.scanAll {
 		r.rules[i].det.scanAll(sc, i)
 	}

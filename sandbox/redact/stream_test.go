@@ -34,6 +34,10 @@ var samples = []string{
 	`{"password": "correct horse", "n": 1}`,
 	"db:\n  password: hunter22\n",
 	"pre\n" + pemKey + "\npost",
+	`DB_PASSWORD="q7Vz!pR2#mK9xL4w"` + "\n",
+	"//registry.npmjs.org/:_authToken=npm_Ab3dEf5hIj7kLm9nOp1qRs3tUv5wXy7zAb3d\n",
+	"HF_TOKEN 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",
+	"< set-cookie: session=" + jwtToken + "; Path=/",
 }
 
 // However a text is cut in two, or in three, the stream lets out what
@@ -149,9 +153,9 @@ func TestStreamBounds(t *testing.T) {
 
 	// One token longer than MaxHold.
 	tr = r.Transformer()
-	tok := "ghp_" + strings.Repeat("A1b2", 1500)
+	tok := "ghp_" + strings.Repeat(githubToken[4:], 170)
 	got = streamed(tr, "t "+tok[:3000], tok[3000:], " done\n")
-	if j := strings.Join(got, ""); j != "t [REDACTED:github_token] done\n" {
+	if j := strings.Join(got, ""); j != "t [REDACTED:github-pat] done\n" {
 		t.Errorf("long token: got %q", j)
 	}
 }
@@ -159,9 +163,9 @@ func TestStreamBounds(t *testing.T) {
 // Block: what came before the secret stays out, the secret and all after
 // it on every stream of the command are withheld behind the message.
 func TestStreamBlock(t *testing.T) {
-	r := mustNew(t, Config{Strategies: map[string]Strategy{"aws_access_key": Block}})
-	out := streamed(r.Transformer(), "line 1\n", "id AKIAIOSFO", "DNN7EXAMPLE rest\n", "more\n")
-	want := []string{"line 1\n", "", "id " + BlockMessage("aws_access_key"), "", ""}
+	r := mustNew(t, Config{Strategies: map[string]Strategy{"aws-access-token": Block}})
+	out := streamed(r.Transformer(), "line 1\n", "id AKIATHJXJ", "QI5OGZ7KOK3 rest\n", "more\n")
+	want := []string{"line 1\n", "", "id " + BlockMessage("aws-access-token"), "", ""}
 	if strings.Join(out, "|") != strings.Join(want, "|") {
 		t.Errorf("pieces %q\nwant %q", out, want)
 	}

@@ -1,0 +1,120 @@
+package policy
+
+import "testing"
+
+// What the built-in denylist refused too little of (issue 28, "policy
+// coverage"): each is refused, or asked about, under the default policy.
+func TestAttackBuiltinDenylistCoverage(t *testing.T) {
+	p := Policy{}
+	runCases(t, p, []judgeCase{
+		{"tee to a disk", "echo x | tee /dev/sda", Forbid, "write-device-arg", nil},
+		{"cp zeros to a disk", "cp /dev/zero /dev/vda", Forbid, "write-device-arg", nil},
+		{"dd to a disk", "dd if=/dev/zero of=/dev/nvme0n1 bs=1M", Forbid, "dd-to-device", nil},
+		{"shred a disk", "shred -n1 /dev/sdb", Forbid, "write-device-arg", nil},
+		{"sfdisk", "sfdisk /dev/vda < layout", Forbid, "partition-tools", nil},
+		{"blkdiscard", "blkdiscard /dev/vda", Forbid, "partition-tools", nil},
+		{"xargs rm from a pipe", "ls | xargs rm -rf", Ask, "xargs-rm-recursive", nil},
+		{"xargs rm from find", "find . -type d | xargs rm -r", Ask, "xargs-rm-recursive", nil},
+		{"find exec rm from root", `find / -exec rm -f {} \;`, Forbid, "find-exec-rm-root", nil},
+		{"find exec rm from etc", `find /etc -name '*.conf' -exec rm -rf {} +`, Forbid, "find-exec-rm-root", nil},
+		{"find root delete", "find / -delete", Forbid, "find-delete-root", nil},
+		{"find root star delete", "find /* -delete", Forbid, "find-delete-root", nil},
+		{"find etc delete", "find /etc -name '*' -delete", Forbid, "find-delete-root", nil},
+		{"tar checkpoint action", "tar -cf /dev/null /dev/null --checkpoint=1 --checkpoint-action=exec=/bin/sh", Forbid, "tar-command", nil},
+		{"tar to-command", "tar xf a.tar --to-command='sh -c id'", Forbid, "tar-command", nil},
+		{"zip TT", "zip /tmp/x.zip /etc/hosts -T -TT 'sh #'", Forbid, "zip-command", nil},
+		{"rsync remote shell", `rsync -e 'sh -c "sh 0<&2 1>&2"' 127.0.0.1:/dev/null`, Ask, "rsync-remote-shell", nil},
+		{"vim bang", "vim -c ':!/bin/sh'", Forbid, "editor-command", nil},
+		{"vim python", `vim -c ':py import os; os.system("sh")'`, Forbid, "editor-command", nil},
+		{"vi plus command", "vi '+!id' x", Forbid, "editor-command", nil},
+		{"awk system", `awk 'BEGIN{system("/bin/sh")}'`, Forbid, "awk-command", nil},
+		{"awk pipe to command", `awk '{print | "sh"}' f`, Forbid, "awk-command", nil},
+		{"ssh proxycommand", `ssh -o ProxyCommand=';sh 0<&2 1>&2' x`, Forbid, "ssh-local-command", nil},
+		{"rm usr", "rm -rf /usr", Forbid, "rm-system-dir", nil},
+		{"rm etc slash", "rm -rf /etc/", Forbid, "rm-system-dir", nil},
+		{"rm bin star", "rm -rf /bin/*", Forbid, "rm-system-dir", nil},
+		{"rm var", "rm -r --force /var", Forbid, "rm-system-dir", nil},
+		{"truncate passwd by redirect", "> /etc/passwd", Forbid, "overwrite-system-file", nil},
+		{"overwrite shadow", "echo x > /etc/shadow", Forbid, "overwrite-system-file", nil},
+		{"append sudoers", "echo 'x ALL=(ALL) NOPASSWD: ALL' >> /etc/sudoers", Forbid, "overwrite-system-file", nil},
+		{"truncate command", "truncate -s0 /etc/passwd", Forbid, "truncate-system-file", nil},
+		{"tee passwd", "echo x | tee /etc/passwd", Forbid, "truncate-system-file", nil},
+		{"overwrite a program", "cat evil > /usr/bin/ls", Forbid, "overwrite-system-file", nil},
+		{"sysrq by redirect", "echo b > /proc/sysrq-trigger", Forbid, "overwrite-system-file", nil},
+		{"sysrq by tee", "echo c | tee /proc/sysrq-trigger", Forbid, "truncate-system-file", nil},
+		{"sysrq by dd", "echo o | dd of=/proc/sysrq-trigger", Forbid, "dd-to-system-file", nil},
+		{"killall5", "killall5 -9", Forbid, "killall5", nil},
+		{"git clean fdx", "git clean -fdx", Ask, "git-clean", nil},
+		{"git reset hard", "git reset --hard HEAD~3", Ask, "git-reset-hard", nil},
+		{"git push force", "git push --force origin main", Ask, "git-push-force", nil},
+		{"git push f", "git push -f", Ask, "git-push-force", nil},
+		{"git push plus refspec", "git push origin +main", Ask, "git-push-force-refspec", nil},
+		{"wrapped in bash -c", `bash -c "rm -rf /usr"`, Forbid, "rm-system-dir", nil},
+		{"wrapped in sudo", "sudo truncate -s 0 /etc/shadow", Forbid, "truncate-system-file", nil},
+	})
+}
+
+// Everyday commands pass the built-in denylist untouched: broadening it
+// must not cost the agent its ordinary work.
+func TestEverydayCommandsAllowed(t *testing.T) {
+	p := Policy{}
+	var cases []judgeCase
+	for _, c := range []string{
+		"pip install -r requirements.txt",
+		"pip install requests==2.31.0",
+		"npm i",
+		"npm install --save-dev typescript",
+		"git add -A && git commit -m 'clean up the parser'",
+		"git push origin main",
+		"git push -u origin feature/x",
+		"git clean -n",
+		"git reset HEAD~1",
+		"git reset --soft HEAD~1",
+		"git status && git diff --stat",
+		"rm -rf build/",
+		"rm -rf /workspace/build /workspace/dist",
+		"rm -rf node_modules",
+		"rm -f /tmp/x.log",
+		"find . -name '*.pyc' -delete",
+		"find /workspace -name '__pycache__' -type d -prune -exec rm -rf {} +",
+		"find . -name '*.o' -exec rm {} +",
+		"find . -name '*.log' | xargs rm -f",
+		"find /workspace -type f -name '*.go' | xargs grep -n TODO",
+		"ls | xargs -n1 echo",
+		"tar xzf archive.tar.gz",
+		"tar -czf out.tgz src/",
+		"tar --use-compress-program=zstd -xf a.tar.zst",
+		"zip -r out.zip src",
+		"unzip -o out.zip -d /workspace/x",
+		"rsync -av src/ dst/",
+		"awk '{print $1}' access.log",
+		"awk -F'|' '{print $2}' table.txt",
+		"awk 'BEGIN{FS=\",\"} {sum += $3} END {print sum}' data.csv",
+		"sed -i 's/foo/bar/g' main.py",
+		"sed -n '1,20p' README.md",
+		"python3 script.py",
+		"python3 -m pytest -q",
+		"go test ./...",
+		"make -j2",
+		"cat /etc/passwd",
+		"grep -r 'password' src/",
+		"echo hello > /workspace/out.txt",
+		"echo done >> /tmp/log.txt",
+		"cp /etc/hosts /workspace/hosts.copy",
+		"cp a.txt b.txt && mv b.txt c.txt",
+		"tee /workspace/out.log < input.txt",
+		"dd if=/dev/zero of=/workspace/disk.img bs=1M count=10",
+		"truncate -s 0 /workspace/app.log",
+		"vim -c 'set number' file.txt",
+		"ssh-keygen -t ed25519 -f /workspace/key -N ''",
+		"ls -l /usr/bin | head",
+		"kill 1234",
+		"curl -sSL https://example.com -o page.html",
+		"docker ps",
+		"node index.js > /dev/null 2>&1",
+		"echo x | tee /dev/stderr",
+	} {
+		cases = append(cases, judgeCase{name: c, command: c, want: Allow})
+	}
+	runCases(t, p, cases)
+}
