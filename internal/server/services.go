@@ -117,7 +117,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		}
 		s.closers = append(s.closers, emb.Close)
 		s.RedisDesc = "embedded at " + emb.Addr()
-		cfg.RedisAddr = emb.Addr()
+		// Only this process knows the password: a sandbox or any other
+		// local process that reaches the port gets NOAUTH (T1).
+		cfg.RedisAddr, cfg.RedisPassword = emb.Addr(), emb.Password()
 	} else {
 		s.RedisDesc = cfg.RedisAddr
 	}
@@ -144,9 +146,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	s.Approvals = approval.New(db)
 	startAlerts(s, cfg.Alerts, log)
 	var proxy *egress.Proxy
-	if len(cfg.Sandbox.Egress) > 0 {
-		// Every connection is logged by the proxy (message "egress") and
-		// recorded in the audit.
+	if len(cfg.Sandbox.Egress) > 0 || cfg.Sandbox.Network {
+		// The only way out of a sandbox: to its allowlist, or to any
+		// public host with the network. Every connection is logged by the
+		// proxy (message "egress") and recorded in the audit.
 		proxy = egress.New(egress.Config{Logger: log, Audit: egressAudit(s, log)})
 		s.closers = append(s.closers, proxy.Shutdown)
 	}

@@ -233,7 +233,7 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 	if err := os.MkdirAll(p.runDir(id), 0o755); err != nil {
 		return nil, err
 	}
-	if len(m.Egress) > 0 {
+	if m.proxied() {
 		if err := os.MkdirAll(p.egressDir(id), 0o755); err != nil {
 			return nil, err
 		}
@@ -270,7 +270,7 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 		"-state-dir", sandbox.StateDir,
 		"-workdir", sandbox.WorkspaceDir,
 		"-log-level", "warn")
-	if len(m.Egress) > 0 {
+	if m.proxied() {
 		// The agent forwards the namespace's egress port to the proxy.
 		argv = append(argv, "-egress-socket", egress.SocketPath)
 	}
