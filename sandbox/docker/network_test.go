@@ -82,7 +82,7 @@ func TestAttackNetworkDockerFull(t *testing.T) {
 		})
 	}
 	t.Run("public", func(t *testing.T) {
-		for _, host := range []string{egresstest.PublicAddr.String(), egresstest.PublicName} {
+		for _, host := range []string{pub.Addr.String(), egresstest.PublicName} {
 			res := e.run(t, id, fmt.Sprintf(`printf 'GET http://%[1]s/ HTTP/1.1\r\nHost: %[1]s\r\nConnection: close\r\n\r\n' | nc -w 10 127.0.0.1 3128`, host), 30*time.Second)
 			if !strings.HasPrefix(res.Stdout, "HTTP/1.1 200") || !strings.HasSuffix(res.Stdout, egresstest.PublicBody) {
 				t.Errorf("GET http://%s/ through the proxy: %q (stderr %q), want %q", host, res.Stdout, res.Stderr, egresstest.PublicBody)

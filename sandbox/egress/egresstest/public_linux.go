@@ -27,16 +27,15 @@ import (
 // The "public internet" of the network tests: this machine has none, and
 // a test may only use loopback or network namespaces of its own. So the
 // test makes a network namespace joined to the host's by a veth pair, and
-// serves HTTP in it on PublicAddr, an address of TEST-NET-3 (RFC 5737,
+// serves HTTP in it on PublicEnv.Addr, an address of TEST-NET-3 (RFC 5737,
 // documentation only, never routed on the internet). The proxy refuses
 // that range like every reserved one; PublicEnv's proxy alone treats it
 // as public, and nothing else: loopback, the private ranges and the
 // metadata address stay refused, which is what the tests check.
-var (
-	PublicNet  = netip.MustParsePrefix("203.0.113.0/30")
-	PublicAddr = netip.MustParseAddr("203.0.113.2")
-	hostAddr   = "203.0.113.1/30"
-)
+//
+// Each PublicEnv takes a /30 of its own at random, so that tests running
+// at once (or a namespace a killed test left behind) do not share one.
+var PublicNet = netip.MustParsePrefix("203.0.113.0/24")
 
 // Names the PublicEnv proxy resolves.
 const (
@@ -50,8 +49,10 @@ const (
 // public test server it can reach.
 type PublicEnv struct {
 	Proxy *egress.Proxy
-	// URL is the public server's, by address (http://203.0.113.2/).
-	URL string
+	// Addr is the public server's address, in PublicNet; URL its URL
+	// (http://Addr/).
+	Addr netip.Addr
+	URL  string
 
 	mu     sync.Mutex
 	events []egress.Event
@@ -77,9 +78,12 @@ func NewPublic(t testing.TB) *PublicEnv {
 	if err != nil {
 		testenv.Need(t, "netns", fmt.Errorf("iproute2 (ip) and root: %v", err))
 	}
-	var b [3]byte
+	var b [4]byte
 	rand.Read(b[:])
-	suffix := hex.EncodeToString(b[:])
+	suffix := hex.EncodeToString(b[:3])
+	base := 4 * (int(b[3]) % 64)
+	hostAddr := fmt.Sprintf("203.0.113.%d/30", base+1)
+	addr := netip.AddrFrom4([4]byte{203, 0, 113, byte(base + 2)})
 	ns, hostIf, nsIf := "fbpub-"+suffix, "fbph"+suffix, "fbpn"+suffix
 	ip := func(args ...string) {
 		t.Helper()
@@ -93,11 +97,11 @@ func NewPublic(t testing.TB) *PublicEnv {
 	t.Cleanup(func() { exec.Command("ip", "link", "del", hostIf).Run() })
 	ip("addr", "add", hostAddr, "dev", hostIf)
 	ip("link", "set", hostIf, "up")
-	ip("-n", ns, "addr", "add", PublicAddr.String()+"/30", "dev", nsIf)
+	ip("-n", ns, "addr", "add", addr.String()+"/30", "dev", nsIf)
 	ip("-n", ns, "link", "set", nsIf, "up")
 	ip("-n", ns, "link", "set", "lo", "up")
 
-	ln, err := listenIn(ns, net.JoinHostPort(PublicAddr.String(), "80"))
+	ln, err := listenIn(ns, net.JoinHostPort(addr.String(), "80"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +109,7 @@ func NewPublic(t testing.TB) *PublicEnv {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	e := &PublicEnv{URL: "http://" + PublicAddr.String() + "/"}
+	e := &PublicEnv{Addr: addr, URL: "http://" + addr.String() + "/"}
 	e.Proxy = egress.New(egress.Config{
 		Logger: slog.New(slog.DiscardHandler),
 		Audit: func(ctx context.Context, ev egress.Event) {
@@ -116,7 +120,7 @@ func NewPublic(t testing.TB) *PublicEnv {
 		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			switch host {
 			case PublicName:
-				return []netip.Addr{PublicAddr}, nil
+				return []netip.Addr{addr}, nil
 			case MetadataName:
 				return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
 			}
