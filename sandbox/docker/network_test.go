@@ -3,6 +3,7 @@ package docker_test
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func TestAttackNetworkDockerFull(t *testing.T) {
 	targets := []string{"127.0.0.1", "10.1.2.3", "169.254.169.254"}
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+		// Not the test's own "public internet" (egresstest.NewPublic).
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !egresstest.PublicNet.Contains(netip.AddrFrom4([4]byte(n.IP.To4()))) {
 			targets = append(targets, n.IP.String())
 		}
 	}
