@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -29,16 +30,14 @@ import (
 // has no authentication (every user with its password hash, and a role
 // set to admin). Now the engine's own Redis asks for a password only the
 // engine has, the database listens on no TCP port at all but on a Unix
-// socket in a 0700 directory; the engine itself keeps using both. (That
-// a sandbox with the full network reaches neither is
-// TestAttackNetworkBwrapFull's, with the same embedded servers: a
-// sandbox's first command here would run the test binary as its egress
-// forwarder.)
+// socket in a 0700 directory, and a sandbox with the full network reaches
+// neither; the engine itself keeps using both.
 func TestAttackNetworkEmbeddedServices(t *testing.T) {
 	env := servertest.Start(t, servertest.Options{Env: map[string]string{
 		// The engine's own embedded database in its data directory, not
 		// the test binary's shared one.
-		"FLOWBOX_MONGODB_URI": "",
+		"FLOWBOX_MONGODB_URI":     "",
+		"FLOWBOX_SANDBOX_NETWORK": "true",
 	}})
 	svc := env.Engine.Services
 	ctx := context.Background()
@@ -94,6 +93,21 @@ func TestAttackNetworkEmbeddedServices(t *testing.T) {
 		}
 		if err := dialUnixAs(socks[0], 0); err != nil {
 			t.Errorf("connect as the engine's user: %v", err)
+		}
+	})
+
+	t.Run("sandbox with the full network", func(t *testing.T) {
+		scope := sandbox.Scope{AppID: "app", UserID: "mallory", ChatID: "c1"}
+		host, port, _ := net.SplitHostPort(redisAddr)
+		res, err := svc.Manager.Exec(ctx, scope, sandbox.ExecRequest{
+			Command: fmt.Sprintf(`timeout 10 bash -c 'exec 3<>/dev/tcp/%s/%s && echo CONNECTED'; echo "exit=$?"; echo "$HTTPS_PROXY"`, host, port),
+			Timeout: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := res.Stdout + res.Stderr; strings.Contains(out, "CONNECTED") || !strings.Contains(out, "refused") || !strings.Contains(res.Stdout, "http://127.0.0.1:3128") {
+			t.Errorf("the sandbox's connection to the engine's Redis at %s: %q, want refused, and the proxy set", redisAddr, out)
 		}
 	})
 }

@@ -25,7 +25,8 @@ import (
 //	go test -run '^$' -bench NetworkFull -benchtime 100x ./sandbox/bwrap/
 func BenchmarkNetworkFull(b *testing.B) {
 	pub := egresstest.NewPublic(b)
-	bin := testenv.EngineBinary(b)
+	// As the engine runs them: the agent binary is also the forwarder.
+	bin := testenv.AgentBinary(b)
 	p, err := bwrap.New(bwrap.Config{Root: b.TempDir(), CgroupParent: "flowbox-test", Egress: pub.Proxy, ForwarderBinary: bin, AgentBinary: bin})
 	if err != nil {
 		b.Fatal(err)
