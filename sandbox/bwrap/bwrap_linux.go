@@ -351,6 +351,9 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	case timeout <= 0:
 		timeout = 30 * time.Second
 	}
+	if err := p.leaveHostNetwork(id, m); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
 	if p.usesAgent() {
 		if res, handled, err := p.execAgent(ctx, id, m, req, timeout); handled {
 			return res, err

@@ -3,7 +3,10 @@ package bwrap
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/egress"
@@ -78,4 +81,40 @@ func (p *Provider) closeEgress(id string) error {
 		return nil
 	}
 	return p.cfg.Egress.Close(id)
+}
+
+// leaveHostNetwork ends the processes of a sandbox with the network that
+// run in the engine's own network namespace: long-lived namespaces
+// started with --share-net by an engine before this one outlive it, and
+// their agent would go on serving commands on the host's network. The
+// next command starts a namespace of the sandbox's own; files are kept.
+func (p *Provider) leaveHostNetwork(id string, m meta) error {
+	if !m.Network {
+		return nil
+	}
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return nil // no procfs to tell by: nothing to compare
+	}
+	pids, err := p.cg.pids(id)
+	if err != nil {
+		return err
+	}
+	shared := false
+	for _, pid := range pids {
+		if ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net"); err == nil && ns == host {
+			shared = true
+			break
+		}
+	}
+	if !shared {
+		return nil
+	}
+	unlock, err := p.lockNamespace(id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p.log().Warn("ending a sandbox's namespace on the host's network, started by an earlier engine; the next command starts one of its own", "sandbox", id)
+	return p.cg.killAll(id, 10*time.Second)
 }

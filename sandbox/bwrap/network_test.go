@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +187,47 @@ func attackNetworkBwrap(t *testing.T, namespace bool) {
 	}
 	if allowed < 2 {
 		t.Errorf("%d allowed connections audited, want the 2 to the public server", allowed)
+	}
+}
+
+// TestAttackNetworkBwrapLeftOnHostNetwork: a namespace an earlier engine
+// started with --share-net outlives it, its agent on the host's network.
+// Stood in for by a host process put in the sandbox's cgroup: the next
+// command ends it, and runs in a namespace of the sandbox's own.
+func TestAttackNetworkBwrapLeftOnHostNetwork(t *testing.T) {
+	pub := egresstest.NewPublic(t)
+	bin := testenv.AgentBinary(t)
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", Egress: pub.Proxy, ForwarderBinary: bin, AgentBinary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	ctx := context.Background()
+	id := sandboxtest.NewID(t)
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id, Network: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), id) })
+
+	left := exec.Command("sleep", "300")
+	if err := left.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- left.Wait() }()
+	t.Cleanup(func() { left.Process.Kill() })
+	procs := filepath.Join("/sys/fs/cgroup/pids/flowbox-test", id, "cgroup.procs")
+	if err := os.WriteFile(procs, []byte(strconv.Itoa(left.Process.Pid)), 0o644); err != nil {
+		t.Fatalf("put the stand-in in the sandbox's cgroup: %v", err)
+	}
+
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: `awk -F: 'NR>2{gsub(/ /,"",$1); print $1}' /proc/net/dev`, Timeout: time.Minute})
+	if err != nil || res.Stdout != "lo\n" {
+		t.Fatalf("command after: %+v %v; want loopback only", res, err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process on the host's network in the sandbox's cgroup still runs")
 	}
 }
