@@ -1,7 +1,7 @@
 // Package egress is the engine's egress proxy: the only way out of a
-// sandbox that has an allowlist instead of a network. Each running
+// sandbox, with an allowlist or with the full network. Each running
 // sandbox gets a Unix socket of its own, bound into it read-only; inside,
-// a forwarder (Forward, run by the engine binary) listens on
+// a forwarder (Forward, run by the agent or engine binary) listens on
 // 127.0.0.1:3128 in the sandbox's own network namespace, which has no
 // other interface than loopback, and copies each connection to that
 // socket. HTTP_PROXY and HTTPS_PROXY point the sandbox's programs there.
