@@ -7,6 +7,10 @@
 //
 //	flowbox-agent sandbox-agent -socket PATH [flags]
 //
+// runs a sandbox command's egress forwarder as
+//
+//	flowbox-agent egress-forward [flags] -- CMD ARGS
+//
 // and a Kubernetes pod's init container copies it into the pod with
 //
 //	flowbox-agent install PATH
@@ -21,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/flowbox/flowbox/sandbox/agent"
+	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
 // The agent runs on the main thread (see agent.Main).
@@ -34,6 +39,17 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if len(args) > 0 && args[0] == "egress-forward" {
+		// The forwarder of a sandbox's command: this binary starts in a
+		// fraction of the engine's time (docs/BENCHMARKS.md).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code, err := egress.ForwardCommand(ctx, args[1:])
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flowbox-agent:", err)
+		}
+		os.Exit(code)
 	}
 	if len(args) > 0 && args[0] == "sandbox-agent" {
 		args = args[1:]

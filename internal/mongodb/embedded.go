@@ -30,21 +30,28 @@ type Config struct {
 }
 
 // Embedded is a FerretDB running inside this process with its SQLite
-// backend, listening on a random loopback port.
+// backend, listening on a Unix socket in a directory only this process's
+// user can enter.
+//
+// FerretDB has no authentication of its own: whoever connects reads and
+// writes every collection (the users and their password hashes). A
+// loopback port is reachable by every local process and by a sandbox that
+// shares the host's network; the socket's 0700 directory is not (T1).
 type Embedded struct {
-	uri    string
-	dir    string
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	uri     string
+	dir     string
+	sockDir string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
 }
 
 // newMu serialises ferretdb.New, which writes package-level state of
 // FerretDB (its version record) without a lock.
 var newMu sync.Mutex
 
-// StartEmbedded starts FerretDB on 127.0.0.1 with a random port and returns
-// once it answers a ping. ctx bounds the start only; the server runs until
+// StartEmbedded starts FerretDB on a Unix socket of its own (see
+// Embedded) and returns once it answers a ping. ctx bounds the start only; the server runs until
 // Close.
 func StartEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
 	if cfg.DataDir == "" {
@@ -75,22 +82,29 @@ func StartEmbedded(ctx context.Context, cfg Config) (*Embedded, error) {
 	// command's overhead (docs/BENCHMARKS.md).
 	sqliteURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir) + "/", RawQuery: "_pragma=synchronous(normal)"}).String()
 
+	sockDir, err := socketDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded database: %w", err)
+	}
+	sock := filepath.Join(sockDir, "ferretdb.sock")
+
 	newMu.Lock()
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  ferretdb.ListenerConfig{Unix: sock},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: sqliteURL,
 	})
 	newMu.Unlock()
 	if err != nil {
+		os.RemoveAll(sockDir)
 		return nil, fmt.Errorf("start embedded database in %s: %w", dir, err)
 	}
 
 	// The listener is bound by New, so the URI is known now; connections
 	// wait in the backlog until Run accepts them.
 	runCtx, cancel := context.WithCancel(context.Background())
-	e := &Embedded{uri: f.MongoDBURI(), dir: dir, cancel: cancel, done: make(chan struct{})}
+	e := &Embedded{uri: socketURI(sock), dir: dir, sockDir: sockDir, cancel: cancel, done: make(chan struct{})}
 	indexed := make(chan struct{})
 	go func() {
 		defer close(e.done)
@@ -130,7 +144,44 @@ func (e *Embedded) Close() {
 	e.once.Do(func() {
 		e.cancel()
 		<-e.done
+		os.RemoveAll(e.sockDir)
 	})
+}
+
+// maxSocketPath is the longest path a Unix socket can have on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// socketDir makes a new directory, mode 0700, for this process's socket:
+// under the data directory's "sockets" (0700 too), or in the temporary
+// directory when the data directory's path is too long for a socket. A
+// directory per process, because other engine commands (engine user,
+// engine migrate) start their own server on the same files.
+func socketDir(dataDir string) (string, error) {
+	parent := filepath.Join(dataDir, "sockets")
+	// "/ferretdb-" + 10 random digits + "/ferretdb.sock"
+	if len(parent)+len("/ferretdb-0123456789/ferretdb.sock") <= maxSocketPath {
+		if err := os.Mkdir(parent, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("create the socket directory: %w", err)
+		}
+		// A directory made before with a wider mode is narrowed.
+		if err := os.Chmod(parent, 0o700); err != nil {
+			return "", fmt.Errorf("create the socket directory: %w", err)
+		}
+	} else {
+		parent = ""
+	}
+	d, err := os.MkdirTemp(parent, "ferretdb-") // mode 0700
+	if err != nil {
+		return "", fmt.Errorf("create the socket directory: %w", err)
+	}
+	return d, nil
+}
+
+// socketURI is the mongodb:// URI of a Unix socket: its path, escaped
+// whole, as the host (the driver takes a host ending in ".sock" for one).
+func socketURI(sock string) string {
+	return "mongodb://" + strings.ReplaceAll(url.PathEscape(sock), "/", "%2F") + "/"
 }
 
 // quiet keeps FerretDB's own log down to what an operator should see: it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,8 +105,9 @@ func TestEmbeddedKeepsData(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		if !strings.HasPrefix(e.URI(), "mongodb://127.0.0.1:") {
-			t.Errorf("URI = %q, want mongodb://127.0.0.1:<port>/", e.URI())
+		// A Unix socket in the data directory, never a TCP port (T1).
+		if want := "mongodb://" + strings.ReplaceAll(dir, "/", "%2F") + "%2Fsockets%2Fferretdb-"; !strings.HasPrefix(e.URI(), want) || !strings.HasSuffix(e.URI(), ".sock/") {
+			t.Errorf("URI = %q, want %s...ferretdb.sock/", e.URI(), want)
 		}
 		client, db, err := mongodb.Connect(ctx, e.URI(), "keep")
 		if err != nil {
@@ -253,4 +255,33 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
+}
+
+// A data directory whose path is too long for a socket's puts the socket
+// in a private directory of the temporary directory instead; Close
+// removes it.
+func TestEmbeddedLongDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := mongodb.StartEmbedded(ctx, mongodb.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(e.URI(), "mongodb://"), "/"))
+	if err != nil || !strings.HasPrefix(sock, os.TempDir()) || !strings.HasSuffix(sock, ".sock") {
+		t.Errorf("socket %q (%v), want one in %s", sock, err, os.TempDir())
+	}
+	if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socket directory: %v %v, want mode 0700", fi, err)
+	}
+	client, _, err := mongodb.Connect(ctx, e.URI(), "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Disconnect(ctx)
+	e.Close()
+	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
+		t.Errorf("socket directory after Close: %v, want it removed", err)
+	}
 }

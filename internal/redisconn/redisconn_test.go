@@ -160,3 +160,33 @@ func TestEmbeddedCloseTwice(t *testing.T) {
 		t.Error("Connect after Close: got nil error, want one")
 	}
 }
+
+// The embedded Redis answers nothing before AUTH with its own password
+// (T1): a local process that reaches its port gets NOAUTH, the engine,
+// which has the password, gets answers.
+func TestEmbeddedNeedsPassword(t *testing.T) {
+	e, err := redisconn.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if client, err := redisconn.Connect(ctx, e.Addr(), "", 0); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		if client != nil {
+			client.Close()
+		}
+		t.Errorf("Connect without the password: %v, want NOAUTH", err)
+	}
+	if len(e.Password()) < 32 {
+		t.Errorf("password of %d characters, want a long random one", len(e.Password()))
+	}
+	client, err := redisconn.Connect(ctx, e.Addr(), e.Password(), 0)
+	if err != nil {
+		t.Fatalf("Connect with the password: %v", err)
+	}
+	defer client.Close()
+	if err := client.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Error(err)
+	}
+}

@@ -118,7 +118,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		}
 		s.closers = append(s.closers, emb.Close)
 		s.RedisDesc = "embedded at " + emb.Addr()
-		cfg.RedisAddr = emb.Addr()
+		// Only this process knows the password: a sandbox or any other
+		// local process that reaches the port gets NOAUTH (T1).
+		cfg.RedisAddr, cfg.RedisPassword = emb.Addr(), emb.Password()
 	} else {
 		s.RedisDesc = cfg.RedisAddr
 	}
@@ -145,9 +147,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	s.Approvals = approval.New(db)
 	startAlerts(s, cfg.Alerts, log)
 	var proxy *egress.Proxy
-	if len(cfg.Sandbox.Egress) > 0 {
-		// Every connection is logged by the proxy (message "egress") and
-		// recorded in the audit.
+	if len(cfg.Sandbox.Egress) > 0 || cfg.Sandbox.Network {
+		// The only way out of a sandbox: to its allowlist, or to any
+		// public host with the network. Every connection is logged by the
+		// proxy (message "egress") and recorded in the audit.
 		proxy = egress.New(egress.Config{Logger: log, Audit: egressAudit(s, log)})
 		s.closers = append(s.closers, proxy.Shutdown)
 	}
@@ -292,7 +295,9 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 			if agentBin == "none" {
 				agentBin = ""
 			}
-			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy, AgentBinary: agentBin, Logger: log})
+			// The agent binary forwards egress too, and starts faster than
+			// the engine (the default forwarder).
+			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy, AgentBinary: agentBin, ForwarderBinary: agentBin, Logger: log})
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell, Runtime: sc.DockerRuntime,

@@ -17,7 +17,8 @@ import (
 // (the image built by images/sandbox/build.sh), bwrap (bubblewrap), redis
 // (redis-server), chromium (Debian's Chromium, for the browser tests),
 // python3 (for the example skills' scripts, run on the host by their own
-// tests) and kubernetes (the cluster of scripts/kube-up, named by
+// tests), netns (root and iproute2, for the network tests' own "public"
+// namespace, sandbox/egress/egresstest) and kubernetes (the cluster of scripts/kube-up, named by
 // KUBECONFIG, with the test images loaded; scripts/test starts it).
 const RequireEnv = "FLOWBOX_TEST_REQUIRE"
 

@@ -298,7 +298,7 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 	if err := os.MkdirAll(p.runDir(id), 0o755); err != nil {
 		return nil, err
 	}
-	if len(m.Egress) > 0 {
+	if m.proxied() {
 		if err := os.MkdirAll(p.egressDir(id), 0o755); err != nil {
 			return nil, err
 		}
@@ -353,7 +353,7 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 		"-cgroup", filepath.Join(p.cg.parent, id),
 		"-cgroup-controllers", strings.Join(p.ctls, ","),
 		"-log-level", "warn")
-	if len(m.Egress) > 0 {
+	if m.proxied() {
 		// The agent forwards the namespace's egress port to the proxy.
 		argv = append(argv, "-egress-socket", egress.SocketPath)
 	}

@@ -187,7 +187,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("bwrap ensure %s: %w: %w", spec.ID, sandbox.ErrUnavailable, err)
 	}
 	id := spec.ID
-	if err := p.checkEgress(spec); err != nil {
+	if err := p.checkNetwork(spec); err != nil {
 		return fmt.Errorf("bwrap ensure %s: %w", id, err)
 	}
 	mounts, err := sandbox.CheckMounts(spec.Mounts)
@@ -362,6 +362,9 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	case timeout <= 0:
 		timeout = 30 * time.Second
 	}
+	if err := p.leaveHostNetwork(id, m); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
 	if p.usesAgent() {
 		if res, handled, err := p.execAgent(ctx, id, m, req, timeout); handled {
 			return res, err
@@ -390,7 +393,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 		tctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	if len(m.Egress) > 0 {
+	if m.proxied() {
 		// The bind needs the directory; without the proxy's socket in it
 		// the forwarder answers 502.
 		if err := os.MkdirAll(p.egressDir(id), 0o755); err != nil {
@@ -563,7 +566,7 @@ func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
 	argv := p.namespaceArgs(id, m, true)
 	// The state is read here, on the host, as data (T3).
 	shell := sandbox.ArgvFor(req, p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, sandbox.ReadShellState(p.stateDir(id)))
-	if len(m.Egress) == 0 {
+	if !m.proxied() {
 		return append(append(argv, "--"), shell...)
 	}
 	// Each command has a network namespace of its own: its forwarder
@@ -578,13 +581,11 @@ func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
 // command's bwrap dies with the engine (dieWithParent); the long-lived
 // namespace of the agent outlives it, as a container does.
 func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) []string {
-	withEgress := len(m.Egress) > 0
+	// Never --share-net, whatever m.Network says: see network_linux.go.
+	withEgress := m.proxied()
 	// A user namespace of its own in which no further one can be made
 	// (--disable-userns), and the seccomp filter on descriptor 5 (T2).
 	argv := []string{p.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--seccomp", "5"}
-	if m.Network {
-		argv = append(argv, "--share-net")
-	}
 	if dieWithParent {
 		argv = append(argv, "--die-with-parent")
 	}
@@ -806,42 +807,3 @@ func (t *tailBuffer) String() string { return string(t.b) }
 // forwarderPath is where a sandbox with an allowlist sees the forwarder
 // binary (Config.ForwarderBinary), read-only.
 const forwarderPath = "/.flowbox-forward"
-
-// checkEgress says why spec's allowlist cannot be served.
-func (p *Provider) checkEgress(spec sandbox.Spec) error {
-	switch {
-	case len(spec.Egress) == 0:
-		return nil
-	case spec.Network:
-		return errors.New("a sandbox has either the network or an egress allowlist, not both")
-	case p.cfg.Egress == nil:
-		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", sandbox.ErrUnavailable)
-	case p.cfg.ForwarderBinary == "":
-		return fmt.Errorf("%w: no engine binary to run the egress forwarder (set Config.ForwarderBinary)", sandbox.ErrUnavailable)
-	}
-	return nil
-}
-
-// openEgress serves the sandbox's egress with the spec's allowlist when
-// the sandbox was created with one, and stops serving it otherwise (the
-// operator turned egress off: the forwarder then reaches nothing).
-func (p *Provider) openEgress(id string, spec sandbox.Spec) error {
-	if p.cfg.Egress == nil {
-		return nil
-	}
-	m, err := p.readMeta(id)
-	if err != nil {
-		return err
-	}
-	if len(m.Egress) == 0 || len(spec.Egress) == 0 {
-		return p.cfg.Egress.Close(id)
-	}
-	return p.cfg.Egress.Open(id, filepath.Join(p.egressDir(id), egress.SocketName), spec.Egress)
-}
-
-func (p *Provider) closeEgress(id string) error {
-	if p.cfg.Egress == nil {
-		return nil
-	}
-	return p.cfg.Egress.Close(id)
-}

@@ -140,7 +140,7 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 				return err
 			}
 			undo = append(undo, func() error {
-				return p.cfg.Egress.Open(poolID, filepath.Join(p.egressDir(poolID), egress.SocketName), allow)
+				return p.cfg.Egress.Restore(poolID, filepath.Join(p.egressDir(poolID), egress.SocketName), allow)
 			})
 		}
 	}

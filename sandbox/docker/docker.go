@@ -51,7 +51,6 @@ const (
 	DefaultShell         = "/bin/bash"
 	DefaultWorkspaceRoot = "/var/lib/flowbox/docker"
 	DefaultStopTimeout   = 10 * time.Second
-	DefaultNetwork       = "bridge"
 )
 
 // defaultLimits fill the fields that both a spec's Limits and
@@ -68,6 +67,9 @@ const (
 	LabelManaged    = LabelPrefix + "managed"
 	LabelSandbox    = LabelPrefix + "sandbox"
 	LabelPoolMember = LabelPrefix + "pool-member"
+	// LabelNetwork is "full" on a sandbox with the network: its egress
+	// forwarder leads to any public host (egress.Proxy.OpenPublic).
+	LabelNetwork = LabelPrefix + "network"
 )
 
 // Config configures a Provider. Every zero value has the default named in
@@ -92,9 +94,6 @@ type Config struct {
 	// runs in a container with the directory mounted elsewhere. Default
 	// WorkspaceRoot.
 	DaemonWorkspaceRoot string
-	// Network is the Docker network of sandboxes whose spec allows
-	// network access. Default DefaultNetwork. Other sandboxes get none.
-	Network string
 	// DefaultLimits fill the zero fields of a spec's Limits. Zero fields
 	// here fall back to 1 CPU, 512 MiB of memory (no swap) and 256
 	// processes. DiskGiB limits the workspace (package diskimage), not the
@@ -198,9 +197,6 @@ func newProvider(cfg Config, executable func() (string, error)) (*Provider, erro
 	}
 	if cfg.DaemonWorkspaceRoot == "" {
 		cfg.DaemonWorkspaceRoot = cfg.WorkspaceRoot
-	}
-	if cfg.Network == "" {
-		cfg.Network = DefaultNetwork
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout

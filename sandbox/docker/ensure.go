@@ -73,6 +73,9 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) error {
 	case err != nil:
 		return p.ensureErr(id, p.apiErr("inspect", err))
 	}
+	if err := p.leaveNetworks(ctx, id, res.Container); err != nil {
+		return p.ensureErr(id, err)
+	}
 	switch stateOf(res.Container) {
 	case container.StateRunning:
 		return nil
@@ -306,9 +309,15 @@ func (p *Provider) createOptions(spec sandbox.Spec, gvisor bool) client.Containe
 	if spec.Pool {
 		labels[LabelPoolMember] = "true"
 	}
+	// No Docker network, ever (T1): the default bridge's gateway is the
+	// host, whose services bound to all addresses and whose private
+	// networks a container on it reaches. A sandbox with the network
+	// goes out as one with an allowlist does, through the forwarder
+	// below and the engine's egress proxy, which serves it any public
+	// host and nothing else (see network.go).
 	network := container.NetworkMode("none")
 	if spec.Network {
-		network = container.NetworkMode(p.cfg.Network)
+		labels[LabelNetwork] = "full"
 	}
 	mem := lim.MemoryMiB << 20
 	// Under gVisor the agent is PID 1 itself: runsc (20221219) lets only
@@ -337,7 +346,7 @@ func (p *Provider) createOptions(spec sandbox.Spec, gvisor bool) client.Containe
 			mount.Mount{Type: mount.TypeBind, Source: p.agent, Target: agentPath, ReadOnly: true},
 			mount.Mount{Type: mount.TypeBind, Source: filepath.Join(p.cfg.DaemonWorkspaceRoot, id, "agent"), Target: agentRunDir},
 		)
-		if len(spec.Egress) > 0 {
+		if len(spec.Egress) > 0 || spec.Network {
 			// The agent forwards egress.ListenAddr to the proxy's socket,
 			// which the sandbox cannot replace: its directory is read-only.
 			cmd = append(cmd, "-egress-socket", egress.SocketPath)
@@ -402,39 +411,4 @@ func (c *cleanup) run(ctx context.Context) error {
 	}
 	c.steps = nil
 	return errors.Join(errs...)
-}
-
-// checkEgress says why spec's allowlist cannot be served: the forwarder
-// runs in the agent, and the proxy is Config.Egress.
-func (p *Provider) checkEgress(spec sandbox.Spec) error {
-	switch {
-	case len(spec.Egress) == 0:
-		return nil
-	case spec.Network:
-		return errors.New("a sandbox has either the network or an egress allowlist, not both")
-	case p.cfg.Egress == nil:
-		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", sandbox.ErrUnavailable)
-	case p.agent == "":
-		return fmt.Errorf("%w: an egress allowlist needs the in-sandbox agent, which runs the forwarder (set FLOWBOX_DOCKER_AGENT_BINARY to a static engine binary)", sandbox.ErrUnavailable)
-	}
-	return nil
-}
-
-// openEgress serves the sandbox's egress with the spec's allowlist, or
-// stops serving it when the spec has none. A container created without
-// the forwarder never reaches the socket.
-func (p *Provider) openEgress(spec sandbox.Spec) error {
-	if p.cfg.Egress == nil {
-		return nil
-	}
-	if len(spec.Egress) == 0 {
-		return p.cfg.Egress.Close(spec.ID)
-	}
-	return p.cfg.Egress.Open(spec.ID, filepath.Join(p.egressDir(spec.ID), egress.SocketName), spec.Egress)
-}
-
-func (p *Provider) closeEgress(id string) {
-	if p.cfg.Egress != nil {
-		p.cfg.Egress.Close(id)
-	}
 }

@@ -128,7 +128,7 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 		if allow := p.cfg.Egress.Allowlist(poolID); allow != nil {
 			p.closeEgress(poolID)
 			undo.add("serve the member's egress again", func(context.Context) error {
-				return p.cfg.Egress.Open(poolID, filepath.Join(p.egressDir(poolID), egress.SocketName), allow)
+				return p.cfg.Egress.Restore(poolID, filepath.Join(p.egressDir(poolID), egress.SocketName), allow)
 			})
 		}
 	}
@@ -209,8 +209,11 @@ func (p *Provider) checkShape(member container.InspectResponse, spec sandbox.Spe
 	for _, m := range member.Mounts {
 		targets = append(targets, m.Destination)
 	}
-	if has, wants := slices.Contains(targets, egress.SocketDir), len(spec.Egress) > 0; has != wants {
+	if has, wants := slices.Contains(targets, egress.SocketDir), len(spec.Egress) > 0 || spec.Network; has != wants {
 		differs("egress forwarder", has, wants)
+	}
+	if member.Config != nil && (member.Config.Labels[LabelNetwork] == "full") != spec.Network {
+		differs("network", member.Config.Labels[LabelNetwork] == "full", spec.Network)
 	}
 	for _, m := range spec.Mounts {
 		if !slices.Contains(targets, m.Target) {

@@ -1,7 +1,7 @@
 // Package egress is the engine's egress proxy: the only way out of a
-// sandbox that has an allowlist instead of a network. Each running
+// sandbox, with an allowlist or with the full network. Each running
 // sandbox gets a Unix socket of its own, bound into it read-only; inside,
-// a forwarder (Forward, run by the engine binary) listens on
+// a forwarder (Forward, run by the agent or engine binary) listens on
 // 127.0.0.1:3128 in the sandbox's own network namespace, which has no
 // other interface than loopback, and copies each connection to that
 // socket. HTTP_PROXY and HTTPS_PROXY point the sandbox's programs there.
@@ -15,8 +15,14 @@
 // redirect it. Every connection, allowed or refused, is reported to
 // Config.Audit.
 //
-// It must never dial an IP literal a sandbox sent, never resolve a name
-// it then refuses to vet, and never let configuration an operator or user
+// A sandbox with the "full" network is served the same way (OpenPublic)
+// with any host allowed: the public internet, never the engine's host or
+// its networks, by construction, since the proxy is the only way out of
+// the sandbox's network namespace and it dials only vetted addresses.
+//
+// It must never dial an IP literal a sandbox sent unless that sandbox has
+// the full network and the address is public, never resolve a name it
+// then refuses to vet, and never let configuration an operator or user
 // can set reach private addresses: only Config.Resolve and
 // Config.PermitAddr, which exist for tests, can.
 package egress
@@ -174,6 +180,37 @@ func (p *Proxy) Open(id, path string, allow []string) error {
 	if len(patterns) == 0 {
 		return p.Close(id)
 	}
+	return p.open(id, path, patterns)
+}
+
+// OpenPublic serves sandbox id's egress as Open does, to any public host:
+// the sandbox's "full" network. Every address is still vetted: loopback,
+// private, CGNAT, link-local, multicast, ULA and reserved addresses are
+// refused, whether a name resolves to them or the sandbox names them as
+// an IP literal.
+func (p *Proxy) OpenPublic(id, path string) error {
+	return p.open(id, path, []string{anyPublicHost})
+}
+
+// Public reports whether sandbox id is served by OpenPublic.
+func (p *Proxy) Public(id string) bool {
+	return slices.Equal(p.Allowlist(id), []string{anyPublicHost})
+}
+
+// Restore serves sandbox id again at path with what Allowlist returned
+// for it (an allowlist, or OpenPublic's): for undoing a Close.
+func (p *Proxy) Restore(id, path string, allow []string) error {
+	if slices.Equal(allow, []string{anyPublicHost}) {
+		return p.OpenPublic(id, path)
+	}
+	return p.Open(id, path, allow)
+}
+
+// anyPublicHost is the allowlist of OpenPublic. ParsePatterns refuses it,
+// so no allowlist an operator, an app or an API caller writes becomes it.
+const anyPublicHost = "*"
+
+func (p *Proxy) open(id, path string, patterns []string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l := p.listeners[id]; l != nil {
@@ -434,20 +471,28 @@ func (p *Proxy) vet(l *listener, hostport string) (host string, port int, addr n
 	if err != nil || port <= 0 || port > 65535 {
 		return host, 0, addr, http.StatusForbidden, "bad port " + strconv.Quote(ps)
 	}
-	if err := checkName(host); err != nil {
-		return host, port, addr, http.StatusForbidden, host + " is not a host name: " + err.Error()
-	}
-	if !Match(*l.allow.Load(), host) {
+	public := slices.Equal(*l.allow.Load(), []string{anyPublicHost})
+	literal, litErr := netip.ParseAddr(strings.Trim(host, "[]"))
+	switch {
+	case public && litErr == nil && literal.Zone() == "":
+		// An IP literal is allowed only to a sandbox with the full
+		// network, and vetted below as a resolved name is.
+	case checkName(host) != nil:
+		return host, port, addr, http.StatusForbidden, host + " is not a host name: " + checkName(host).Error()
+	case !Match(*l.allow.Load(), host):
 		return host, port, addr, http.StatusForbidden, host + " is not on this sandbox's allowlist"
 	}
 	if !slices.Contains(p.cfg.Ports, port) {
 		return host, port, addr, http.StatusForbidden, "port " + ps + " is not allowed (allowed: " + portList(p.cfg.Ports) + ")"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.DialTimeout)
-	addrs, err := p.cfg.Resolve(ctx, host)
-	cancel()
-	if err != nil || len(addrs) == 0 {
-		return host, port, addr, http.StatusBadGateway, "cannot resolve " + host
+	addrs := []netip.Addr{literal}
+	if litErr != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.DialTimeout)
+		addrs, err = p.cfg.Resolve(ctx, host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			return host, port, addr, http.StatusBadGateway, "cannot resolve " + host
+		}
 	}
 	// Every address must be public: a name that also points inside is
 	// refused, not dialed at its public half.

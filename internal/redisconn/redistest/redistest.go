@@ -117,16 +117,18 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Embedded starts the embedded Redis (miniredis with real-time TTLs) and
-// returns its address; it is closed in t.Cleanup.
+// Embedded starts a miniredis with the embedded Redis's real-time TTLs
+// and returns its address; it is closed in t.Cleanup. Unlike the
+// engine's (redisconn.StartEmbedded) it asks for no password, so that
+// tests connect with an address alone.
 func Embedded(t testing.TB) string {
 	t.Helper()
-	e, err := redisconn.StartEmbedded()
-	if err != nil {
-		t.Fatalf("redistest: %v", err)
+	m := redisconn.NewMiniredis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		t.Fatalf("redistest: start miniredis: %v", err)
 	}
-	t.Cleanup(e.Close)
-	return e.Addr()
+	t.Cleanup(m.Close)
+	return m.Addr()
 }
 
 // syncBuffer collects redis-server's output, written by exec's copying
