@@ -24,6 +24,14 @@ import (
 // is put over files that exist).
 const disksDir = "disks"
 
+// diskSize is the size of a chat's image: the quota, and room for ext4's
+// own structures (its journal and inode tables take about 6% of 1 GiB and
+// nearly 2 MiB of 10 MiB), so that files of the whole quota fit. What the
+// sandbox writes may then pass the quota by up to that room (an eighth
+// and 4 MiB), never more; the routes still refuse writes past the quota
+// itself.
+func (s *Store) diskSize() int64 { return s.maxChat + s.maxChat/8 + 4<<20 }
+
 func (s *Store) diskImage(id string) string { return filepath.Join(s.root, disksDir, id+".img") }
 
 // attach mounts the chat's image on its directory when it has one (after
@@ -36,8 +44,9 @@ func (s *Store) attach(id string, create bool) error {
 		return nil
 	}
 	img := s.diskImage(id)
-	if !s.chatDisk {
-		// Images made while the setting was on stay in use.
+	if !s.chatDisk || !create {
+		// Images made while the setting was on stay in use; without
+		// create, there is nothing to do for a chat that has none.
 		if _, err := os.Stat(img); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -67,10 +76,15 @@ func (s *Store) attach(id string, create bool) error {
 		return nil
 	default:
 		empty, err := isEmptyDir(dir)
-		if err != nil || !empty {
-			return err // a chat of before: its files stay where they are
+		if err != nil {
+			return err
 		}
-		if err := diskimage.EnsureBytes(img, dir, s.maxChat); err != nil {
+		if !empty {
+			// A chat of before: its files stay where they are, for good.
+			s.attached.Store(id, true)
+			return nil
+		}
+		if err := diskimage.EnsureBytes(img, dir, s.diskSize()); err != nil {
 			return fmt.Errorf("give the chat a disk of its quota (FLOWBOX_FILES_CHAT_DISK): %w", err)
 		}
 		// The filesystem's root is the chat's directory: its mode, not
@@ -138,7 +152,7 @@ func (s *Store) attachMember(poolID string) error {
 			return err // a member of before: its directories stay
 		}
 	}
-	if err := diskimage.EnsureBytes(img, dir, s.maxChat); err != nil {
+	if err := diskimage.EnsureBytes(img, dir, s.diskSize()); err != nil {
 		return fmt.Errorf("give a warm pool member a disk of the chat quota (FLOWBOX_FILES_CHAT_DISK): %w", err)
 	}
 	_ = os.Remove(filepath.Join(dir, "lost+found"))
