@@ -41,6 +41,8 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_SANDBOX_MEMORY_MIB": "lots"}, "FLOWBOX_SANDBOX_MEMORY_MIB"},
 		{map[string]string{"FLOWBOX_SANDBOX_NETWORK": "maybe"}, "not true or false"},
 		{map[string]string{"FLOWBOX_SANDBOX_CPUS": "0"}, "positive number"},
+		{map[string]string{"FLOWBOX_FILES_CHAT_DISK": "maybe"}, "FLOWBOX_FILES_CHAT_DISK=\"maybe\": use auto, on or off"},
+		{map[string]string{"FLOWBOX_DATA_DISK_MIN_FREE": "2GB"}, "FLOWBOX_DATA_DISK_MIN_FREE=\"2GB\": use a size such as 2GiB"},
 		{map[string]string{"FLOWBOX_MODE": "prod"}, "development or production"},
 		{map[string]string{"FLOWBOX_WORKERS": "sometimes"}, "FLOWBOX_WORKERS"},
 		{map[string]string{"FLOWBOX_WORKERS_CONCURRENCY": "0"}, "at least one task"},
