@@ -363,6 +363,9 @@ func Parse(getenv func(string) string) (Config, error) {
 	if s.PoolSize < 0 || s.PoolSize > 1000 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_POOL_SIZE=%d: use 0 (no warm pool) to 1000", s.PoolSize))
 	}
+	if c.Files.ChatDisk == "on" && (c.Sandbox.Provider == "docker" || c.Sandbox.Provider == "kubernetes") && c.Sandbox.PoolSize > 0 {
+		errs = append(errs, "FLOWBOX_FILES_CHAT_DISK=on with the "+c.Sandbox.Provider+" provider needs FLOWBOX_SANDBOX_POOL_SIZE=0: a container's mounts cannot move to a chat's disk when it adopts a warm pool member")
+	}
 	s.Root = str("FLOWBOX_SANDBOX_ROOT", filepath.Join(c.DataDir, "sandboxes"))
 	s.PolicyFile = str("FLOWBOX_POLICY_FILE", "")
 	s.DockerHost = str("FLOWBOX_DOCKER_HOST", "")

@@ -42,6 +42,7 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_SANDBOX_NETWORK": "maybe"}, "not true or false"},
 		{map[string]string{"FLOWBOX_SANDBOX_CPUS": "0"}, "positive number"},
 		{map[string]string{"FLOWBOX_FILES_CHAT_DISK": "maybe"}, "FLOWBOX_FILES_CHAT_DISK=\"maybe\": use auto, on or off"},
+		{map[string]string{"FLOWBOX_FILES_CHAT_DISK": "on", "FLOWBOX_SANDBOX_PROVIDER": "docker"}, "needs FLOWBOX_SANDBOX_POOL_SIZE=0"},
 		{map[string]string{"FLOWBOX_DATA_DISK_MIN_FREE": "2GB"}, "FLOWBOX_DATA_DISK_MIN_FREE=\"2GB\": use a size such as 2GiB"},
 		{map[string]string{"FLOWBOX_MODE": "prod"}, "development or production"},
 		{map[string]string{"FLOWBOX_WORKERS": "sometimes"}, "FLOWBOX_WORKERS"},

@@ -211,3 +211,33 @@ func (s *Store) detachMember(poolID string) error {
 	}
 	return os.Remove(s.memberImage(poolID))
 }
+
+// adoptOntoChatDisk adopts a member with a disk for a chat that has a
+// directory already (files uploaded before its first command): the two
+// disks cannot be exchanged, so the chat keeps its own and the member's,
+// which a new member's sandbox has written nothing to, is removed with
+// the member's directory. The provider then finds the chat's mounts
+// different from the member's and binds the chat's (bwrap ends the
+// member's namespace; the next command starts one). A Docker container's binds cannot change: with chat disks, run
+// Docker without a warm pool (the configuration refuses both).
+func (s *Store) adoptOntoChatDisk(scope sandbox.Scope, poolID string) error {
+	if _, err := s.ensure(scope); err != nil {
+		return err
+	}
+	member := s.memberDir(poolID)
+	for _, a := range []Area{Uploads, Intermediate} {
+		if err := os.Remove(filepath.Join(member, string(a))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("warm pool member %s's directory is not empty (%w): not adopted", poolID, err)
+		}
+	}
+	if err := s.detachMember(poolID); err != nil {
+		return err
+	}
+	// No link at the member's path: the provider must see that the
+	// member's mounts are gone (bwrap compares the files they lead to)
+	// and bind the chat's.
+	if err := os.Remove(member); err != nil {
+		return fmt.Errorf("remove the member's directory: %w", err)
+	}
+	return nil
+}

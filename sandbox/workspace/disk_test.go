@@ -144,17 +144,31 @@ func TestChatDiskPoolAdopt(t *testing.T) {
 		t.Errorf("30 MiB into the adopted chat's 8 MiB disk: %v, want ENOSPC", err)
 	}
 
+	// A chat with files before its first command keeps its disk; the
+	// member's goes, and its path leads to the chat.
+	if _, err := s.Save(ctx, scopeB, "", "early.txt", strings.NewReader("early")); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.MemberMounts(ctx, poolB); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Adopt(ctx, scopeA, poolB); err == nil {
-		t.Error("a member with a disk adopted by a chat that has one: no error")
-	}
-	if err := s.Discard(ctx, poolB); err != nil {
+	if err := s.Adopt(ctx, scopeB, poolB); err != nil {
 		t.Fatal(err)
 	}
-	if mounted(t, s.memberDir(poolB)) {
-		t.Error("a discarded member's disk is still mounted")
+	if mounted(t, s.memberDir(poolB)) || !mounted(t, s.chatDir(scopeB.SandboxID())) {
+		t.Error("after adopting a member with a disk into a chat with files: want the chat's disk only")
+	}
+	if b, err := os.ReadFile(filepath.Join(areaDir(s, scopeB, Uploads), "early.txt")); err != nil || string(b) != "early" {
+		t.Errorf("the chat's file after adoption: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(s.memberDir(poolB)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the member's path after adoption: %v, want it gone (so that the provider binds the chat's)", err)
+	}
+	if _, err := os.Stat(s.memberImage(poolB)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the member's image after adoption: %v", err)
+	}
+	if err := s.DeleteChat(ctx, scopeB); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.DeleteChat(ctx, scopeA); err != nil {
 		t.Fatal(err)

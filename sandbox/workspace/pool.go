@@ -87,9 +87,7 @@ func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) e
 		return err
 	}
 	if s.memberOnDisk(poolID) {
-		// Its files cannot move onto the chat's disk, nor the chat's onto
-		// its: the chat's sandbox starts anew, with the chat's disk.
-		return fmt.Errorf("warm pool member %s has a disk of its own and the chat has files already: not adopted", poolID)
+		return s.adoptOntoChatDisk(scope, poolID)
 	}
 	chat, err := s.ensure(scope)
 	if err != nil {
