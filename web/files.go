@@ -43,6 +43,8 @@ type FilesHandler struct {
 	MaxRead int64
 	// MaxWrite bounds a written file (default 1 MiB).
 	MaxWrite int64
+	// Storage refuses writes on a low data disk or past the chat quota.
+	Storage Storage
 }
 
 type fileRequest struct {
@@ -99,6 +101,10 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fi
 // sandboxError answers an error of the sandbox layer.
 func sandboxError(c *gin.Context, err error) {
 	var limit *sandbox.LimitError
+	if status, msg, ok := storageFailure(err); ok {
+		apiError(c, status, msg)
+		return
+	}
 	switch {
 	case errors.Is(err, sandbox.ErrInvalidPath):
 		apiError(c, http.StatusBadRequest, err.Error())
@@ -173,6 +179,10 @@ func (h *FilesHandler) File(c *gin.Context) {
 	case "write":
 		if int64(len(*req.Content)) > maxWrite {
 			apiError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("content is %d bytes, the limit is %d", len(*req.Content), maxWrite))
+			return
+		}
+		if err := h.Storage.CheckWrite(ctx, scope, req.Path, int64(len(*req.Content))); err != nil {
+			sandboxError(c, err)
 			return
 		}
 		if err := files.WriteFile(ctx, req.Path, []byte(*req.Content)); err != nil {

@@ -55,8 +55,10 @@ type SandboxAPI struct {
 	Egress  []string
 	// MaxUpload bounds an uploaded file (default 64 MiB).
 	MaxUpload int64
-	Now       func() time.Time
-	Log       *slog.Logger
+	// Storage refuses uploads on a low data disk or past the chat quota.
+	Storage Storage
+	Now     func() time.Time
+	Log     *slog.Logger
 
 	mcpOnce    sync.Once
 	mcpHandler *mcp.StreamableHTTPHandler
@@ -135,6 +137,9 @@ func (h *SandboxAPI) classify(where string, err error) apiFailure {
 	var refused *sandbox.RefusedError
 	var ask *policy.AskError
 	var limit *sandbox.LimitError
+	if status, msg, ok := storageFailure(err); ok {
+		return apiFailure{status: status, kind: "insufficient_storage", msg: msg}
+	}
 	switch {
 	case errors.Is(err, registry.ErrNoTool):
 		return apiFailure{status: http.StatusBadRequest, kind: "no_such_tool", msg: err.Error() + "; GET /api/sandbox/v1/tools lists the tools"}
@@ -762,6 +767,10 @@ func (h *SandboxAPI) Upload(c *gin.Context) {
 		} else {
 			serviceError(c, http.StatusBadRequest, "bad_request", "could not read the upload: "+err.Error())
 		}
+		return
+	}
+	if err := h.Storage.CheckWrite(c.Request.Context(), s.Scope(), at, int64(len(data))); err != nil {
+		h.sandboxFailure(c, err)
 		return
 	}
 	_, actor := caller(c)

@@ -43,6 +43,9 @@ type UploadsHandler struct {
 	// MaxFiles bounds the files of one request; default 100.
 	MaxFiles int
 	Now      func() time.Time
+	// Disk refuses uploads while the data disk is low; nil: no guard.
+	// The chat quota is Files' own (Save).
+	Disk interface{ Check() error }
 }
 
 // target checks the caller may reach the chat (write for changes) and
@@ -104,6 +107,9 @@ func (h *UploadsHandler) appKeyUser(c *gin.Context, p auth.Principal) (string, e
 func uploadError(c *gin.Context, err error, saved []workspace.File) {
 	status := http.StatusInternalServerError
 	msg := "could not store the file; retry later"
+	if st, m, ok := storageFailure(err); ok {
+		status, msg = st, m
+	}
 	switch {
 	case errors.Is(err, workspace.ErrQuota):
 		status, msg = http.StatusRequestEntityTooLarge, err.Error()
@@ -197,6 +203,12 @@ func (h *UploadsHandler) Upload(c *gin.Context) {
 		if len(saved) == maxFiles {
 			uploadError(c, fmt.Errorf("%w: at most %d files in one request; send the rest in another", sandbox.ErrInvalidPath, maxFiles), saved)
 			return
+		}
+		if h.Disk != nil {
+			if err := h.Disk.Check(); err != nil {
+				uploadError(c, err, saved)
+				return
+			}
 		}
 		name := part.FileName()
 		if name == "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
@@ -34,6 +35,14 @@ type Config struct {
 	// under /admin (the admin page and its actions, the queue dashboard).
 	// FLOWBOX_ADMIN_TOKEN; empty: only signed-in admins get in.
 	AdminToken string
+
+	// DataDiskMinFree is the free space the engine keeps on the
+	// filesystems of DataDir, Files.Dir and Sandbox.Root: below it,
+	// uploads, file writes and new sandboxes are refused and /readyz
+	// says the disk is low (T4). FLOWBOX_DATA_DISK_MIN_FREE: a size
+	// ("2GiB", "512MiB") or a percentage of the disk ("5%"); 0 turns
+	// the guard off (default 2GiB).
+	DataDiskMinFree datadisk.Limit
 
 	Sandbox Sandbox
 	Workers Workers
@@ -61,6 +70,12 @@ type Files struct {
 	// MaxAPIUploadMiB bounds a file uploaded through the sandbox service
 	// API. FLOWBOX_SANDBOX_API_MAX_UPLOAD_MIB (default 64).
 	MaxAPIUploadMiB int64
+	// ChatDisk gives each new chat's files a filesystem of MaxChatMiB of
+	// their own, so that what its sandbox writes into uploads and
+	// intermediate stops at the quota too (T4). FLOWBOX_FILES_CHAT_DISK:
+	// auto (default: on with the bwrap provider when the engine runs as
+	// root and mkfs.ext4 is installed), on, off.
+	ChatDisk string
 	// ExecTools are the files that declare exec tools
 	// (schemas/exectool.schema.json). FLOWBOX_EXEC_TOOLS, comma-separated,
 	// and engine serve -tools FILE; empty: none.
@@ -272,6 +287,17 @@ func Parse(getenv func(string) string) (Config, error) {
 		MaxChatMiB:      integer("FLOWBOX_UPLOAD_MAX_CHAT_MIB", 1024),
 		MaxSkillZipMiB:  integer("FLOWBOX_SKILL_MAX_ZIP_MIB", 20),
 		MaxAPIUploadMiB: integer("FLOWBOX_SANDBOX_API_MAX_UPLOAD_MIB", 64),
+		ChatDisk:        str("FLOWBOX_FILES_CHAT_DISK", "auto"),
+	}
+	switch c.Files.ChatDisk {
+	case "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Sprintf("FLOWBOX_FILES_CHAT_DISK=%q: use auto, on or off", c.Files.ChatDisk))
+	}
+	if l, err := datadisk.ParseLimit(str("FLOWBOX_DATA_DISK_MIN_FREE", "2GiB")); err != nil {
+		errs = append(errs, "FLOWBOX_DATA_DISK_MIN_FREE="+err.Error())
+	} else {
+		c.DataDiskMinFree = l
 	}
 	if abs, err := filepath.Abs(c.Files.Dir); err == nil {
 		c.Files.Dir = abs
@@ -342,6 +368,9 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.PoolSize = int(integer("FLOWBOX_SANDBOX_POOL_SIZE", pool))
 	if s.PoolSize < 0 || s.PoolSize > 1000 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_SANDBOX_POOL_SIZE=%d: use 0 (no warm pool) to 1000", s.PoolSize))
+	}
+	if c.Files.ChatDisk == "on" && (c.Sandbox.Provider == "docker" || c.Sandbox.Provider == "kubernetes") && c.Sandbox.PoolSize > 0 {
+		errs = append(errs, "FLOWBOX_FILES_CHAT_DISK=on with the "+c.Sandbox.Provider+" provider needs FLOWBOX_SANDBOX_POOL_SIZE=0: a container's mounts cannot move to a chat's disk when it adopts a warm pool member")
 	}
 	s.Root = str("FLOWBOX_SANDBOX_ROOT", filepath.Join(c.DataDir, "sandboxes"))
 	s.PolicyFile = str("FLOWBOX_POLICY_FILE", "")

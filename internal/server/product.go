@@ -70,6 +70,9 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	links := share.New(svc.DB)
 	links.Hook = share.HookClient(cfg.Trust.OutboundAllow)
 	access := &web.Access{Apps: appStore, Chats: chats}
+	// Every door that writes a chat's files checks the data disk and the
+	// chat quota first (T4).
+	storage := web.Storage{Disk: svc.DataDisk, Quota: svc.Workspace}
 	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
 	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
@@ -90,13 +93,13 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links}, Now: time.Now},
-		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access},
-		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now},
+		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access, Storage: storage},
+		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
 		Sandbox: &web.SandboxAPI{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
 			ServiceTools: cfg.Trust.ServiceTools,
 			Limits:       sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
-			Network:      cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Now: time.Now, Log: log},
+			Network:      cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Storage: storage, Now: time.Now, Log: log},
 		Tools:   &web.ToolsHandler{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
 		UI:      ui,
 		Admin:   e.Workers,

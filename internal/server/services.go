@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/internal/redisconn"
@@ -79,6 +80,9 @@ type Services struct {
 	MCP        *mcptool.Client
 	// Sessions are the sandbox service API's sessions (A1).
 	Sessions *sessions.Store
+	// DataDisk refuses writes and new sandboxes before the engine's data
+	// disk is full (FLOWBOX_DATA_DISK_MIN_FREE).
+	DataDisk *datadisk.Guard
 	// MongoDesc and RedisDesc say, for the logs, which database and Redis
 	// are in use (no secrets).
 	MongoDesc, RedisDesc string
@@ -169,7 +173,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	}
 	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
 		Redact: s.Policy.redactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.middleware()...), middleware...)
-	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files); err != nil {
+	s.DataDisk = &datadisk.Guard{Paths: []string{cfg.DataDir, cfg.Files.Dir, cfg.Sandbox.Root}, Min: cfg.DataDiskMinFree}
+	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files, s.Provider.Name(), log); err != nil {
 		return nil, err
 	}
 	// Before anything names a sandbox: the chats created under S1's
@@ -339,6 +344,7 @@ func (s *Services) readyChecks() []web.Check {
 		{Name: "mongodb", Fn: func(ctx context.Context) error { return s.DB.Client().Ping(ctx, nil) }},
 		{Name: "redis", Fn: func(ctx context.Context) error { return s.Redis.Ping(ctx).Err() }},
 		{Name: "sandbox", Fn: s.Provider.Fingerprint},
+		{Name: "dataDisk", Fn: s.DataDisk.Ready},
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/flowbox/flowbox/internal/config"
@@ -20,8 +23,9 @@ const promptFiles = 30
 
 // openWorkspace opens the chats' files and the skills under the files
 // directory (K1, K4).
-func openWorkspace(cfg config.Files) (*workspace.Store, *skills.Catalog, error) {
-	ws, err := workspace.New(workspace.Config{Root: cfg.Dir, MaxFileBytes: cfg.MaxFileMiB << 20, MaxChatBytes: cfg.MaxChatMiB << 20})
+func openWorkspace(cfg config.Files, provider string, log *slog.Logger) (*workspace.Store, *skills.Catalog, error) {
+	ws, err := workspace.New(workspace.Config{Root: cfg.Dir, MaxFileBytes: cfg.MaxFileMiB << 20, MaxChatBytes: cfg.MaxChatMiB << 20,
+		ChatDisk: chatDisk(cfg.ChatDisk, provider, log)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the chats' files under FLOWBOX_FILES_DIR=%s: %w", cfg.Dir, err)
 	}
@@ -32,9 +36,36 @@ func openWorkspace(cfg config.Files) (*workspace.Store, *skills.Catalog, error) 
 	return ws, cat, nil
 }
 
+// chatDisk decides FLOWBOX_FILES_CHAT_DISK's auto: a chat's disk is a
+// loop mount in the engine's mount namespace, which bwrap's sandboxes
+// see; a Docker daemon or a Kubernetes node may not (the engine in a
+// container, the files on a network volume), so there it is asked for
+// with "on".
+func chatDisk(setting, provider string, log *slog.Logger) bool {
+	switch setting {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	if provider != "bwrap" {
+		return false
+	}
+	_, mkfs := exec.LookPath("mkfs.ext4")
+	if os.Geteuid() != 0 || mkfs != nil {
+		log.Warn("the chats' quota does not bound what sandboxes write into uploads and intermediate: the engine needs root and mkfs.ext4 (e2fsprogs) to give each chat a disk of its quota (FLOWBOX_FILES_CHAT_DISK)")
+		return false
+	}
+	return true
+}
+
 // mountsFor is what a chat's sandbox sees of the workspace: its uploads
-// and intermediate files, and the skills read-only.
+// and intermediate files, and the skills read-only. Every sandbox that
+// starts asks for them, so a low data disk refuses it here.
 func (s *Services) mountsFor(ctx context.Context, scope sandbox.Scope) ([]sandbox.Mount, error) {
+	if err := s.DataDisk.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
 	mounts, err := s.Workspace.Mounts(ctx, scope)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,6 @@ import (
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
-	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
 	"github.com/flowbox/flowbox/sandbox/seccomp"
 )
@@ -119,11 +118,9 @@ func (p *Provider) Fingerprint(ctx context.Context) error {
 func (p *Provider) dir(id string) string { return filepath.Join(p.cfg.Root, id) }
 
 // Layout of <Root>/<id>: workspace/ (→ /workspace), state/ (→ /.flowbox),
-// home/ (→ /root), meta.json, and the stopped marker. Only the first three
+// home/ (→ /root), on the disk image when there is a disk limit (see
+// disk_linux.go), meta.json, and the stopped marker. Only the first three
 // are visible inside; the marker and meta are out of the sandbox's reach.
-func (p *Provider) workspace(id string) string { return filepath.Join(p.dir(id), "workspace") }
-func (p *Provider) stateDir(id string) string  { return filepath.Join(p.dir(id), "state") }
-func (p *Provider) homeDir(id string) string   { return filepath.Join(p.dir(id), "home") }
 
 // egressDir holds the egress proxy's socket; the sandbox sees it
 // read-only at egress.SocketDir.
@@ -220,11 +217,6 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		cleanup = append(cleanup, func() error { return os.RemoveAll(p.dir(id)) })
 	}
 
-	for _, d := range []string{p.workspace(id), p.stateDir(id), p.homeDir(id)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("%w: create %s: %w", sandbox.ErrUnavailable, d, err)
-		}
-	}
 	lim := p.cfg.limits(spec.Limits)
 	if err := p.cg.create(p.ctls, id, lim); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
@@ -232,17 +224,17 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	if fresh {
 		cleanup = append(cleanup, func() error { return p.cg.remove(id) })
 	}
-	// The workspace on a filesystem of its own when there is a disk
-	// limit: made with the sandbox, mounted whenever it starts.
+	// Every writable directory on a filesystem of its own when there is
+	// a disk limit: made with the sandbox, mounted whenever it starts.
 	var gib int64
 	if fresh {
 		gib = lim.DiskGiB
 	}
-	if err := p.mountWorkspace(id, gib); err != nil {
-		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
-	}
 	if fresh {
-		cleanup = append(cleanup, func() error { return diskimage.Unmount(p.workspace(id)) })
+		cleanup = append(cleanup, func() error { return p.unmountDisk(id) })
+	}
+	if err := p.mountDisk(id, gib); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
 		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts, Pool: spec.Pool}
@@ -318,10 +310,10 @@ func (p *Provider) Status(ctx context.Context, id string) (sandbox.Status, error
 	if err := checkID(id); err != nil {
 		return sandbox.StatusMissing, nil
 	}
-	if _, err := os.Stat(p.workspace(id)); errors.Is(err, fs.ErrNotExist) {
-		return sandbox.StatusMissing, nil
-	} else if err != nil {
+	if ok, err := p.exists(id); err != nil {
 		return "", fmt.Errorf("bwrap status %s: %w", id, err)
+	} else if !ok {
+		return sandbox.StatusMissing, nil
 	}
 	if _, err := os.Stat(p.stoppedMark(id)); err == nil {
 		return sandbox.StatusStopped, nil
@@ -702,7 +694,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, p.cg.remove(id))
-	if err := diskimage.Unmount(p.workspace(id)); err != nil {
+	if err := p.unmountDisk(id); err != nil {
 		// Removing the directory now would empty the image's files
 		// through the mount and leave the mount behind.
 		return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))

@@ -20,6 +20,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
 )
 
@@ -372,6 +373,17 @@ func diskLimit(t *testing.T, p *bwrap.Provider) {
 	if _, err := fmt.Sscan(run(id, "df -k --output=size /workspace | tail -1").Stdout, &size); err != nil || size < 900_000 || size > 1_100_000 {
 		t.Errorf("the workspace's size: %d KiB (%v), want about 1 GiB", size, err)
 	}
+	// Home and the shell's state are on the same image (T4).
+	if res := run(id, "df -k --output=size /root /.flowbox | tail -2"); len(strings.Fields(res.Stdout)) != 2 {
+		t.Errorf("the sizes of /root and /.flowbox: %+v", res)
+	} else {
+		for _, f := range strings.Fields(res.Stdout) {
+			var n int64
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 900_000 || n > 1_100_000 {
+				t.Errorf("/root or /.flowbox on a filesystem of %s KiB, want the 1 GiB image", f)
+			}
+		}
+	}
 	if res := run(id, "fallocate -l 900M /workspace/big && echo fits"); res.Stdout != "fits\n" {
 		t.Fatalf("900 MiB in 1 GiB: %+v", res)
 	}
@@ -420,5 +432,57 @@ func diskLimit(t *testing.T, p *bwrap.Provider) {
 	}
 	if m := mounts(); m != "" {
 		t.Errorf("mounts left after delete:\n%s", m)
+	}
+}
+
+// TestDiskLimitLayoutBeforeT4: a sandbox made before home and state moved
+// onto the image (the workspace alone on workspace.img, home/ and state/
+// host directories) keeps that layout: it starts, its workspace is still
+// its image, and its home is still the host directory with its files.
+func TestDiskLimitLayoutBeforeT4(t *testing.T) {
+	cfg := bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"}
+	p, err := bwrap.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	testenv.Need(t, "bwrap", p.Fingerprint(ctx))
+	id := sandboxtest.NewID(t)
+	dir := filepath.Join(cfg.Root, id)
+	for _, d := range []string{"workspace", "state", "home"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "home", ".profile-old"), []byte("old home\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := diskimage.Make(filepath.Join(dir, "workspace.img"), 1); err != nil {
+		t.Skipf("no image for the old layout: %v", err)
+	}
+	if err := p.Ensure(ctx, sandbox.Spec{ID: id, Limits: sandbox.Limits{DiskGiB: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), id) })
+	res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "cat /root/.profile-old; df -k --output=size /workspace | tail -1", Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	var size int64
+	if len(lines) != 2 || lines[0] != "old home" {
+		t.Fatalf("an old sandbox's home: %+v", res)
+	}
+	if _, err := fmt.Sscan(lines[1], &size); err != nil || size < 900_000 || size > 1_100_000 {
+		t.Errorf("an old sandbox's workspace: %d KiB (%v), want its 1 GiB image", size, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "disk.img")); err == nil {
+		t.Error("an old sandbox was given the new image")
+	}
+	if err := p.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := diskimage.IsMountPoint(filepath.Join(dir, "workspace")); m {
+		t.Error("the old workspace image is still mounted after Delete")
 	}
 }

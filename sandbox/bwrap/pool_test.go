@@ -135,7 +135,7 @@ func TestPoolAdoptNamespace(t *testing.T) {
 
 	// A failure midway (a file where a mount point goes) undoes the
 	// renames: the member is as it was.
-	if err := os.WriteFile(filepath.Join(cfg.Root, poolID, "workspace", "extra"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.Root, poolID, "disk", "workspace", "extra"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	extra := append(slices.Clone(mounts), sandbox.Mount{Source: t.TempDir(), Target: sandbox.WorkspaceDir + "/extra"})
@@ -175,7 +175,7 @@ func TestPoolAdoptNamespace(t *testing.T) {
 	if _, err := fmt.Sscan(lines[len(lines)-1], &size); err != nil || size < 900_000 || size > 1_100_000 {
 		t.Errorf("the workspace's size after Adopt: %d KiB (%v), want about 1 GiB", size, err)
 	}
-	if m, err := diskimage.IsMountPoint(filepath.Join(cfg.Root, id, "workspace")); err != nil || !m {
+	if m, err := diskimage.IsMountPoint(filepath.Join(cfg.Root, id, "disk")); err != nil || !m {
 		t.Errorf("the adopted workspace's filesystem is mounted: %v, %v", m, err)
 	}
 

@@ -1,6 +1,7 @@
-// Package diskimage gives a sandbox's workspace a filesystem of its own
-// (S10): a sparse ext4 image of the disk limit's size, loop-mounted on
-// the workspace directory. A command that fills it fails with "No space
+// Package diskimage gives a directory a filesystem of its own (S10, T4):
+// a sparse ext4 image of a limit's size, loop-mounted on the directory
+// (a sandbox's writable directories, a chat's uploads and intermediate
+// files). A command that fills it fails with "No space
 // left on device"; the host and the other sandboxes are untouched. The
 // image takes on the host only what is written (and gives back what is
 // deleted: the mount discards). Mounts live in the host's mount table, so
@@ -25,13 +26,19 @@ import (
 // Make makes a sparse ext4 image of gib GiB at path: no blocks reserved
 // for root (the sandbox is root), and the inode tables left to initialise
 // lazily, so that making even a large one takes a moment.
-func Make(path string, gib int64) error {
+func Make(path string, gib int64) error { return MakeBytes(path, gib<<30) }
+
+// MakeBytes is Make for a size in bytes (at least MinBytes).
+func MakeBytes(path string, size int64) error {
+	if size < MinBytes {
+		size = MinBytes
+	}
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	err = f.Truncate(gib << 30)
+	err = f.Truncate(size)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -39,7 +46,7 @@ func Make(path string, gib int64) error {
 		var out []byte
 		out, err = exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp).CombinedOutput()
 		if err != nil {
-			err = fmt.Errorf("make the workspace's filesystem (a %d GiB disk limit): %v: %s; install e2fsprogs", gib, err, strings.TrimSpace(string(out)))
+			err = fmt.Errorf("make a filesystem of %d MiB for a disk limit: %v: %s; install e2fsprogs", size>>20, err, strings.TrimSpace(string(out)))
 		}
 	}
 	if err == nil {
@@ -56,8 +63,16 @@ func Make(path string, gib int64) error {
 // and gib 0 is a sandbox without one: nothing to do. Concurrent calls,
 // also from other processes, are serialised by a lock file beside the
 // image: two mounts of one image would corrupt it.
-func Ensure(img, dir string, gib int64) error {
-	if gib <= 0 {
+func Ensure(img, dir string, gib int64) error { return EnsureBytes(img, dir, gib<<30) }
+
+// MinBytes is the smallest image made: ext4's own structures (journal,
+// inode tables) need a few MiB before any file fits.
+const MinBytes = 4 << 20
+
+// EnsureBytes is Ensure for a size in bytes: a new image is made of that
+// size (at least MinBytes) when size > 0.
+func EnsureBytes(img, dir string, size int64) error {
+	if size <= 0 {
 		if _, err := os.Stat(img); errors.Is(err, fs.ErrNotExist) {
 			return nil // no disk limit: no lock file either
 		}
@@ -71,10 +86,10 @@ func Ensure(img, dir string, gib int64) error {
 		return err
 	}
 	if _, err := os.Stat(img); errors.Is(err, fs.ErrNotExist) {
-		if gib <= 0 {
+		if size <= 0 {
 			return nil
 		}
-		if err := Make(img, gib); err != nil {
+		if err := MakeBytes(img, size); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -86,7 +101,24 @@ func Ensure(img, dir string, gib int64) error {
 	}
 	out, err := exec.Command("mount", "-o", "loop,nosuid,nodev,discard", img, dir).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("mount the workspace's filesystem (its disk limit): %v: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("mount the filesystem of a disk limit (%s): %v: %s", img, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Move moves the filesystem mounted on from to to (an empty directory):
+// a bind of it at to, then from unmounted. The filesystem is the same
+// (no second mount of the image, which would corrupt it), so that a
+// namespace that bound a directory of it before keeps writing into what
+// to now shows. Unlike mount --move, it works under a shared parent
+// mount (systemd's default).
+func Move(from, to string) error {
+	if out, err := exec.Command("mount", "--bind", from, to).CombinedOutput(); err != nil {
+		return fmt.Errorf("mount the filesystem of %s on %s: %v: %s", from, to, err, strings.TrimSpace(string(out)))
+	}
+	if err := Unmount(from); err != nil {
+		_ = Unmount(to)
+		return err
 	}
 	return nil
 }
@@ -100,7 +132,7 @@ func Unmount(dir string) error {
 	}
 	out, err := exec.Command("umount", dir).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("unmount the workspace's filesystem: %v: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("unmount the filesystem of a disk limit on %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -34,6 +34,9 @@ type Entry struct {
 // openArea opens the area of the chat as a root nothing resolves out of.
 // fs.ErrNotExist when the chat has no workspace yet.
 func (s *Store) openArea(id string, area Area) (*os.Root, error) {
+	if err := s.attach(id, false); err != nil {
+		return nil, err
+	}
 	return os.OpenRoot(filepath.Join(s.chatDir(id), string(area)))
 }
 

@@ -59,6 +59,9 @@ func (s *Store) MemberMounts(ctx context.Context, poolID string) ([]sandbox.Moun
 	if err := mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create a warm pool member's directory: %w", err)
 	}
+	if err := s.attachMember(poolID); err != nil {
+		return nil, err
+	}
 	var mounts []sandbox.Mount
 	for _, a := range []Area{Uploads, Intermediate} {
 		if err := mkdir(filepath.Join(dir, string(a)), s.areaMode()); err != nil {
@@ -82,6 +85,9 @@ func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) e
 	}
 	if moved, err := s.moveMember(scope, poolID); moved || err != nil {
 		return err
+	}
+	if s.memberOnDisk(poolID) {
+		return s.adoptOntoChatDisk(scope, poolID)
 	}
 	chat, err := s.ensure(scope)
 	if err != nil {
@@ -161,7 +167,17 @@ func (s *Store) moveMember(scope sandbox.Scope, poolID string) (bool, error) {
 		undo()
 		return false, fmt.Errorf("create the chat's workspace directory: %w", err)
 	}
-	if err := renameNoReplace(member, chat); err != nil {
+	if s.memberOnDisk(poolID) {
+		// A mount point cannot be renamed: its filesystem moves instead.
+		moved, err := s.moveMemberDisk(scope, poolID)
+		if !moved {
+			undo()
+			return false, err
+		}
+		if err != nil {
+			return true, err
+		}
+	} else if err := renameNoReplace(member, chat); err != nil {
 		undo()
 		if errors.Is(err, fs.ErrExist) {
 			return false, nil // the chat's directory appeared meanwhile
@@ -231,6 +247,11 @@ func (s *Store) Discard(ctx context.Context, poolID string) error {
 		return nil
 	}
 	for _, name := range []string{string(Uploads), string(Intermediate), ""} {
+		if name == "" {
+			if err := s.detachMember(poolID); err != nil {
+				return fmt.Errorf("discard a warm pool member's disk (left in place): %w", err)
+			}
+		}
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("discard a warm pool member's directory (left in place): %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flowbox/flowbox/sandbox"
@@ -156,6 +157,11 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		q.unreserve(size)
 		if errors.Is(err, ErrQuota) || ctx.Err() != nil {
 			return File{}, err
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			// The chat's disk is full (ChatDisk): what the sandbox wrote
+			// since the last measure took the rest of the quota.
+			return File{}, &QuotaError{What: QuotaChat, Name: clean, Limit: s.maxChat, Used: s.maxChat}
 		}
 		return File{}, fmt.Errorf("save %s: %w", clean, err)
 	}
@@ -383,6 +389,9 @@ func (s *Store) usage(ctx context.Context, chatDir string, sweep *chatQuota) (in
 func (s *Store) Usage(ctx context.Context, scope sandbox.Scope) (int64, error) {
 	if err := checkScope(scope); err != nil {
 		return 0, err
+	}
+	if err := s.attach(scope.SandboxID(), false); err != nil {
+		return 0, fmt.Errorf("measure the chat's files: %w", err)
 	}
 	used, err := s.usage(ctx, s.chatDir(scope.SandboxID()), nil)
 	if err != nil {

@@ -34,6 +34,13 @@ type Config struct {
 	// take together; 0 means DefaultMaxChatBytes, a negative value no
 	// bound.
 	MaxChatBytes int64
+	// ChatDisk gives each new chat's directory (uploads, intermediate,
+	// unfinished uploads) a filesystem of MaxChatBytes of its own, so that
+	// what the sandbox writes there stops at the quota too (see disk.go).
+	// It needs root, mkfs.ext4 and loop devices, and a provider whose
+	// sandboxes see the engine's mounts (bwrap; Docker with the engine on
+	// the daemon's host).
+	ChatDisk bool
 	// WorldWritable makes the mounted directories 0777 and the files the
 	// engine writes 0666, for a sandbox whose root is neither the engine's
 	// user nor allowed to override permissions (see the package comment).
@@ -84,7 +91,12 @@ type Store struct {
 	maxFile       int64
 	maxChat       int64
 	worldWritable bool
+	chatDisk      bool
 	now           func() time.Time
+
+	// attached holds the chats whose disk this process has mounted or
+	// found mounted (disk.go).
+	attached sync.Map // sandbox ID → true
 
 	chatsOnce sync.Once
 	chatsErr  error
@@ -115,6 +127,7 @@ func New(cfg Config) (*Store, error) {
 		maxFile:       orDefault(cfg.MaxFileBytes, DefaultMaxFileBytes),
 		maxChat:       orDefault(cfg.MaxChatBytes, DefaultMaxChatBytes),
 		worldWritable: cfg.WorldWritable,
+		chatDisk:      cfg.ChatDisk,
 		now:           cfg.Now,
 		quotas:        map[string]*chatQuota{},
 		syncFile:      syncFileAt,
@@ -188,6 +201,9 @@ func (s *Store) ensure(scope sandbox.Scope) (string, error) {
 	dir := s.chatDir(id)
 	if err := mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the chat's workspace directory: %w", err)
+	}
+	if err := s.attach(id, true); err != nil {
+		return "", err
 	}
 	if written, err := s.writeOwner(dir, scope); err != nil {
 		return "", fmt.Errorf("record the owner of the chat's workspace: %w", err)
@@ -431,6 +447,11 @@ func ownedBy(scope sandbox.Scope, id string) bool {
 func (s *Store) owner(id string) (Owner, error) {
 	dir := s.chatDir(id)
 	o := Owner{SandboxID: id}
+	// Unmounted (after a reboot), a chat's disk would look like a
+	// directory nobody owns.
+	if err := s.attach(id, false); err != nil {
+		return o, err
+	}
 	data, err := os.ReadFile(filepath.Join(dir, ownerFile))
 	var doc ownerDoc
 	if err == nil && json.Unmarshal(data, &doc) == nil && doc.AppID != "" && ownedBy(sandbox.Scope{AppID: doc.AppID, UserID: doc.UserID, ChatID: doc.ChatID}, id) {
@@ -471,6 +492,9 @@ func (s *Store) DeleteID(ctx context.Context, sandboxID string) error {
 	}
 	s.ownerSyncs.Delete(sandboxID)
 	dir := s.chatDir(sandboxID)
+	if err := s.detach(sandboxID); err != nil {
+		return fmt.Errorf("delete the workspace of sandbox %s: %w; delete the sandbox first", sandboxID, err)
+	}
 	// owner.json goes last, so that a deletion cut short still says whose
 	// the rest is. os.RemoveAll never follows links.
 	for _, name := range []string{string(Uploads), string(Intermediate), stagingDir, ownerFile, ""} {

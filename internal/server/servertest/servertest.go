@@ -18,6 +18,8 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,6 +145,10 @@ func Start(t testing.TB, opts Options) *Env {
 		e.Engine.StopWorkers()
 		_, _ = svc.Manager.DrainPool(context.Background())
 		e.Engine.Close()
+		// The chats' disks (FLOWBOX_FILES_CHAT_DISK) stay mounted, as
+		// they do across engine restarts: unmounted here, so that the
+		// data directory can be removed.
+		unmountUnder(e.Config.DataDir)
 	})
 	return e
 }
@@ -324,4 +330,18 @@ func (c *Client) Send(method, path string, body any) (*http.Response, error) {
 		req.Header.Set("X-CSRF-Token", c.CSRF)
 	}
 	return c.HTTP.Do(req)
+}
+
+// unmountUnder detaches every mount under dir, deepest first.
+func unmountUnder(dir string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var points []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
 }
