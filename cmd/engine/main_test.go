@@ -37,7 +37,11 @@ func TestServeOnEmbeddedDefaults(t *testing.T) {
 	}
 	testenv.Need(t, "bwrap", probe.Fingerprint(context.Background()))
 	addr := freeAddr(t)
-	t.Setenv("FLOWBOX_DATA_DIR", t.TempDir())
+	data := t.TempDir()
+	// The chats' disks stay mounted after the engine ends, as across
+	// restarts: detached before the directory is removed.
+	t.Cleanup(func() { testenv.UnmountUnder(data) })
+	t.Setenv("FLOWBOX_DATA_DIR", data)
 	t.Setenv("FLOWBOX_ADMIN_PASSWORD", "first-admin-password")
 	t.Setenv("FLOWBOX_LOG_LEVEL", "warn")
 	ctx, cancel := context.WithCancel(context.Background())

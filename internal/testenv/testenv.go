@@ -7,6 +7,7 @@ package testenv
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,4 +44,18 @@ func Need(t testing.TB, component string, why error) {
 		t.Fatalf("%s is required (%s=%q) but unavailable: %v", component, RequireEnv, os.Getenv(RequireEnv), why)
 	}
 	t.Skipf("%s unavailable, skipping: %v", component, why)
+}
+
+// UnmountUnder detaches every mount under dir, deepest first.
+func UnmountUnder(dir string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var points []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
 }

@@ -24,6 +24,8 @@ import (
 // agentEnv is one agent serving on a temporary socket.
 type agentEnv struct {
 	sock, state, work string
+	// token is the agent's, which a client of its socket proves too.
+	token []byte
 }
 
 func startAgent(t *testing.T, env ...string) agentEnv {
@@ -40,6 +42,7 @@ func startAgentWith(t testing.TB, cfg Config) agentEnv {
 		sock:  filepath.Join(dir, "agent.sock"),
 		state: filepath.Join(dir, "state"),
 		work:  filepath.Join(dir, "work"),
+		token: cfg.Token,
 	}
 	for _, d := range []string{e.state, e.work} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -59,7 +62,7 @@ func startAgentWith(t testing.TB, cfg Config) agentEnv {
 		}
 	})
 	waitFor(t, "the agent to listen", func() bool {
-		c, err := Dial(context.Background(), e.sock, nil)
+		c, err := Dial(context.Background(), e.sock, e.token)
 		if err == nil {
 			c.Close()
 		}
@@ -74,7 +77,7 @@ type output struct {
 
 func (e agentEnv) exec(ctx context.Context, command string, timeout time.Duration) (Result, *output, error) {
 	out := new(output)
-	c, err := Dial(ctx, e.sock, nil)
+	c, err := Dial(ctx, e.sock, e.token)
 	if err != nil {
 		return Result{}, out, err
 	}

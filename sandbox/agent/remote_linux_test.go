@@ -131,7 +131,7 @@ func TestFiles(t *testing.T) {
 		name string
 		dial func(ctx context.Context) (*Conn, error)
 	}{
-		{"socket", func(ctx context.Context) (*Conn, error) { return Dial(ctx, e.sock, nil) }},
+		{"socket", func(ctx context.Context) (*Conn, error) { return Dial(ctx, e.sock, e.token) }},
 		{"tcp", func(ctx context.Context) (*Conn, error) { return DialTCP(ctx, addr, []byte(testToken)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,5 +223,27 @@ ln -s / rootlink && ln -s d/e/in.txt rel && mkfifo fifo && echo ok`, 10*time.Sec
 	cancel()
 	if _, err := files.List(cctx, "/workspace"); !errors.Is(err, context.Canceled) {
 		t.Errorf("List with a cancelled context: err = %v, want context.Canceled", err)
+	}
+}
+
+// TestSocketNeedsToken: an agent with a token has its Unix socket's
+// clients prove it as well, and proves it to them; a client without it,
+// or with another, runs nothing.
+func TestSocketNeedsToken(t *testing.T) {
+	e, _ := startTCPAgent(t, testToken)
+	ctx := context.Background()
+	if c, err := Dial(ctx, e.sock, []byte("another token of 32 bytes, wrong")); err == nil {
+		c.Close()
+		t.Fatal("Dial with the wrong token succeeded")
+	} else if !errors.Is(err, ErrAuth) {
+		t.Fatalf("Dial with the wrong token: %v, want ErrAuth", err)
+	}
+	c, err := Dial(ctx, e.sock, nil)
+	if err != nil {
+		t.Fatalf("Dial without a token: %v", err)
+	}
+	var out bytes.Buffer
+	if res, err := c.Exec(ctx, Request{Command: "echo ran", Timeout: 5 * time.Second}, &out, io.Discard); err == nil && res.ExitCode == 0 || out.Len() > 0 {
+		t.Fatalf("a client without the token ran a command: %+v, %v, %q", res, err, out.String())
 	}
 }

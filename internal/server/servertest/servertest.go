@@ -18,8 +18,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -148,7 +146,7 @@ func Start(t testing.TB, opts Options) *Env {
 		// The chats' disks (FLOWBOX_FILES_CHAT_DISK) stay mounted, as
 		// they do across engine restarts: unmounted here, so that the
 		// data directory can be removed.
-		unmountUnder(e.Config.DataDir)
+		testenv.UnmountUnder(e.Config.DataDir)
 	})
 	return e
 }
@@ -332,16 +330,3 @@ func (c *Client) Send(method, path string, body any) (*http.Response, error) {
 	return c.HTTP.Do(req)
 }
 
-// unmountUnder detaches every mount under dir, deepest first.
-func unmountUnder(dir string) {
-	b, _ := os.ReadFile("/proc/self/mountinfo")
-	var points []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
-}
