@@ -329,4 +329,3 @@ func (c *Client) Send(method, path string, body any) (*http.Response, error) {
 	}
 	return c.HTTP.Do(req)
 }
-
