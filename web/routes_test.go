@@ -326,10 +326,10 @@ func (f *fixture) routes() []route {
 		}
 	}
 	// Who may reach carol's chat (F3): carol and admins read and write,
-	// alice as the app's owner reads, bob learns nothing; the app's key
-	// reads and writes, another app's key learns nothing.
-	chatRead := with(without(userRead, appKey), map[string]int{otherUser: 404, appKeyOther: 404})
-	chatWrite := with(without(userWrite, appKey), map[string]int{otherUser: 404, appOwner: 404, appKeyOther: 404})
+	// alice as the app's owner reads, bob learns nothing; app keys, the
+	// app's own too, learn nothing of an account user's chat (T5).
+	chatRead := with(userRead, map[string]int{otherUser: 404, appKey: 404, appKeyOther: 404})
+	chatWrite := with(userWrite, map[string]int{otherUser: 404, appOwner: 404, appKey: 404, appKeyOther: 404})
 	// Publishing the shared (public) app: alice and admins; carol and bob
 	// may use it but not publish it.
 	publishRead := with(userRead, map[string]int{userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403})
@@ -411,7 +411,9 @@ func (f *fixture) routes() []route {
 		// creates it.
 		{method: "POST", path: "/api/uploads/" + f.chat + "?appId=" + f.shared, upload: true, body: func(*fixture, string) any { return []byte("x") },
 			want: chatWrite, def: 201},
-		{method: "GET", path: "/api/uploads/" + f.chat + "/files?appId=" + f.shared, want: chatRead, def: 200},
+		// An app key lists its own end user's uploads under that id: none
+		// of carol's (the listing is per user), so an empty list.
+		{method: "GET", path: "/api/uploads/" + f.chat + "/files?appId=" + f.shared, want: with(chatRead, map[string]int{appKey: 200}), def: 200},
 		{method: "DELETE", path: "/api/uploads/:chatId/files", pathFor: func(f *fixture, t *testing.T, caller string) string {
 			r := upload(t, f.clients[adminSession], "/api/uploads/"+f.chat+"?appId="+f.shared, part{"doomed.txt", []byte("x")})
 			var u uploaded

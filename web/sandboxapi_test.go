@@ -516,7 +516,14 @@ func TestDestructiveTools(t *testing.T) {
 	var strict struct {
 		ID string `json:"appId"`
 	}
-	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "strict", "graph": withPolicy(`{"destructiveTools": "forbid"}`)}, 201).JSON(t, &strict)
+	// It lists the tool: a tool no node lists is refused before any policy (T9).
+	strictGraph := withPolicy(`{"destructiveTools": "forbid"}`)
+	for i, n := range strictGraph.Nodes {
+		if n.Type == "tools" {
+			strictGraph.Nodes[i].Inputs["tools"] = json.RawMessage(`["wipe"]`)
+		}
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "strict", "graph": strictGraph}, 201).JSON(t, &strict)
 	var own sessionView
 	expect(t, alice, "POST", "/api/sandbox/v1/sessions", map[string]any{"appId": strict.ID}, 201).JSON(t, &own)
 	wantError(t, alice.Do(t, "POST", "/api/sandbox/v1/sessions/"+own.ID+"/execute", map[string]any{"tool": "exec:wipe", "params": map[string]any{}}), 403, "refused")
