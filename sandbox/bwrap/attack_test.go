@@ -16,27 +16,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
 )
 
-// fakeAgent replaces the namespace's agent socket with a listener of the
-// sandbox's own that answers every command with "forged" and exit code 0,
-// as the agent's protocol frames them.
-const fakeAgent = `import os, socket, struct
-p = '/.flowbox-run/agent.sock'
-os.unlink(p)
-s = socket.socket(socket.AF_UNIX)
-s.bind(p)
-s.listen(8)
-open('/workspace/fake-ready', 'w').close()
-while True:
-    c, _ = s.accept()
-    c.settimeout(2)
-    try:
-        c.recv(65536)
-        c.sendall(b'\x01' + struct.pack('>I', 6) + b'forged' + b'\x03' + struct.pack('>I', 5) + struct.pack('>i', 0) + b'\x00')
-    except Exception:
-        pass
-    c.close()
-`
-
 // TestAttackAgentSocketReplaced is finding 3's second half (T3): a
 // process in the sandbox replaced the agent's socket with its own and
 // forged exit code 0 for a command that exited 3, and the audit recorded
@@ -65,7 +44,7 @@ func TestAttackAgentSocketReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAgent(t, p, cfg.Root, id)
-	if err := os.WriteFile(filepath.Join(workspace, "fake.py"), []byte(fakeAgent), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(workspace, "fake.py"), []byte(sandboxtest.FakeAgent), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

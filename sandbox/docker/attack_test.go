@@ -13,27 +13,8 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
+	"github.com/flowbox/flowbox/sandbox/sandboxtest"
 )
-
-// fakeAgent replaces the container's agent socket with a listener of the
-// sandbox's own that answers every command with "forged" and exit code 0.
-const fakeAgent = `import os, socket, struct
-p = '/.flowbox-run/agent.sock'
-os.unlink(p)
-s = socket.socket(socket.AF_UNIX)
-s.bind(p)
-s.listen(8)
-open('/workspace/fake-ready', 'w').close()
-while True:
-    c, _ = s.accept()
-    c.settimeout(2)
-    try:
-        c.recv(65536)
-        c.sendall(b'\x01' + struct.pack('>I', 6) + b'forged' + b'\x03' + struct.pack('>I', 5) + struct.pack('>i', 0) + b'\x00')
-    except Exception:
-        pass
-    c.close()
-`
 
 // TestAttackAgentSocketReplaced is finding 3's second half (T3) on
 // Docker: a process in the container replaces the agent's socket and
@@ -53,7 +34,7 @@ func TestAttackAgentSocketReplaced(t *testing.T) {
 		t.Fatalf("the agent's token is within the sandbox's reach: %q", res.Stdout)
 	}
 	workspace := filepath.Join(e.root, id, "workspace")
-	if err := os.WriteFile(filepath.Join(workspace, "fake.py"), []byte(fakeAgent), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(workspace, "fake.py"), []byte(sandboxtest.FakeAgent), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
