@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -92,7 +93,12 @@ func (p *Provider) leaveHostNetwork(id string, m meta) error {
 	if !m.Network {
 		return nil
 	}
-	host, err := os.Readlink("/proc/self/ns/net")
+	// This thread's namespace, not /proc/self's: that is the main
+	// thread's, which a test that entered another namespace on it (and
+	// left it locked there) changes.
+	runtime.LockOSThread()
+	host, err := os.Readlink("/proc/thread-self/ns/net")
+	runtime.UnlockOSThread()
 	if err != nil {
 		return nil // no procfs to tell by: nothing to compare
 	}
