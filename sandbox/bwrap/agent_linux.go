@@ -62,7 +62,14 @@ func (p *Provider) agentSocket(id string) string { return filepath.Join(p.runDir
 
 // agentToken is where the engine keeps the namespace's token, out of the
 // sandbox's sight.
-func (p *Provider) agentToken(id string) string { return filepath.Join(p.dir(id), "agent.token") }
+// It is named anew since sandboxes run as host users of their own
+// (idmap_linux.go): a namespace an earlier engine started, as the host's
+// root, has only the older agent.token, and is replaced like one from
+// before tokens.
+func (p *Provider) agentToken(id string) string { return filepath.Join(p.dir(id), agentTokenFile) }
+
+// agentTokenFile is the name of a namespace's token beside the sandbox.
+const agentTokenFile = "namespace.token"
 
 // dial connects to the sandbox's agent and has it prove the namespace's
 // token. A namespace without a token file was started by an engine from
@@ -295,6 +302,10 @@ func (p *Provider) lockNamespace(id string) (unlock func(), err error) {
 // session of its own and no child of the engine for long: it is reaped
 // here while the engine lives and by init after.
 func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err error) {
+	if err := p.stageLocked(id, m); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(filepath.Join(p.dir(id), "agent.token")) // an earlier engine's
 	if err := os.MkdirAll(p.runDir(id), 0o755); err != nil {
 		return nil, err
 	}
@@ -337,10 +348,19 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 	}
 	defer blockW.Close()
 
-	argv := p.namespaceArgs(id, m, false)
+	argv, err := p.namespaceArgs(id, m, false)
+	var agentBin string
+	if err == nil {
+		agentBin, err = p.reachable(p.cfg.AgentBinary)
+	}
+	if err != nil {
+		statusW.Close()
+		blockR.Close()
+		return nil, err
+	}
 	argv = append(argv,
-		"--ro-bind", p.cfg.AgentBinary, agentBinPath,
-		"--bind", p.runDir(id), agentRunDir,
+		"--ro-bind", agentBin, agentBinPath,
+		"--bind", p.source(id, p.runDir(id)), agentRunDir,
 		"--", agentBinPath, "sandbox-agent",
 		"-socket", agentRunDir+"/"+agentSocketName,
 		"-shell", p.cfg.Shell,
@@ -369,7 +389,7 @@ func (p *Provider) startNamespace(id string, m meta) (exited <-chan error, err e
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = append([]*os.File{statusW, blockR}, files...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = p.procAttr(&syscall.SysProcAttr{Setsid: true}, id, m)
 	err = cmd.Start()
 	statusW.Close()
 	blockR.Close()

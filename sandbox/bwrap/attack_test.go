@@ -4,9 +4,11 @@ package bwrap_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,4 +182,123 @@ func TestProcOneShowsNoHostPath(t *testing.T) {
 	if strings.Contains(res.Stdout, cfg.Root) || !strings.Contains(res.Stdout, "bwrap") {
 		t.Fatalf("/proc/1/cmdline in the sandbox = %q; it names the host's directory %s", res.Stdout, cfg.Root)
 	}
+}
+
+// TestAttackHostRoot is the rest of finding 2 (T2): the sandbox's root
+// was the host's root (uid_map "0 0 1"), so a process that got out of its
+// namespaces would have been root on the host. Now every process of a
+// sandbox, on both paths, is an unprivileged host user, one per sandbox;
+// the sandbox still owns its files (ID-mapped: root's on disk), also those
+// the engine wrote.
+func TestAttackHostRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxes get host users of their own only when the engine is root")
+	}
+	for _, path := range []string{"per-command", "namespace"} {
+		t.Run(path, func(t *testing.T) {
+			cfg := bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"}
+			if path == "namespace" {
+				cfg.AgentBinary = testenv.EngineBinary(t)
+			}
+			p, err := bwrap.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			hostUsers := map[string]string{}
+			for range 2 {
+				id := sandboxtest.NewID(t)
+				if err := p.Ensure(ctx, sandbox.Spec{ID: id}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Delete(context.Background(), id) })
+				if path == "namespace" {
+					if _, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: "true"}); err != nil {
+						t.Fatal(err)
+					}
+					waitAgent(t, p, cfg.Root, id)
+				}
+				// A file the engine writes, as root, for the sandbox to change.
+				files, err := p.Files(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := files.WriteFile(ctx, "/workspace/upload/report.txt", []byte("engine\n")); err != nil {
+					t.Fatal(err)
+				}
+				running := make(chan sandbox.ExecResult, 1)
+				go func() {
+					res, err := p.Exec(ctx, id, sandbox.ExecRequest{
+						Command: "echo sandbox >> upload/report.txt && touch upload/new && mkdir -p made/deep && id -u && sleep 3",
+						Timeout: time.Minute,
+					})
+					if err != nil {
+						t.Error(err)
+					}
+					running <- res
+				}()
+				var seen []string
+				for deadline := time.Now().Add(30 * time.Second); len(seen) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					pids, _ := p.Processes(id)
+					for _, pid := range pids {
+						if uid := hostUID(t, pid); uid != "" {
+							seen = append(seen, uid)
+						}
+					}
+				}
+				res := <-running
+				if res.ExitCode != 0 || res.Stdout != "0\n" {
+					t.Fatalf("the command: exit %d, stdout %q, stderr %q; want exit 0 and root inside", res.ExitCode, res.Stdout, res.Stderr)
+				}
+				if len(seen) == 0 {
+					t.Fatal("no process of the sandbox seen")
+				}
+				for _, uid := range seen {
+					if uid == "0" || uid != seen[0] {
+						t.Fatalf("the sandbox's processes run as host users %v: want one, not root", seen)
+					}
+				}
+				for other, uid := range hostUsers {
+					if uid == seen[0] {
+						t.Errorf("sandboxes %s and %s run as the same host user %s", other, id, uid)
+					}
+				}
+				hostUsers[id] = seen[0]
+				// The engine's view: root's files, the sandbox's changes in them.
+				ws := filepath.Join(cfg.Root, id, "workspace")
+				if b, _ := os.ReadFile(filepath.Join(ws, "upload", "report.txt")); string(b) != "engine\nsandbox\n" {
+					t.Errorf("the engine's file after the sandbox appended: %q", b)
+				}
+				for _, f := range []string{"upload/new", "made/deep"} {
+					fi, err := os.Stat(filepath.Join(ws, f))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
+						t.Errorf("%s is owned by %d:%d on the host; want root's, as the engine's files are", f, st.Uid, st.Gid)
+					}
+				}
+			}
+		})
+	}
+}
+
+// hostUID is the real uid of process pid as the host sees it ("" when
+// it is gone).
+func hostUID(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	return ""
 }

@@ -40,6 +40,9 @@ type Provider struct {
 	nsFailed sync.Map // id → time.Time
 	// nsStarting holds the sandboxes whose namespace this process starts.
 	nsStarting sync.Map // id → true
+	// ids maps sandboxes' users to host users of their own; nil when
+	// they run as the engine's user (see idmap_linux.go).
+	ids *idMap
 }
 
 var _ sandbox.Provider = (*Provider)(nil)
@@ -88,7 +91,15 @@ func (p *Provider) probe() error {
 		if p.ctls, p.probeErr = p.cg.available(); p.probeErr != nil {
 			return
 		}
-		etc, err := etcSnapshot(p.cfg.Root, p.cfg.EtcEntries)
+		if p.probeErr = p.setUpIDMap(); p.probeErr != nil {
+			return
+		}
+		// Where the sandboxes' users reach it.
+		etcRoot := p.cfg.Root
+		if p.ids != nil {
+			etcRoot = p.cfg.StageDir
+		}
+		etc, err := etcSnapshot(etcRoot, p.cfg.EtcEntries)
 		if err != nil {
 			p.probeErr = err
 			return
@@ -145,6 +156,10 @@ type meta struct {
 	// Pool: a warm pool's member that no chat has adopted yet
 	// (sandbox.Spec.Pool; see pool_linux.go).
 	Pool bool `json:"pool,omitempty"`
+	// HostID is the host user the sandbox's root is (idmap_linux.go),
+	// kept when the sandbox is adopted under another name; zero in
+	// sandboxes made before.
+	HostID uint32 `json:"hostId,omitempty"`
 }
 
 func checkID(id string) error {
@@ -237,7 +252,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
-		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts, Pool: spec.Pool}
+		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts, Pool: spec.Pool, HostID: hostID(id)}
 		// The mount points, before anything else can put a file where one
 		// goes: bwrap cannot bind a directory onto it.
 		for _, mnt := range mounts {
@@ -255,6 +270,17 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	}
 	if fresh {
 		cleanup = append(cleanup, func() error { return p.closeEgress(id) })
+	}
+	// After the disk's mount, which the stage takes in.
+	m, err := p.readMeta(id)
+	if err == nil {
+		err = p.stageLocked(id, m)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	if fresh {
+		cleanup = append(cleanup, func() error { return p.unstage(id) })
 	}
 	if err := os.Remove(p.stoppedMark(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
@@ -363,6 +389,13 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 		}
 		defer p.startInBackground(id, m)
 	}
+	// The namespace's start stages the sandbox itself.
+	if err := checkSources(m.Mounts); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	if err := p.stage(id, m); err != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
 
 	// fd 3: bwrap reports the sandbox's init PID, then the exit code.
 	// fd 4: bwrap's init waits for a byte on it before it starts the
@@ -392,10 +425,11 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 			return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
 		}
 	}
-	if err := checkSources(m.Mounts); err != nil {
-		return sandbox.ExecResult{}, fmt.Errorf("bwrap exec %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	argv, err := p.argv(id, m, req)
+	var files []*os.File
+	if err == nil {
+		argv, files, err = bwrapFiles(argv)
 	}
-	argv, files, err := bwrapFiles(p.argv(id, m, req))
 	if err != nil {
 		statusW.Close()
 		blockR.Close()
@@ -406,7 +440,7 @@ func (p *Provider) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = append([]*os.File{statusW, blockR}, files...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = p.procAttr(&syscall.SysProcAttr{Setpgid: true}, id, m)
 	// Killing bwrap kills the sandboxed command (--die-with-parent), and with
 	// it the PID namespace and every process in it.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -554,25 +588,37 @@ func closeAll(files []*os.File) {
 
 // argv returns the bwrap command line for req in the sandbox that m
 // describes.
-func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) []string {
-	argv := p.namespaceArgs(id, m, true)
+func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) ([]string, error) {
+	argv, err := p.namespaceArgs(id, m, true)
+	if err != nil {
+		return nil, err
+	}
 	// The state is read here, on the host, as data (T3).
 	shell := sandbox.ArgvFor(req, p.cfg.Shell, sandbox.StateDir, sandbox.WorkspaceDir, sandbox.ReadShellState(p.stateDir(id)))
 	if !m.proxied() {
-		return append(append(argv, "--"), shell...)
+		return append(append(argv, "--"), shell...), nil
 	}
 	// Each command has a network namespace of its own: its forwarder
 	// listens there before the command starts, and ends with it.
 	argv = append(argv, "--", forwarderPath, "egress-forward",
 		"-listen", egress.ListenAddr, "-socket", egress.SocketPath, "--")
-	return append(argv, shell...)
+	return append(argv, shell...), nil
+}
+
+// procAttr is attr for a bwrap of the sandbox that m describes: started
+// as its host user when sandboxes have their own (idmap_linux.go).
+func (p *Provider) procAttr(attr *syscall.SysProcAttr, id string, m meta) *syscall.SysProcAttr {
+	if p.ids == nil {
+		return attr
+	}
+	return idProcAttr(attr, m.hostUser(id))
 }
 
 // namespaceArgs are bwrap's options for the sandbox that m describes: its
 // namespaces, mounts and environment, up to the program to run. A
 // command's bwrap dies with the engine (dieWithParent); the long-lived
 // namespace of the agent outlives it, as a container does.
-func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) []string {
+func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) ([]string, error) {
 	// Never --share-net, whatever m.Network says: see network_linux.go.
 	withEgress := m.proxied()
 	// A user namespace of its own in which no further one can be made
@@ -591,18 +637,22 @@ func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) []string
 		"--proc", "/proc",
 		"--dev", "/dev",
 		"--size", strconv.FormatInt(p.cfg.TmpSizeMiB<<20, 10), "--tmpfs", "/tmp",
-		"--bind", p.workspace(id), sandbox.WorkspaceDir,
+		"--bind", p.source(id, p.workspace(id)), sandbox.WorkspaceDir,
 	)
 	// Inside /workspace, so after its bind.
-	argv = append(argv, mountArgs(m.Mounts)...)
+	argv = append(argv, mountArgs(p.stagedMounts(id, m.Mounts))...)
 	argv = append(argv,
-		"--bind", p.stateDir(id), sandbox.StateDir,
-		"--bind", p.homeDir(id), "/root",
+		"--bind", p.source(id, p.stateDir(id)), sandbox.StateDir,
+		"--bind", p.source(id, p.homeDir(id)), "/root",
 	)
 	if withEgress {
+		forwarder, err := p.reachable(p.cfg.ForwarderBinary)
+		if err != nil {
+			return nil, err
+		}
 		argv = append(argv,
-			"--ro-bind", p.egressDir(id), egress.SocketDir,
-			"--ro-bind", p.cfg.ForwarderBinary, forwarderPath,
+			"--ro-bind", p.source(id, p.egressDir(id)), egress.SocketDir,
+			"--ro-bind", forwarder, forwarderPath,
 		)
 	}
 	argv = append(argv,
@@ -620,7 +670,7 @@ func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) []string
 			argv = append(argv, "--setenv", k, v)
 		}
 	}
-	return argv
+	return argv, nil
 }
 
 // systemMounts binds the host's /usr read-only, mirrors the top-level
@@ -676,6 +726,9 @@ func (p *Provider) Stop(ctx context.Context, id string) error {
 	if err := p.cg.killAll(id, 10*time.Second); err != nil {
 		return fmt.Errorf("bwrap stop %s: %w", id, err)
 	}
+	if err := p.unstage(id); err != nil {
+		return fmt.Errorf("bwrap stop %s: %w", id, err)
+	}
 	return nil
 }
 
@@ -694,6 +747,9 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, p.cg.remove(id))
+	if err := p.unstage(id); err != nil {
+		return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
+	}
 	if err := p.unmountDisk(id); err != nil {
 		// Removing the directory now would empty the image's files
 		// through the mount and leave the mount behind.

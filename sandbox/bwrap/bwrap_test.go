@@ -218,7 +218,7 @@ func waitAgent(t *testing.T, p *bwrap.Provider, root, id string) []int {
 	sock := filepath.Join(root, id, "run", "agent.sock")
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if pids := agentPids(t, p, id); len(pids) == 1 {
-			token, _ := os.ReadFile(filepath.Join(root, id, "agent.token"))
+			token, _ := os.ReadFile(filepath.Join(root, id, bwrap.AgentTokenFile))
 			if c, err := agent.Dial(context.Background(), sock, token); err == nil {
 				c.Close()
 				return pids
@@ -313,7 +313,7 @@ func TestNamespace(t *testing.T) {
 			t.Errorf("after the agent was killed: %q", got)
 		}
 		now := agentPids(t, p, id)
-		token, _ := os.ReadFile(filepath.Join(cfg.Root, id, "agent.token"))
+		token, _ := os.ReadFile(filepath.Join(cfg.Root, id, bwrap.AgentTokenFile))
 		if c, err := agent.Dial(ctx, filepath.Join(cfg.Root, id, "run", "agent.sock"), token); err == nil {
 			c.Close()
 			if len(now) != 1 || slices.Contains(pids, now[0]) {

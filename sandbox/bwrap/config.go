@@ -3,8 +3,10 @@
 // namespace per running sandbox with the command agent in it), the host's
 // system mounted read-only, a private
 // /tmp, no network unless asked, and memory, process-count and CPU limits
-// through a per-sandbox cgroup (v1). The sandbox's workspace, shell state
-// and home are host directories under Config.Root; the engine's
+// through a per-sandbox cgroup (v1). When the engine is root, the
+// sandbox's root is an unprivileged host user of its own (idmap_linux.go).
+// The sandbox's workspace, shell state and home are host directories
+// under Config.Root; the engine's
 // directories in the spec's mounts are bound inside /workspace, those
 // marked read-only read-only.
 //
@@ -60,6 +62,12 @@ type Config struct {
 	// Empty: every command is a bwrap of its own. The engine sets its own
 	// executable.
 	AgentBinary string
+	// StageDir is where, when the engine runs as root, each running
+	// sandbox's directories are mounted for bwrap to bind, mapped to the
+	// sandbox's host user (see idmap_linux.go), and where the files
+	// every sandbox binds are copied when their own paths do not let
+	// other users through. Default /run/flowbox.
+	StageDir string
 	// Logger receives what is not returned (a namespace out of reach).
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -68,6 +76,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Root == "" {
 		c.Root = "/var/lib/flowbox/bwrap"
+	}
+	if c.StageDir == "" {
+		c.StageDir = "/run/flowbox"
 	}
 	if c.BwrapPath == "" {
 		c.BwrapPath = "bwrap"

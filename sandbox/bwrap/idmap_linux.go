@@ -1,0 +1,431 @@
+package bwrap
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// The sandbox's root is not the host's (T2). When the engine runs as root,
+// bwrap itself starts in a user namespace the engine makes, whose only
+// user, root, is an unprivileged user of the host: the sandbox's host
+// user, a number of its own per sandbox (hostID). A process that escaped
+// every namespace would be that user: no capability on the host, no file
+// of the host's it may write, no other sandbox's process it may signal
+// or trace.
+//
+// The engine keeps every file as it always has, owned by root. The
+// sandbox sees its directories through ID-mapped mounts (mount_setattr
+// with MOUNT_ATTR_IDMAP, Linux 5.12): root's files there are its root's,
+// and what it writes lands as root's on disk. Nothing is chowned, for old
+// sandboxes either, and the engine's writes (uploads, the file API, the
+// agent's token) need no step of their own.
+//
+// bwrap reads its mount sources by path with the sandbox's host user's
+// rights, so every source must be reachable by that user: the sandbox's
+// directory and its mounts' sources are mounted, ID-mapped, under
+// Config.StageDir (the stage, one per running sandbox, made by Ensure or
+// the first command and removed by Stop and Delete), and the /etc
+// snapshot and the agent's and forwarder's binaries are copied there when
+// their own paths are not.
+//
+// An engine that is not root runs bwrap as itself: the sandbox's root is
+// then that user already. A filesystem without ID-mapped mounts leaves
+// the sandboxes as the host's root, with a warning at start.
+
+const (
+	// hostIDBase and hostIDRange are the host users of sandboxes: past
+	// the ranges distributions give users and subordinate IDs
+	// (/etc/subuid starts at 100000 and rarely reaches 2^30).
+	hostIDBase  = 1 << 30
+	hostIDRange = 1 << 24
+)
+
+// hostID is a new sandbox's host user (and group): a hash of its id, so
+// that two sandboxes share one only by chance (among the 200 sandboxes of
+// a full machine, a chance of about 1 in 840). A sandbox keeps
+// the one it was created with (meta.HostID), also when adopted under
+// another name.
+func hostID(id string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return hostIDBase + h.Sum32()%hostIDRange
+}
+
+// hostUser is the host user the sandbox that m describes runs as.
+func (m meta) hostUser(id string) uint32 {
+	if m.HostID != 0 {
+		return m.HostID
+	}
+	return hostID(id) // made before host users were kept
+}
+
+// idMap is how the provider maps sandboxes' users: nil while the engine
+// is not root or the filesystem cannot.
+type idMap struct {
+	// stage holds one directory per running sandbox (Config.StageDir
+	// and a digest of Root, so that providers with other roots do not
+	// meet), reachable by every user.
+	stage string
+}
+
+// stageDir is where a running sandbox's directory is mounted, ID-mapped.
+func (p *Provider) stageDir(id string) string { return filepath.Join(p.ids.stage, id) }
+
+// stageRoot is the stage directory of a provider whose root is root.
+func stageRoot(stageDir, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(stageDir, "bwrap-"+hex.EncodeToString(sum[:6]))
+}
+
+// setUpIDMap decides whether sandboxes get host users of their own, and
+// prepares the stage. Called once, by probe.
+func (p *Provider) setUpIDMap() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	stage := stageRoot(p.cfg.StageDir, p.cfg.Root)
+	for _, dir := range []string{p.cfg.StageDir, stage} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return fmt.Errorf("create the stage directory: %w", err)
+		}
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return fmt.Errorf("create the stage directory: %w", err)
+		}
+	}
+	// Can this machine map the root's filesystem? Tried on the root
+	// itself, onto a mount point of the stage.
+	try, err := os.MkdirTemp(stage, ".try-")
+	if err != nil {
+		return fmt.Errorf("create the stage directory: %w", err)
+	}
+	defer os.Remove(try)
+	if err := idMapped(p.cfg.Root, try, hostIDBase, p.cfg.Shell); err != nil {
+		p.log().Warn("bwrap: sandboxes run as the host's root user: this machine cannot give them a user of their own (ID-mapped mounts of "+p.cfg.Root+")", "err", err)
+		return nil
+	}
+	if err := unix.Unmount(try, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmount %s: %w", try, err)
+	}
+	p.ids = &idMap{stage: stage}
+	p.sweepStage()
+	return nil
+}
+
+// sweepStage removes the stage's mounts of sandboxes that no longer
+// exist (deleted while this engine did not run), and the empty stages of
+// other roots (a root that is gone).
+func (p *Provider) sweepStage() {
+	if others, err := filepath.Glob(filepath.Join(p.cfg.StageDir, "bwrap-*")); err == nil {
+		for _, dir := range others {
+			if dir != p.ids.stage {
+				_ = os.Remove(dir) // only when empty
+			}
+		}
+	}
+	entries, err := os.ReadDir(p.ids.stage)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(p.dir(e.Name())); errors.Is(err, fs.ErrNotExist) {
+			_ = unstageAt(filepath.Join(p.ids.stage, e.Name()))
+		}
+	}
+}
+
+// idProcAttr is the SysProcAttr that starts bwrap as root of a new user
+// namespace whose root is the host user uid.
+func idProcAttr(attr *syscall.SysProcAttr, uid uint32) *syscall.SysProcAttr {
+	attr.Cloneflags |= syscall.CLONE_NEWUSER
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(uid), Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(uid), Size: 1}}
+	attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+	return attr
+}
+
+// userNamespace opens a user namespace whose root is the host user uid:
+// the mapping of an ID-mapped mount. It is made by a shell started in it
+// that waits for its script on standard input; the namespace outlives the
+// shell for as long as the returned file (or a mount) holds it.
+func userNamespace(uid uint32, shell string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	cmd := exec.Command(shell)
+	cmd.Stdin = r
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = idProcAttr(&syscall.SysProcAttr{}, uid)
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		return nil, fmt.Errorf("make a user namespace for host user %d: %w", uid, err)
+	}
+	ns, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/user")
+	w.Close()
+	_ = cmd.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("make a user namespace for host user %d: %w", uid, err)
+	}
+	return ns, nil
+}
+
+// idMapped mounts the tree at src (its submounts included) on dst, with
+// the host's root shown as host user uid (and the reverse for what is
+// written).
+func idMapped(src, dst string, uid uint32, shell string) error {
+	ns, err := userNamespace(uid, shell)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("clone the mount of %s: %w", src, err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("map %s to host user %d: %w", src, uid, err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("mount %s on %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// staged reports whether dir shows the directory src: a mount of it (the
+// same inode on the same device), not the empty mount point.
+func staged(dir, src string) bool {
+	var a, b unix.Stat_t
+	return unix.Stat(dir, &a) == nil && unix.Stat(src, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// stageBind is where the stage shows the sandbox's i-th mount's source: a
+// mount point in the sandbox's directory, which only the stage's mount of
+// it ever covers.
+func (p *Provider) stageBind(id string, i int) string {
+	return filepath.Join(p.stageDir(id), "binds", strconv.Itoa(i))
+}
+
+// stage makes sure the sandbox's stage is mounted: its directory, and
+// over it each mount's source. It takes the sandbox's lock when there is
+// work to do.
+func (p *Provider) stage(id string, m meta) error {
+	if p.ids == nil || p.isStaged(id, m) {
+		return nil
+	}
+	unlock, err := p.lockNamespace(id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return p.stageLocked(id, m)
+}
+
+// isStaged reports whether the sandbox's stage shows its directory and
+// each mount's source as they are now (a source the engine made anew
+// since is mounted anew).
+func (p *Provider) isStaged(id string, m meta) bool {
+	if !staged(p.stageDir(id), p.dir(id)) {
+		return false
+	}
+	for i, mnt := range m.Mounts {
+		if !staged(p.stageBind(id, i), mnt.Source) {
+			return false
+		}
+	}
+	return true
+}
+
+// stageLocked is stage under the sandbox's lock.
+func (p *Provider) stageLocked(id string, m meta) error {
+	if p.ids == nil || p.isStaged(id, m) {
+		return nil
+	}
+	dir := p.stageDir(id)
+	// What is left of an earlier stage (a mount of a directory since
+	// replaced) goes first.
+	if err := unstageAt(dir); err != nil {
+		return err
+	}
+	// The sandbox's directory is its host user's alone through the
+	// stage: no other sandbox's user may enter it.
+	if err := os.Chmod(p.dir(id), 0o700); err != nil {
+		return fmt.Errorf("stage %s: %w", id, err)
+	}
+	for i := range m.Mounts {
+		if err := os.MkdirAll(filepath.Join(p.dir(id), "binds", strconv.Itoa(i)), 0o700); err != nil {
+			return fmt.Errorf("stage %s: %w", id, err)
+		}
+	}
+	// The stage's own directory again: another provider's sweep
+	// (sweepStage) may have removed it while it was empty.
+	if err := os.MkdirAll(p.ids.stage, 0o711); err != nil {
+		return fmt.Errorf("stage %s: %w", id, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("stage %s: %w", id, err)
+	}
+	uid := m.hostUser(id)
+	if err := idMapped(p.dir(id), dir, uid, p.cfg.Shell); err != nil {
+		os.Remove(dir)
+		return fmt.Errorf("stage %s: %w", id, err)
+	}
+	for i, mnt := range m.Mounts {
+		if err := idMapped(mnt.Source, p.stageBind(id, i), uid, p.cfg.Shell); err != nil {
+			_ = unstageAt(dir)
+			return fmt.Errorf("stage %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// unstage removes the sandbox's stage, its processes ended or ending.
+func (p *Provider) unstage(id string) error {
+	if p.ids == nil {
+		return nil
+	}
+	return unstageAt(p.stageDir(id))
+}
+
+// unstageAt detaches whatever is mounted on dir, with its submounts, and
+// removes the mount point.
+func unstageAt(dir string) error {
+	for {
+		err := unix.Unmount(dir, unix.MNT_DETACH)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			break // nothing (more) mounted there
+		}
+		if err != nil {
+			return fmt.Errorf("unmount %s: %w", dir, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+// source is the path bwrap binds from for the host path src of the
+// sandbox: on the stage when sandboxes have users of their own.
+func (p *Provider) source(id, src string) string {
+	if p.ids == nil {
+		return src
+	}
+	rel, err := filepath.Rel(p.dir(id), src)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return src
+	}
+	return filepath.Join(p.stageDir(id), rel)
+}
+
+// stagedMounts are the sandbox's mounts with their sources on the stage.
+func (p *Provider) stagedMounts(id string, mounts []sandbox.Mount) []sandbox.Mount {
+	if p.ids == nil {
+		return mounts
+	}
+	out := make([]sandbox.Mount, len(mounts))
+	for i, mnt := range mounts {
+		mnt.Source = p.stageBind(id, i)
+		out[i] = mnt
+	}
+	return out
+}
+
+// sharedFiles are the copies of host files every sandbox binds read-only
+// (the agent's and forwarder's binaries) that their own paths do not let
+// a sandbox's user reach: path → copy.
+var sharedFiles sync.Map
+
+// reachable is path itself when every directory on the way lets any user
+// pass, else a copy of it under Config.StageDir, made once.
+func (p *Provider) reachable(path string) (string, error) {
+	if p.ids == nil || passable(path) {
+		return path, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d", path, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
+	if c, ok := sharedFiles.Load(key); ok {
+		return c.(string), nil
+	}
+	sum := sha256.Sum256([]byte(key))
+	dst := filepath.Join(p.cfg.StageDir, "files", hex.EncodeToString(sum[:8])+"-"+filepath.Base(path))
+	if _, err := os.Stat(dst); err != nil {
+		if err := copyFile(path, dst); err != nil {
+			return "", fmt.Errorf("copy %s where sandboxes reach it: %w", path, err)
+		}
+	}
+	sharedFiles.Store(key, dst)
+	return dst, nil
+}
+
+// passable reports whether every directory above path lets any user
+// through (o+x).
+func passable(path string) bool {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
+}
+
+// copyFile copies src to dst (mode 0755) by a rename, its directory made
+// passable.
+func copyFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o711); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(filepath.Dir(dst), ".copy-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Chmod(0o755)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(out.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(out.Name())
+	}
+	return err
+}
