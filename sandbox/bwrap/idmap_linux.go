@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -115,7 +116,12 @@ func (p *Provider) setUpIDMap() error {
 		return fmt.Errorf("create the stage directory: %w", err)
 	}
 	defer os.Remove(try)
-	if err := idMapped(p.cfg.Root, try, hostIDBase, p.cfg.Shell); err != nil {
+	ns, err := userNamespace(hostIDBase, p.cfg.Shell)
+	if err == nil {
+		err = idMapped(p.cfg.Root, try, ns)
+		ns.Close()
+	}
+	if err != nil {
 		p.log().Warn("bwrap: sandboxes run as the host's root user: this machine cannot give them a user of their own (ID-mapped mounts of "+p.cfg.Root+")", "err", err)
 		return nil
 	}
@@ -128,12 +134,13 @@ func (p *Provider) setUpIDMap() error {
 }
 
 // sweepStage removes the stage's mounts of sandboxes that no longer
-// exist (deleted while this engine did not run), and the empty stages of
-// other roots (a root that is gone).
+// exist (deleted while this engine did not run), and the stages of other
+// roots left empty for a while (a root that is gone; a provider that just
+// made its own has it fresh).
 func (p *Provider) sweepStage() {
 	if others, err := filepath.Glob(filepath.Join(p.cfg.StageDir, "bwrap-*")); err == nil {
 		for _, dir := range others {
-			if dir != p.ids.stage {
+			if fi, err := os.Stat(dir); err == nil && dir != p.ids.stage && time.Since(fi.ModTime()) > 10*time.Minute {
 				_ = os.Remove(dir) // only when empty
 			}
 		}
@@ -192,14 +199,9 @@ func userNamespace(uid uint32, shell string) (*os.File, error) {
 }
 
 // idMapped mounts the tree at src (its submounts included) on dst, with
-// the host's root shown as host user uid (and the reverse for what is
-// written).
-func idMapped(src, dst string, uid uint32, shell string) error {
-	ns, err := userNamespace(uid, shell)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
+// the host's root shown as the root of the user namespace ns (and the
+// reverse for what is written).
+func idMapped(src, dst string, ns *os.File) error {
 	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
 		return fmt.Errorf("clone the mount of %s: %w", src, err)
@@ -207,7 +209,7 @@ func idMapped(src, dst string, uid uint32, shell string) error {
 	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("map %s to host user %d: %w", src, uid, err)
+		return fmt.Errorf("map %s to a host user: %w", src, err)
 	}
 	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("mount %s on %s: %w", src, dst, err)
@@ -288,13 +290,18 @@ func (p *Provider) stageLocked(id string, m meta) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("stage %s: %w", id, err)
 	}
-	uid := m.hostUser(id)
-	if err := idMapped(p.dir(id), dir, uid, p.cfg.Shell); err != nil {
+	ns, err := userNamespace(m.hostUser(id), p.cfg.Shell)
+	if err != nil {
+		os.Remove(dir)
+		return fmt.Errorf("stage %s: %w", id, err)
+	}
+	defer ns.Close()
+	if err := idMapped(p.dir(id), dir, ns); err != nil {
 		os.Remove(dir)
 		return fmt.Errorf("stage %s: %w", id, err)
 	}
 	for i, mnt := range m.Mounts {
-		if err := idMapped(mnt.Source, p.stageBind(id, i), uid, p.cfg.Shell); err != nil {
+		if err := idMapped(mnt.Source, p.stageBind(id, i), ns); err != nil {
 			_ = unstageAt(dir)
 			return fmt.Errorf("stage %s: %w", id, err)
 		}
