@@ -608,10 +608,13 @@ func (p *Provider) argv(id string, m meta, req sandbox.ExecRequest) ([]string, e
 // procAttr is attr for a bwrap of the sandbox that m describes: started
 // as its host user when sandboxes have their own (idmap_linux.go).
 func (p *Provider) procAttr(attr *syscall.SysProcAttr, id string, m meta) *syscall.SysProcAttr {
-	if p.ids == nil {
+	switch {
+	case p.ids == nil:
 		return attr
+	case p.ids.userns:
+		return idProcAttr(attr, m.hostUser(id))
 	}
-	return idProcAttr(attr, m.hostUser(id))
+	return hostProcAttr(attr, m.hostUser(id))
 }
 
 // namespaceArgs are bwrap's options for the sandbox that m describes: its
@@ -624,6 +627,10 @@ func (p *Provider) namespaceArgs(id string, m meta, dieWithParent bool) ([]strin
 	// A user namespace of its own in which no further one can be made
 	// (--disable-userns), and the seccomp filter on descriptor 5 (T2).
 	argv := []string{p.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--seccomp", "5"}
+	if p.ids != nil && !p.ids.userns {
+		// bwrap runs as the sandbox's host user: its root inside.
+		argv = append(argv, "--uid", "0", "--gid", "0")
+	}
 	if dieWithParent {
 		argv = append(argv, "--die-with-parent")
 	}

@@ -83,6 +83,12 @@ type idMap struct {
 	// and a digest of Root, so that providers with other roots do not
 	// meet), reachable by every user.
 	stage string
+	// userns: the engine makes bwrap's user namespace (idProcAttr), on
+	// a machine where bwrap started as an unprivileged user cannot make
+	// one itself. Otherwise bwrap runs as the host user (hostProcAttr),
+	// which costs nothing: making the namespace in Go's child forks the
+	// engine's whole address space, milliseconds a command.
+	userns bool
 }
 
 // stageDir is where a running sandbox's directory is mounted, ID-mapped.
@@ -129,6 +135,17 @@ func (p *Provider) setUpIDMap() error {
 		return fmt.Errorf("unmount %s: %w", try, err)
 	}
 	p.ids = &idMap{stage: stage}
+	// bwrap as an unprivileged user makes its own user namespace where
+	// the kernel lets such users (Debian's default; not Ubuntu 24.04's
+	// AppArmor restriction).
+	probe := exec.Command(p.bwrap, append(append([]string{"--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0", "--disable-userns", "--cap-drop", "ALL"},
+		usrMounts()...), "/usr/bin/true")...)
+	probe.Env, probe.Dir = []string{}, "/"
+	probe.SysProcAttr = hostProcAttr(&syscall.SysProcAttr{}, hostIDBase)
+	if out, err := probe.CombinedOutput(); err != nil {
+		p.ids.userns = true
+		p.log().Info("bwrap: an unprivileged user cannot make user namespaces here; the engine makes each command's (slower)", "err", err, "output", strings.TrimSpace(string(out)))
+	}
 	p.sweepStage()
 	return nil
 }
@@ -157,6 +174,14 @@ func (p *Provider) sweepStage() {
 			_ = unstageAt(filepath.Join(p.ids.stage, e.Name()))
 		}
 	}
+}
+
+// hostProcAttr is the SysProcAttr that starts bwrap as the host user uid
+// (and its group, with no other): bwrap makes its user namespace itself,
+// the sandbox's root (--uid 0) mapped to uid.
+func hostProcAttr(attr *syscall.SysProcAttr, uid uint32) *syscall.SysProcAttr {
+	attr.Credential = &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}
+	return attr
 }
 
 // idProcAttr is the SysProcAttr that starts bwrap as root of a new user
