@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -336,4 +337,21 @@ type Files interface {
 	// Zip writes the directory (or file) at path to w as a ZIP archive,
 	// streaming.
 	Zip(ctx context.Context, path string, w io.Writer) error
+}
+
+// CheckNetwork says why spec's network or egress allowlist cannot be
+// served by a provider that has the engine's egress proxy (proxy) or not:
+// both go through it (T1). A provider adds what else it needs.
+func CheckNetwork(spec Spec, proxy bool) error {
+	switch {
+	case !spec.Network && len(spec.Egress) == 0:
+		return nil
+	case spec.Network && len(spec.Egress) > 0:
+		return errors.New("a sandbox has either the network or an egress allowlist, not both")
+	case !proxy && spec.Network:
+		return fmt.Errorf("%w: the spec asks for the network, which goes through the engine's egress proxy, and the provider has none", ErrUnavailable)
+	case !proxy:
+		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", ErrUnavailable)
+	}
+	return nil
 }

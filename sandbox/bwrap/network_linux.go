@@ -1,7 +1,6 @@
 package bwrap
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,16 +39,10 @@ func (m meta) proxied() bool { return len(m.Egress) > 0 || m.Network }
 
 // checkNetwork says why spec's network cannot be served.
 func (p *Provider) checkNetwork(spec sandbox.Spec) error {
-	switch {
-	case !spec.Network && len(spec.Egress) == 0:
-		return nil
-	case spec.Network && len(spec.Egress) > 0:
-		return errors.New("a sandbox has either the network or an egress allowlist, not both")
-	case p.cfg.Egress == nil && spec.Network:
-		return fmt.Errorf("%w: the spec asks for the network, which goes through the engine's egress proxy, and the provider has none", sandbox.ErrUnavailable)
-	case p.cfg.Egress == nil:
-		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", sandbox.ErrUnavailable)
-	case p.cfg.ForwarderBinary == "":
+	if err := sandbox.CheckNetwork(spec, p.cfg.Egress != nil); err != nil || !spec.Network && len(spec.Egress) == 0 {
+		return err
+	}
+	if p.cfg.ForwarderBinary == "" {
 		return fmt.Errorf("%w: no engine binary to run the egress forwarder (set Config.ForwarderBinary)", sandbox.ErrUnavailable)
 	}
 	return nil

@@ -61,21 +61,7 @@ func attackNetworkBwrap(t *testing.T, namespace bool) {
 
 	// What the attacker went for: a listener on the host's loopback, and
 	// the engine's embedded Redis and database.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host loopback listener\n"))
-			c.Close()
-		}
-	}()
+	hostAddr := egresstest.HostListener(t, "127.0.0.1:0", "host loopback listener")
 	rds, err := redisconn.StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +99,7 @@ func attackNetworkBwrap(t *testing.T, namespace bool) {
 	// Straight connections, as the attacker's were: bash's /dev/tcp,
 	// bounded by timeout so that a hang shows as exit 124.
 	direct := map[string]string{
-		"host loopback listener": ln.Addr().String(),
+		"host loopback listener": hostAddr.String(),
 		"embedded Redis":         rds.Addr(),
 		"private 10.x":           "10.1.2.3:80",
 		"metadata":               "169.254.169.254:80",
@@ -148,7 +134,7 @@ func attackNetworkBwrap(t *testing.T, namespace bool) {
 	// The same through the proxy, which must refuse them all.
 	curl := `curl -sS -m 10 --noproxy '' -w '\ncode=%{http_code}' `
 	for _, tc := range []struct{ what, url, code string }{
-		{"host loopback listener", "http://" + ln.Addr().String() + "/", "403"},
+		{"host loopback listener", "http://" + hostAddr.String() + "/", "403"},
 		{"embedded Redis", "http://" + rds.Addr() + "/", "403"},
 		{"private 10.x", "http://10.1.2.3/", "403"},
 		{"metadata", "http://169.254.169.254/latest/meta-data/", "403"},

@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -29,16 +28,10 @@ import (
 // checkEgress says why spec's network or allowlist cannot be served: the
 // forwarder runs in the agent, and the proxy is Config.Egress.
 func (p *Provider) checkEgress(spec sandbox.Spec) error {
-	switch {
-	case len(spec.Egress) == 0 && !spec.Network:
-		return nil
-	case spec.Network && len(spec.Egress) > 0:
-		return errors.New("a sandbox has either the network or an egress allowlist, not both")
-	case p.cfg.Egress == nil && spec.Network:
-		return fmt.Errorf("%w: the spec asks for the network, which goes through the engine's egress proxy, and the provider has none", sandbox.ErrUnavailable)
-	case p.cfg.Egress == nil:
-		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", sandbox.ErrUnavailable)
-	case p.agent == "":
+	if err := sandbox.CheckNetwork(spec, p.cfg.Egress != nil); err != nil || !spec.Network && len(spec.Egress) == 0 {
+		return err
+	}
+	if p.agent == "" {
 		return fmt.Errorf("%w: the network and egress allowlists need the in-sandbox agent, which runs the forwarder (set FLOWBOX_DOCKER_AGENT_BINARY to a static engine binary)", sandbox.ErrUnavailable)
 	}
 	return nil

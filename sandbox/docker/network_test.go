@@ -30,22 +30,7 @@ func TestAttackNetworkDockerFull(t *testing.T) {
 
 	// A service bound to all the host's addresses, as those the bridge
 	// exposed: the test reaches it at each of them.
-	ln, err := net.Listen("tcp", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host service\n"))
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := egresstest.HostListener(t, "0.0.0.0:0", "host service").(*net.TCPAddr).Port
 	targets := []string{"127.0.0.1", "10.1.2.3", "169.254.169.254"}
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {

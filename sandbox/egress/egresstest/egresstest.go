@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -40,8 +41,19 @@ type Env struct {
 	// proxy allows.
 	HTTPPort, HTTPSPort int
 
+	auditLog
+}
+
+// auditLog keeps what a test proxy audits: its Audit function is record.
+type auditLog struct {
 	mu     sync.Mutex
 	events []egress.Event
+}
+
+func (a *auditLog) record(ctx context.Context, ev egress.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, ev)
 }
 
 // New starts an HTTP and an HTTPS server on loopback and a proxy for
@@ -60,11 +72,7 @@ func New(t testing.TB) *Env {
 	e.Proxy = egress.New(egress.Config{
 		Ports:  []int{e.HTTPPort, e.HTTPSPort},
 		Logger: slog.New(slog.DiscardHandler),
-		Audit: func(ctx context.Context, ev egress.Event) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.events = append(e.events, ev)
-		},
+		Audit:  e.record,
 		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			switch host {
 			case AllowedName:
@@ -81,26 +89,49 @@ func New(t testing.TB) *Env {
 }
 
 // Events returns the connections audited so far.
-func (e *Env) Events() []egress.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]egress.Event(nil), e.events...)
+func (a *auditLog) Events() []egress.Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]egress.Event(nil), a.events...)
 }
 
 // WaitEvent waits up to 5 seconds for an audited connection that match
 // accepts (the audit comes when the proxy's side of it has ended).
-func (e *Env) WaitEvent(t testing.TB, what string, match func(egress.Event) bool) egress.Event {
+func (a *auditLog) WaitEvent(t testing.TB, what string, match func(egress.Event) bool) egress.Event {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		for _, ev := range e.Events() {
+		for _, ev := range a.Events() {
 			if match(ev) {
 				return ev
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no audit event for %s; events: %+v", what, e.Events())
+			t.Fatalf("no audit event for %s; events: %+v", what, a.Events())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// HostListener listens on addr ("127.0.0.1:0") on the host, as a service
+// a sandbox must not reach would, and answers every connection with
+// greeting and a newline; it stops at the test's end.
+func HostListener(t testing.TB, addr, greeting string) net.Addr {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, greeting+"\n")
+			c.Close()
+		}
+	}()
+	return ln.Addr()
 }

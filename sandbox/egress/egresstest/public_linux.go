@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -54,15 +53,7 @@ type PublicEnv struct {
 	Addr netip.Addr
 	URL  string
 
-	mu     sync.Mutex
-	events []egress.Event
-}
-
-// Events returns the connections audited so far.
-func (e *PublicEnv) Events() []egress.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]egress.Event(nil), e.events...)
+	auditLog
 }
 
 // NewPublic makes the namespace, the veth pair and the server, and a proxy
@@ -112,11 +103,7 @@ func NewPublic(t testing.TB) *PublicEnv {
 	e := &PublicEnv{Addr: addr, URL: "http://" + addr.String() + "/"}
 	e.Proxy = egress.New(egress.Config{
 		Logger: slog.New(slog.DiscardHandler),
-		Audit: func(ctx context.Context, ev egress.Event) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.events = append(e.events, ev)
-		},
+		Audit:  e.record,
 		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			switch host {
 			case PublicName:
