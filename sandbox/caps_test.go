@@ -18,18 +18,29 @@ import (
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
 
-func TestShareLinkGroup(t *testing.T) {
-	tests := []struct{ user, want string }{
-		{"share:L1:v9", "share:L1:"},
-		{"share:L1:v9:extra", "share:L1:"},
-		{"share:L1", ""},
-		{"share::v", ""},
-		{"u:alice", ""},
-		{"", ""},
+func TestUserGroups(t *testing.T) {
+	tests := []struct{ user, link, app string }{
+		{"share:L1:v9", "share:L1:", ""},
+		{"share:L1:v9:extra", "share:L1:", ""},
+		{"share:L1", "", ""},
+		{"share::v", "", ""},
+		{"app:A1:c9", "", "app:A1:"},
+		{"app:A1:c9:extra", "", "app:A1:"},
+		{"app:A1", "", ""},
+		{"app::c", "", ""},
+		{"u:alice", "", ""},
+		{"svc:share:L1:v9", "", ""},
+		{"", "", ""},
 	}
 	for _, tc := range tests {
-		if got := sandbox.ShareLinkGroup(tc.user); got != tc.want {
-			t.Errorf("ShareLinkGroup(%q) = %q, want %q", tc.user, got, tc.want)
+		if got := sandbox.ShareLinkGroup(tc.user); got != tc.link {
+			t.Errorf("ShareLinkGroup(%q) = %q, want %q", tc.user, got, tc.link)
+		}
+		if got := sandbox.AppKeyGroup(tc.user); got != tc.app {
+			t.Errorf("AppKeyGroup(%q) = %q, want %q", tc.user, got, tc.app)
+		}
+		if got, want := sandbox.UserGroup(tc.user), tc.link+tc.app; got != want {
+			t.Errorf("UserGroup(%q) = %q, want %q", tc.user, got, want)
 		}
 	}
 }
@@ -42,6 +53,7 @@ func TestLimitErrorText(t *testing.T) {
 		{sandbox.LimitError{Cap: sandbox.CapUser, Limit: 3, Use: 3}, []string{"refused", "you already have 3 running sandboxes", "limit per user is 3", "delete chats"}},
 		{sandbox.LimitError{Cap: sandbox.CapGroup, Group: "share:L1:", Limit: 20, Use: 21}, []string{"share link L1 already has 21 running sandboxes", "its limit is 20"}},
 		{sandbox.LimitError{Cap: sandbox.CapGlobal, Limit: 200, Use: 200}, []string{"the server already runs 200 sandboxes", "its limit is 200", "retry"}},
+		{sandbox.LimitError{Cap: sandbox.CapOwner, Owner: "u:alice", Limit: 40, Use: 40}, []string{"owner u:alice (its own chats, its apps' key users and its share links' visitors together) already has 40 running sandboxes", "the limit per owner is 40", "wait for idle ones to stop"}},
 	}
 	for _, tc := range tests {
 		err := error(&tc.err)
@@ -75,6 +87,10 @@ func TestCapsManager(t *testing.T) {
 		{"per app", sandbox.Caps{PerUser: 10, PerApp: 3}, func(i int) string { return fmt.Sprintf("app:A1:c%d", i) }, 3, "app A1 (its key users) already has 3 running sandboxes"},
 		{"per share link", sandbox.Caps{PerUser: 10, PerGroup: 4}, func(i int) string { return fmt.Sprintf("share:L1:v%d", i) }, 4, "share link L1 already has 4 running sandboxes"},
 		{"global", sandbox.Caps{Global: 2, PerUser: 10}, func(i int) string { return fmt.Sprintf("u:%d", i) }, 2, "the server already runs 2 sandboxes"},
+		// One owner's two apps and a share link, each under its own cap.
+		{"per owner", sandbox.Caps{PerUser: 10, PerApp: 4, PerGroup: 4, PerOwner: 5, Owner: ownerOfAliceApps}, func(i int) string {
+			return fmt.Sprintf([]string{"app:A1:c%d", "app:A2:c%d", "share:L1:v%d"}[i%3], i)
+		}, 5, "owner u:alice (its own chats, its apps' key users and its share links' visitors together) already has 5 running sandboxes"},
 	}
 	for _, tc := range tests {
 		// With a warm pool (empty here: the path, not the adoption, is
@@ -95,6 +111,17 @@ func TestCapsManager(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ownerOfAliceApps makes u:alice the owner of apps A1 and A2 and of share
+// link L1's app.
+func ownerOfAliceApps(_ context.Context, userID string) (string, error) {
+	for _, g := range []string{"app:A1:", "app:A2:", "share:L1:"} {
+		if strings.HasPrefix(userID, g) {
+			return "u:alice", nil
+		}
+	}
+	return userID, nil
 }
 
 func testCapsManager(t *testing.T, caps sandbox.Caps, users func(int) string, want int, text string, pooled, index bool) {

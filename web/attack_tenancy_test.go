@@ -272,3 +272,90 @@ func TestAttackAppKeyUsersTakeEverySlot(t *testing.T) {
 		t.Errorf("admin page: app sandboxes cap %s, use %s; want 2 and 2", l, u)
 	}
 }
+
+// TestAttackOwnerAppsTakeEverySlot (finding 5, the owner's side): the
+// app cap held each app's key users, but one owner with several apps and
+// share links could still take every place the server has. Now an
+// owner's own chats, their apps' key users and their links' visitors
+// count together under the owner's cap, whatever the app or link; other
+// owners' users still get sandboxes; and an app's users count against
+// its new owner once it is transferred.
+func TestAttackOwnerAppsTakeEverySlot(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+		"FLOWBOX_CAP_SANDBOXES": "8", "FLOWBOX_CAP_USER_SANDBOXES": "2", "FLOWBOX_CAP_APP_SANDBOXES": "2",
+		"FLOWBOX_CAP_LINK_SANDBOXES": "2", "FLOWBOX_CAP_OWNER_SANDBOXES": "4", "FLOWBOX_CAP_OWNER_RUNS": "6",
+	}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	env.CreateUser(t, "bob", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	bob := env.Login(t, "bob", servertest.Password("bob"))
+	first, second := newApp(t, alice, "first"), newApp(t, alice, "second")
+	key1, key2 := keyFor(t, env, alice, first), keyFor(t, env, alice, second)
+	l := newLink(t, alice, second, map[string]any{"name": "site", "showTools": true})
+	api := l.URL + completions
+	visitorShell := func(v *servertest.Client, chat, cmd string) string {
+		t.Helper()
+		_, answer := sendTurn(t, v, api, map[string]any{"chatId": chat, "messages": message("$ " + cmd)}, 200)
+		return answer
+	}
+
+	// Four sandboxes over two apps and a link, each within its own cap.
+	for _, start := range []struct {
+		who string
+		run func() string
+	}{
+		{"key 1's u1", func() string { return shell(t, key1, first, "u1", "k1-u1", "echo slot") }},
+		{"key 1's u2", func() string { return shell(t, key1, first, "u2", "k1-u2", "echo slot") }},
+		{"key 2's u1", func() string { return shell(t, key2, second, "u1", "k2-u1", "echo slot") }},
+		{"a visitor", func() string { return visitorShell(visit(t, env, l.URL), "v1", "echo slot") }},
+	} {
+		if got := start.run(); !strings.Contains(got, "slot") {
+			t.Fatalf("%s within alice's caps: %q", start.who, got)
+		}
+	}
+	// Past the owner's cap: a new key user of the second app, a new
+	// visitor and alice herself are refused, each below its own cap.
+	refusal := "owner u:alice (its own chats, its apps' key users and its share links' visitors together) already has 4 running sandboxes and the limit per owner is 4"
+	for _, past := range []struct {
+		who string
+		run func() string
+	}{
+		{"key 2's u2", func() string { return shell(t, key2, second, "u2", "k2-u2", "echo slot") }},
+		{"a second visitor", func() string { return visitorShell(visit(t, env, l.URL), "v2", "echo slot") }},
+		{"alice", func() string { return shell(t, alice, apps.DemoAppID, "", "a1", "echo slot") }},
+	} {
+		if got := past.run(); !strings.Contains(got, refusal) || strings.Contains(got, "slot\n") {
+			t.Errorf("%s past alice's owner cap: %q, want the refusal %q", past.who, got, refusal)
+		}
+	}
+	// Another owner's users still get sandboxes, and alice's running
+	// ones still run.
+	bobApp := newApp(t, bob, "bob's")
+	bobKey := keyFor(t, env, bob, bobApp)
+	if got := shell(t, bobKey, bobApp, "u1", "bk-u1", "echo bob"); !strings.Contains(got, "bob") {
+		t.Errorf("bob's key user beside alice's full cap: %q", got)
+	}
+	if got := shell(t, bob, apps.DemoAppID, "", "b1", "echo bob"); !strings.Contains(got, "bob") {
+		t.Errorf("bob beside alice's full cap: %q", got)
+	}
+	if got := shell(t, key1, first, "u1", "k1-u1", "echo again"); !strings.Contains(got, "again") {
+		t.Errorf("alice's running sandbox at her cap: %q", got)
+	}
+
+	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	if lim, use := capRow(t, admin, "owner-sandboxes"); lim != "4" || use != "4" {
+		t.Errorf("admin page: owner sandboxes cap %s, use %s; want 4 and 4", lim, use)
+	}
+	if lim, _ := capRow(t, admin, "owner-runs"); lim != "6" {
+		t.Errorf("admin page: owner runs cap %s, want 6", lim)
+	}
+
+	// alice leaves, her apps go to carol: their users are carol's now.
+	env.CreateUser(t, "carol", auth.RoleUser)
+	expect(t, admin, "DELETE", "/admin/api/users/u:alice?apps=transfer&to=u:carol", nil, 200)
+	carol := env.Login(t, "carol", servertest.Password("carol"))
+	if got := shell(t, carol, apps.DemoAppID, "", "c1", "echo slot"); !strings.Contains(got, strings.ReplaceAll(refusal, "u:alice", "u:carol")) {
+		t.Errorf("carol, owning alice's apps at the cap: %q, want the owner cap's refusal", got)
+	}
+}

@@ -16,8 +16,8 @@ type Limits struct {
 	Runs      *RunLimits
 }
 
-// capRow is one cap on the admin page. For a cap per user or per share
-// link, Use is the highest use and Who the user or link that has it.
+// capRow is one cap on the admin page. For a cap per user, share link,
+// app or owner, Use is the highest use and Who the one that has it.
 type capRow struct {
 	Key, Label, Setting string
 	Limit, Use          int
@@ -58,6 +58,13 @@ func (l *Limits) view(ctx context.Context, records []sandbox.Instance) *limitsVi
 		boxUsers[r.UserID]++
 		if g := l.Sandboxes.GroupOf(r.UserID); g != "" {
 			boxGroups[g]++
+		}
+	}
+	// A user whose owner cannot be read counts for none here.
+	boxOwners := map[string]int{}
+	for u, n := range boxUsers {
+		if o, err := l.Sandboxes.OwnerOf(ctx, u); err == nil && o != "" {
+			boxOwners[o] += n
 		}
 	}
 	runs, err := l.Runs.Use(ctx)
@@ -104,10 +111,12 @@ func (l *Limits) view(ctx context.Context, records []sandbox.Instance) *limitsVi
 		row("user-sandboxes", "capsUserSandboxes", "FLOWBOX_CAP_USER_SANDBOXES", l.Sandboxes.PerUser, boxUsers, same),
 		row("link-sandboxes", "capsLinkSandboxes", "FLOWBOX_CAP_LINK_SANDBOXES", l.Sandboxes.PerGroup, boxLinks, sandbox.GroupName),
 		row("app-sandboxes", "capsAppSandboxes", "FLOWBOX_CAP_APP_SANDBOXES", l.Sandboxes.PerApp, boxApps, sandbox.GroupName),
+		row("owner-sandboxes", "capsOwnerSandboxes", "FLOWBOX_CAP_OWNER_SANDBOXES", l.Sandboxes.PerOwner, boxOwners, same),
 		{Key: "runs", Label: "capsRuns", Setting: "FLOWBOX_CAP_RUNS", Limit: rl.Global, Use: runs.Total},
 		row("user-runs", "capsUserRuns", "FLOWBOX_CAP_USER_RUNS", rl.PerUser, runs.Users, same),
 		row("link-runs", "capsLinkRuns", "FLOWBOX_CAP_LINK_RUNS", rl.PerGroup, runLinks, sandbox.GroupName),
 		row("app-runs", "capsAppRuns", "FLOWBOX_CAP_APP_RUNS", rl.PerApp, runApps, sandbox.GroupName),
+		row("owner-runs", "capsOwnerRuns", "FLOWBOX_CAP_OWNER_RUNS", rl.PerOwner, runs.Owners, same),
 	}
 	users := map[string]*userUse{}
 	at := func(u string) *userUse {
@@ -151,6 +160,8 @@ func init() {
 			"capsLinkSandboxes":    "Running sandboxes of one share link's visitors",
 			"capsAppSandboxes":     "Running sandboxes of one app key's end users",
 			"capsAppRuns":          "Chat runs in progress of one app key's end users",
+			"capsOwnerSandboxes":   "Running sandboxes of one owner: their own chats, their apps' key users and their share links' visitors",
+			"capsOwnerRuns":        "Chat runs in progress of one owner: their own chats, their apps' key users and their share links' visitors",
 			"capsRuns":             "Chat runs in progress, in all",
 			"capsUserRuns":         "Chat runs in progress of one user",
 			"capsLinkRuns":         "Chat runs in progress of one share link's visitors",
@@ -173,6 +184,8 @@ func init() {
 			"capsLinkSandboxes":    "单个分享链接访客运行中的沙盒",
 			"capsAppSandboxes":     "单个应用密钥终端用户运行中的沙盒",
 			"capsAppRuns":          "单个应用密钥终端用户进行中的对话运行",
+			"capsOwnerSandboxes":   "单个所有者运行中的沙盒(其本人的对话、其应用密钥终端用户与其分享链接访客合计)",
+			"capsOwnerRuns":        "单个所有者进行中的对话运行(其本人的对话、其应用密钥终端用户与其分享链接访客合计)",
 			"capsRuns":             "进行中的对话运行(全部)",
 			"capsUserRuns":         "单个用户进行中的对话运行",
 			"capsLinkRuns":         "单个分享链接访客进行中的对话运行",

@@ -27,8 +27,9 @@ var ErrRunLimit = errors.New("chat run limit reached")
 // RunLimitError refuses a chat run past a cap of RunLimits. It matches
 // ErrRunLimit.
 type RunLimitError struct {
-	Cap   string // sandbox.CapGlobal, sandbox.CapUser or sandbox.CapGroup
+	Cap   string // sandbox.CapGlobal, sandbox.CapUser, sandbox.CapGroup or sandbox.CapOwner
 	Group string // the group's user-id prefix, for sandbox.CapGroup
+	Owner string // the owner's user id, for sandbox.CapOwner
 	Limit int
 	Use   int // the runs in progress it counts, before this one
 	// RetryAfter is a hint: runs hold no promise of when they end.
@@ -41,6 +42,8 @@ func (e *RunLimitError) Error() string {
 		return fmt.Sprintf("refused: the server already has %d chat runs in progress and its limit is %d; retry in a moment", e.Use, e.Limit)
 	case sandbox.CapGroup:
 		return fmt.Sprintf("refused: %s already has %d chat runs in progress and its limit is %d; wait for one to finish, then retry", sandbox.GroupName(e.Group), e.Use, e.Limit)
+	case sandbox.CapOwner:
+		return fmt.Sprintf("refused: %s already has %d chat runs in progress and the limit per owner is %d; wait for one to finish, then retry", sandbox.OwnerName(e.Owner), e.Use, e.Limit)
 	}
 	return fmt.Sprintf("refused: you already have %d chat runs in progress and the limit per user is %d; wait for one to finish, then retry", e.Use, e.Limit)
 }
@@ -53,8 +56,9 @@ const runRetryAfter = 5 * time.Second
 
 // RunLimits caps the chat runs in progress at once (a run is one chat
 // completion request running its app's workflow): in all, per user and
-// per group of users (a share link's visitors, see sandbox.Caps.Group).
-// Zero caps nothing.
+// per group of users (a share link's visitors, see sandbox.Caps.Group) and
+// per owner (an account with its apps' key users and its share links'
+// visitors, see sandbox.Owners). Zero caps nothing.
 //
 // The runs are counted in Redis, so the caps hold across engine
 // processes: one sorted set of leases per user, per group and for all,
@@ -67,7 +71,8 @@ const runRetryAfter = 5 * time.Second
 //
 // When Redis cannot be reached the run goes ahead uncounted and a warning
 // is logged: the caps protect the machine, and a Redis outage must not
-// stop every chat. A nil *RunLimits caps nothing.
+// stop every chat. Likewise a run whose owner cannot be read is not
+// counted against PerOwner. A nil *RunLimits caps nothing.
 type RunLimits struct {
 	// Redis holds the leases (required).
 	Redis redis.Cmdable
@@ -76,11 +81,15 @@ type RunLimits struct {
 	Namespace string
 	// Global, PerUser and PerGroup are the caps; 0: none. PerApp caps
 	// an app key's end users together (a group of sandbox.AppKeyGroup),
-	// PerGroup any other group (a share link's visitors).
-	Global, PerUser, PerGroup, PerApp int
+	// PerGroup any other group (a share link's visitors), PerOwner the
+	// users of one owner together (Owner).
+	Global, PerUser, PerGroup, PerApp, PerOwner int
 	// Group returns the user-id prefix of userID's group, "" for none.
 	// Default sandbox.UserGroup.
 	Group func(userID string) string
+	// Owner returns the owner userID counts against under PerOwner, ""
+	// for none (sandbox.Owners.Owner). Default: every user is its own.
+	Owner func(ctx context.Context, userID string) (string, error)
 	// Lease is how long a run's place outlives its last renewal; it is
 	// renewed every third of it. Default 1 minute.
 	Lease time.Duration
@@ -155,6 +164,13 @@ func (l *RunLimits) group(userID string) string {
 	return sandbox.UserGroup(userID)
 }
 
+func (l *RunLimits) owner(ctx context.Context, userID string) (string, error) {
+	if l.Owner != nil {
+		return l.Owner(ctx, userID)
+	}
+	return userID, nil
+}
+
 // groupCap is the cap on the runs of group: PerApp for an app's end
 // users, PerGroup for any other group.
 func (l *RunLimits) groupCap(group string) int {
@@ -182,6 +198,17 @@ func (l *RunLimits) Acquire(ctx context.Context, userID string) (release func(),
 	if group != "" {
 		keys, caps, kinds = append(keys, l.prefix()+"group:"+group), append(caps, l.groupCap(group)), append(kinds, sandbox.CapGroup)
 	}
+	var owner string
+	if l.PerOwner > 0 {
+		o, err := l.owner(ctx, userID)
+		switch {
+		case err != nil:
+			l.log().Warn("chat run not counted against the owner's run cap: its owner could not be read", "userId", userID, "err", err)
+		case o != "":
+			owner = o
+			keys, caps, kinds = append(keys, l.prefix()+"owner:"+owner), append(caps, l.PerOwner), append(kinds, sandbox.CapOwner)
+		}
+	}
 	keys, caps, kinds = append(keys, l.allKey()), append(caps, l.Global), append(kinds, sandbox.CapGlobal)
 
 	var b [8]byte
@@ -199,8 +226,11 @@ func (l *RunLimits) Acquire(ctx context.Context, userID string) (release func(),
 	}
 	if i := got[0]; i > 0 {
 		e := &RunLimitError{Cap: kinds[i-1], Limit: caps[i-1].(int), Use: int(got[1]), RetryAfter: runRetryAfter}
-		if e.Cap == sandbox.CapGroup {
+		switch e.Cap {
+		case sandbox.CapGroup:
 			e.Group = group
+		case sandbox.CapOwner:
+			e.Owner = owner
 		}
 		return nil, e
 	}
@@ -247,14 +277,15 @@ func (l *RunLimits) Acquire(ctx context.Context, userID string) (release func(),
 // RunUse is the runs in progress, for the admin page.
 type RunUse struct {
 	Total int
-	// Users and Groups count the runs of each user and group (by
-	// user-id prefix) that has one.
-	Users, Groups map[string]int
+	// Users, Groups and Owners count the runs of each user, group (by
+	// user-id prefix) and owner that has one.
+	Users, Groups, Owners map[string]int
 }
 
-// Use counts the runs in progress now, by user and by group.
+// Use counts the runs in progress now, by user, group and owner. A user
+// whose owner cannot be read counts for none.
 func (l *RunLimits) Use(ctx context.Context) (RunUse, error) {
-	use := RunUse{Users: map[string]int{}, Groups: map[string]int{}}
+	use := RunUse{Users: map[string]int{}, Groups: map[string]int{}, Owners: map[string]int{}}
 	if l == nil || l.Redis == nil {
 		return use, nil
 	}
@@ -271,6 +302,11 @@ func (l *RunLimits) Use(ctx context.Context) (RunUse, error) {
 		use.Users[user]++
 		if g := l.group(user); g != "" {
 			use.Groups[g]++
+		}
+	}
+	for user, n := range use.Users {
+		if o, err := l.owner(ctx, user); err == nil && o != "" {
+			use.Owners[o] += n
 		}
 	}
 	return use, nil

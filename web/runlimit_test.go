@@ -76,6 +76,17 @@ func acquireAll(t *testing.T, l *web.RunLimits, users []string) (granted []func(
 	return granted, refused
 }
 
+// aliceOwns makes u:alice the owner of apps A and B and of share link L's
+// app; every other user is its own owner.
+func aliceOwns(_ context.Context, userID string) (string, error) {
+	for _, g := range []string{"app:A:", "app:B:", "share:L:"} {
+		if strings.HasPrefix(userID, g) {
+			return "u:alice", nil
+		}
+	}
+	return userID, nil
+}
+
 func repeat(user string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -105,6 +116,11 @@ func TestRunLimitsCaps(t *testing.T) {
 			// customUid on one key takes only its app's places.
 			{"per app", web.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 2}, []string{"app:A:u1", "app:A:u2", "app:A:u3", "app:A:u1", "app:A:u4"}, 2,
 				web.RunLimitError{Cap: sandbox.CapGroup, Group: "app:A:", Limit: 2, Use: 2}, "app A (its key users) already has 2 chat runs in progress and its limit is 2"},
+			// An owner's apps, links and own chats count together: many
+			// apps cannot take every place either.
+			{"per owner", web.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 9, PerOwner: 3, Owner: aliceOwns},
+				[]string{"app:A:u1", "share:L:a", "app:B:u1", "u:alice", "app:A:u2", "share:L:b"}, 3,
+				web.RunLimitError{Cap: sandbox.CapOwner, Owner: "u:alice", Limit: 3, Use: 3}, "owner u:alice (its own chats, its apps' key users and its share links' visitors together) already has 3 chat runs in progress and the limit per owner is 3"},
 			{"global", web.RunLimits{Global: 4, PerUser: 3}, []string{"u:a", "u:b", "u:c", "u:d", "u:e", "u:f", "share:L:a", "share:L:b"}, 4,
 				web.RunLimitError{Cap: sandbox.CapGlobal, Limit: 4, Use: 4}, "the server already has 4 chat runs in progress and its limit is 4"},
 		}
@@ -117,7 +133,7 @@ func TestRunLimitsCaps(t *testing.T) {
 					t.Fatalf("%d granted and %d refused, want %d and %d", len(granted), len(refused), tc.granted, len(tc.users)-tc.granted)
 				}
 				for _, e := range refused {
-					if e.Cap != tc.refusal.Cap || e.Group != tc.refusal.Group || e.Limit != tc.refusal.Limit || e.Use != tc.refusal.Use || e.RetryAfter <= 0 {
+					if e.Cap != tc.refusal.Cap || e.Group != tc.refusal.Group || e.Owner != tc.refusal.Owner || e.Limit != tc.refusal.Limit || e.Use != tc.refusal.Use || e.RetryAfter <= 0 {
 						t.Errorf("refusal %+v, want %+v with a RetryAfter", *e, tc.refusal)
 					}
 					if !strings.Contains(e.Error(), tc.text) {
@@ -135,13 +151,20 @@ func TestRunLimitsCaps(t *testing.T) {
 			})
 		}
 
-		// Other users and other share links are not held back by a full
-		// user or link.
-		l := web.RunLimits{Redis: rdb, Namespace: "others", PerUser: 1, PerGroup: 1}
+		// Other users, share links and owners are not held back by a
+		// full user, link or owner.
+		l := web.RunLimits{Redis: rdb, Namespace: "others", PerUser: 1, PerGroup: 1, PerOwner: 2, Owner: aliceOwns}
 		acquireAll(t, &l, []string{"u:alice", "share:L:a"})
-		granted, refused := acquireAll(t, &l, []string{"u:bob", "share:M:a", "u:alice", "share:L:b"})
-		if len(granted) != 2 || len(refused) != 2 {
-			t.Fatalf("%d granted, %d refused; want bob and link M granted, alice and link L refused", len(granted), len(refused))
+		granted, refused := acquireAll(t, &l, []string{"u:bob", "share:M:a", "u:alice", "share:L:b", "app:A:u1"})
+		if len(granted) != 2 || len(refused) != 3 {
+			t.Fatalf("%d granted, %d refused; want bob and link M granted, alice, link L and alice's app refused", len(granted), len(refused))
+		}
+		// A run whose owner cannot be read goes ahead, uncounted by owner.
+		l = web.RunLimits{Redis: rdb, Namespace: "unread", PerOwner: 1, Owner: func(context.Context, string) (string, error) {
+			return "", errors.New("database down")
+		}}
+		if granted, _ := acquireAll(t, &l, []string{"app:A:u1", "app:A:u2"}); len(granted) != 2 {
+			t.Fatalf("%d runs granted with unreadable owners, want 2", len(granted))
 		}
 	})
 }
@@ -250,11 +273,12 @@ func TestRunLimitsRenewal(t *testing.T) {
 	})
 }
 
-// TestRunLimitsUse counts the runs in progress by user and by share link.
+// TestRunLimitsUse counts the runs in progress by user, by share link and
+// by owner.
 func TestRunLimitsUse(t *testing.T) {
 	t.Parallel()
 	redises(t, func(t *testing.T, rdb *redis.Client) {
-		l := &web.RunLimits{Redis: rdb, Namespace: "use"}
+		l := &web.RunLimits{Redis: rdb, Namespace: "use", Owner: aliceOwns}
 		acquireAll(t, l, []string{"u:alice", "u:alice", "u:bob", "share:L:a", "share:L:b", "share:M:a"})
 		use, err := l.Use(context.Background())
 		if err != nil {
@@ -262,6 +286,9 @@ func TestRunLimitsUse(t *testing.T) {
 		}
 		if use.Total != 6 || use.Users["u:alice"] != 2 || use.Users["u:bob"] != 1 || use.Groups["share:L:"] != 2 || use.Groups["share:M:"] != 1 || len(use.Groups) != 2 {
 			t.Fatalf("Use = %+v", use)
+		}
+		if use.Owners["u:alice"] != 4 || use.Owners["u:bob"] != 1 || use.Owners["share:M:a"] != 1 || len(use.Owners) != 3 {
+			t.Fatalf("Use.Owners = %v, want alice 4 (hers and link L's), bob 1, link M's visitor 1", use.Owners)
 		}
 	})
 }

@@ -82,23 +82,28 @@ type Files struct {
 	ExecTools []string
 }
 
-// Caps keep one user, or one share link's visitors, from taking the
-// machine: how many sandboxes may run at once and how many chat runs may
-// be in progress at once, in all, per user and per share link. 0 means no
-// cap; a negative value is refused.
+// Caps keep one user, one share link's visitors, one app's key users, or
+// an owner with all of their apps and links, from taking the machine: how
+// many sandboxes may run at once and how many chat runs may be in
+// progress at once, in all, per user, per share link, per app and per
+// owner. 0 means no cap; a negative value is refused.
 type Caps struct {
-	// Sandboxes, UserSandboxes, LinkSandboxes, AppSandboxes bound the
-	// running sandboxes. FLOWBOX_CAP_SANDBOXES (default 200),
-	// FLOWBOX_CAP_USER_SANDBOXES (default 5), FLOWBOX_CAP_LINK_SANDBOXES
-	// (default 20), FLOWBOX_CAP_APP_SANDBOXES (default 20: over all the
-	// end users an app's keys name in customUid).
-	Sandboxes, UserSandboxes, LinkSandboxes, AppSandboxes int
-	// Runs, UserRuns, LinkRuns, AppRuns bound the chat runs in progress
-	// (chat completion requests running their app's workflow).
+	// Sandboxes, UserSandboxes, LinkSandboxes, AppSandboxes,
+	// OwnerSandboxes bound the running sandboxes. FLOWBOX_CAP_SANDBOXES
+	// (default 200), FLOWBOX_CAP_USER_SANDBOXES (default 5),
+	// FLOWBOX_CAP_LINK_SANDBOXES (default 20), FLOWBOX_CAP_APP_SANDBOXES
+	// (default 20: over all the end users an app's keys name in
+	// customUid), FLOWBOX_CAP_OWNER_SANDBOXES (default 40: over an
+	// account's own chats, all its apps' key users and all its share
+	// links' visitors).
+	Sandboxes, UserSandboxes, LinkSandboxes, AppSandboxes, OwnerSandboxes int
+	// Runs, UserRuns, LinkRuns, AppRuns, OwnerRuns bound the chat runs in
+	// progress (chat completion requests running their app's workflow).
 	// FLOWBOX_CAP_RUNS (default 100), FLOWBOX_CAP_USER_RUNS (default 3),
 	// FLOWBOX_CAP_LINK_RUNS (default 10), FLOWBOX_CAP_APP_RUNS (default
-	// 10: over all of an app key's end users).
-	Runs, UserRuns, LinkRuns, AppRuns int
+	// 10: over all of an app key's end users), FLOWBOX_CAP_OWNER_RUNS
+	// (default 20: over the same users as OwnerSandboxes).
+	Runs, UserRuns, LinkRuns, AppRuns, OwnerRuns int
 }
 
 // Product configures accounts, the chat API and the models.
@@ -339,6 +344,11 @@ func Parse(getenv func(string) string) (Config, error) {
 		LinkRuns:      int(integer("FLOWBOX_CAP_LINK_RUNS", 10)),
 		AppSandboxes:  int(integer("FLOWBOX_CAP_APP_SANDBOXES", 20)),
 		AppRuns:       int(integer("FLOWBOX_CAP_APP_RUNS", 10)),
+		// An owner's cap is above its apps' and links': one busy app
+		// does not hold back the owner's others, but many cannot take
+		// every global place.
+		OwnerSandboxes: int(integer("FLOWBOX_CAP_OWNER_SANDBOXES", 40)),
+		OwnerRuns:      int(integer("FLOWBOX_CAP_OWNER_RUNS", 20)),
 	}
 	s := &c.Sandbox
 	s.Provider = str("FLOWBOX_SANDBOX_PROVIDER", "auto")

@@ -59,6 +59,8 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"FLOWBOX_CAP_LINK_RUNS": "-2"}, "FLOWBOX_CAP_LINK_RUNS"},
 		{map[string]string{"FLOWBOX_CAP_APP_SANDBOXES": "-1"}, "FLOWBOX_CAP_APP_SANDBOXES"},
 		{map[string]string{"FLOWBOX_CAP_APP_RUNS": "x"}, "FLOWBOX_CAP_APP_RUNS"},
+		{map[string]string{"FLOWBOX_CAP_OWNER_SANDBOXES": "-1"}, "FLOWBOX_CAP_OWNER_SANDBOXES"},
+		{map[string]string{"FLOWBOX_CAP_OWNER_RUNS": "many"}, "FLOWBOX_CAP_OWNER_RUNS"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(env(tc.env))
@@ -74,12 +76,15 @@ func TestCaps(t *testing.T) {
 		env  map[string]string
 		want Caps
 	}{
-		{"defaults", nil, Caps{Sandboxes: 200, UserSandboxes: 5, LinkSandboxes: 20, AppSandboxes: 20, Runs: 100, UserRuns: 3, LinkRuns: 10, AppRuns: 10}},
+		{"defaults", nil, Caps{Sandboxes: 200, UserSandboxes: 5, LinkSandboxes: 20, AppSandboxes: 20, OwnerSandboxes: 40,
+			Runs: 100, UserRuns: 3, LinkRuns: 10, AppRuns: 10, OwnerRuns: 20}},
 		{"set, 0 meaning no cap", map[string]string{
 			"FLOWBOX_CAP_SANDBOXES": "0", "FLOWBOX_CAP_USER_SANDBOXES": "3", "FLOWBOX_CAP_LINK_SANDBOXES": "7",
 			"FLOWBOX_CAP_RUNS": "50", "FLOWBOX_CAP_USER_RUNS": "0", "FLOWBOX_CAP_LINK_RUNS": "4",
 			"FLOWBOX_CAP_APP_SANDBOXES": "6", "FLOWBOX_CAP_APP_RUNS": "2",
-		}, Caps{Sandboxes: 0, UserSandboxes: 3, LinkSandboxes: 7, AppSandboxes: 6, Runs: 50, UserRuns: 0, LinkRuns: 4, AppRuns: 2}},
+			"FLOWBOX_CAP_OWNER_SANDBOXES": "0", "FLOWBOX_CAP_OWNER_RUNS": "8",
+		}, Caps{Sandboxes: 0, UserSandboxes: 3, LinkSandboxes: 7, AppSandboxes: 6, OwnerSandboxes: 0,
+			Runs: 50, UserRuns: 0, LinkRuns: 4, AppRuns: 2, OwnerRuns: 8}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,7 +76,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
 	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
-		Limits: &web.Limits{Sandboxes: sandboxCaps(cfg.Caps), Runs: runs}}
+		Limits: &web.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
 	if err := ui.Load(); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
 		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
-			Publishing: appTransfer{keys: accounts, links: links}, Now: time.Now},
+			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},
 		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access, Storage: storage},
 		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},

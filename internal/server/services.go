@@ -38,6 +38,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/share"
 	"github.com/flowbox/flowbox/workers"
 )
 
@@ -80,6 +81,9 @@ type Services struct {
 	MCP        *mcptool.Client
 	// Sessions are the sandbox service API's sessions (A1).
 	Sessions *sessions.Store
+	// Owners finds the account a user's sandboxes and runs count against
+	// under the owner caps; an app's transfer tells it (Moved).
+	Owners *sandbox.Owners
 	// DataDisk refuses writes and new sandboxes before the engine's data
 	// disk is full (FLOWBOX_DATA_DISK_MIN_FREE).
 	DataDisk *datadisk.Guard
@@ -185,6 +189,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	if s.Sessions, err = sessions.New(ctx, db); err != nil {
 		return nil, err
 	}
+	s.Owners = newOwners(appsReader, share.New(db))
 	s.Manager, err = sandbox.New(sandbox.Config{
 		Provider: s.Provider,
 		// The chat's uploads and intermediate files, and the skills.
@@ -198,7 +203,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		EgressFor: s.egressFor,
 		// ... and lower its sandboxes' memory, CPUs and processes.
 		LimitsFor: s.limitsFor,
-		Caps:      sandboxCaps(cfg.Caps),
+		Caps:      sandboxCaps(cfg.Caps, s.Owners),
 		// The apps' startup and shutdown commands, read as the sandboxes
 		// need them (the workers' stops and deletions included).
 		Lifecycle:  appLifecycle{apps: appsReader},

@@ -43,13 +43,16 @@ func keepLegacyIDs(ctx context.Context, store *mongostore.Store, provider string
 }
 
 // appTransfer hands an app's keys and share links to the app's new owner
-// (web.AppTransfer): they live by their creator's account.
+// (web.AppTransfer): they live by their creator's account. Its users
+// count against the new owner's caps from then on.
 type appTransfer struct {
-	keys  *auth.Store
-	links *share.Store
+	keys   *auth.Store
+	links  *share.Store
+	owners *sandbox.Owners
 }
 
 func (t appTransfer) TransferApp(ctx context.Context, appID, to string) error {
+	t.owners.Moved(appID, to)
 	if err := t.keys.TransferAppKeys(ctx, appID, to); err != nil {
 		return err
 	}

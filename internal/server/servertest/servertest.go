@@ -103,14 +103,16 @@ func Start(t testing.TB, opts Options) *Env {
 		"FLOWBOX_LOGIN_BURST": "1000",
 		// Tests run many chats and sandboxes per user at once; the caps
 		// are checked with values of their own in web/caps_test.go.
-		"FLOWBOX_CAP_SANDBOXES":      "0",
-		"FLOWBOX_CAP_USER_SANDBOXES": "0",
-		"FLOWBOX_CAP_LINK_SANDBOXES": "0",
-		"FLOWBOX_CAP_RUNS":           "0",
-		"FLOWBOX_CAP_USER_RUNS":      "0",
-		"FLOWBOX_CAP_LINK_RUNS":      "0",
-		"FLOWBOX_CAP_APP_SANDBOXES":  "0",
-		"FLOWBOX_CAP_APP_RUNS":       "0",
+		"FLOWBOX_CAP_SANDBOXES":       "0",
+		"FLOWBOX_CAP_USER_SANDBOXES":  "0",
+		"FLOWBOX_CAP_LINK_SANDBOXES":  "0",
+		"FLOWBOX_CAP_RUNS":            "0",
+		"FLOWBOX_CAP_USER_RUNS":       "0",
+		"FLOWBOX_CAP_LINK_RUNS":       "0",
+		"FLOWBOX_CAP_APP_SANDBOXES":   "0",
+		"FLOWBOX_CAP_APP_RUNS":        "0",
+		"FLOWBOX_CAP_OWNER_SANDBOXES": "0",
+		"FLOWBOX_CAP_OWNER_RUNS":      "0",
 		// No warm pool unless a test asks for one (web/pool_test.go):
 		// most tests count sandboxes, and each member is a namespace.
 		"FLOWBOX_SANDBOX_POOL_SIZE": "0",
