@@ -252,7 +252,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
-		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts, Pool: spec.Pool, HostID: hostID(id)}
+		m := meta{CreatedAt: time.Now().UTC(), Labels: spec.Labels, Network: spec.Network, Egress: spec.Egress, Limits: lim, Mounts: mounts, Pool: spec.Pool, HostID: p.newHostID(id)}
 		// The mount points, before anything else can put a file where one
 		// goes: bwrap cannot bind a directory onto it.
 		for _, mnt := range mounts {

@@ -1,7 +1,9 @@
 package bwrap
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,15 +59,22 @@ const (
 	hostIDRange = 1 << 24
 )
 
-// hostID is a new sandbox's host user (and group): a hash of its id, so
-// that two sandboxes share one only by chance (among the 200 sandboxes of
-// a full machine, a chance of about 1 in 840). A sandbox keeps
-// the one it was created with (meta.HostID), also when adopted under
-// another name.
+// hostID is the host user (and group) of a sandbox made before host
+// users were kept in its meta.json: a hash of its id. A sandbox keeps the
+// one it was created with (meta.HostID; idMap.newHostID), also when
+// adopted under another name.
 func hostID(id string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	return hostIDBase + h.Sum32()%hostIDRange
+}
+
+// newHostID is the host user of the new sandbox id.
+func (p *Provider) newHostID(id string) uint32 {
+	if p.ids == nil {
+		return hostID(id) // kept for when the engine runs as root
+	}
+	return p.ids.newHostID(p)
 }
 
 // hostUser is the host user the sandbox that m describes runs as.
@@ -89,6 +98,91 @@ type idMap struct {
 	// which costs nothing: making the namespace in Go's child forks the
 	// engine's whole address space, milliseconds a command.
 	userns bool
+	// unshare is util-linux's unshare, which makes the user namespaces
+	// of stages (userNamespace).
+	unshare string
+
+	// spare is a user namespace made ahead for the next new sandbox,
+	// with a host user of its own (newHostID), once the provider made
+	// one: making it costs a few execs (milliseconds on a new chat's
+	// first command).
+	mu        sync.Mutex
+	spare     *spareNS
+	refilling bool
+	// taken are spares given to new sandboxes, until their stage.
+	taken map[uint32]*os.File
+}
+
+// spareNS is a user namespace whose root is host user uid.
+type spareNS struct {
+	uid uint32
+	ns  *os.File
+}
+
+// newHostID is a new sandbox's host user: the spare namespace's when
+// there is one (kept for the sandbox's stage, and a new spare made in the
+// background), else a random one of the range.
+func (m *idMap) newHostID(p *Provider) uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer func() {
+		if m.spare == nil && !m.refilling {
+			m.refilling = true
+			go m.refill(p)
+		}
+	}()
+	if sp := m.spare; sp != nil {
+		m.spare = nil
+		if m.taken == nil {
+			m.taken = map[uint32]*os.File{}
+		}
+		if old, ok := m.taken[sp.uid]; ok {
+			old.Close()
+		}
+		m.taken[sp.uid] = sp.ns
+		return sp.uid
+	}
+	return randomHostID()
+}
+
+// randomHostID is a host user of the range, at random: two sandboxes
+// share one only by chance (among the 200 sandboxes of a full machine, a
+// chance of about 1 in 840).
+func randomHostID() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hostIDBase + binary.LittleEndian.Uint32(b[:])%hostIDRange
+}
+
+// namespaceFor is a user namespace whose root is host user uid: the one
+// newHostID kept for it, else a new one.
+func (m *idMap) namespaceFor(p *Provider, uid uint32) (*os.File, error) {
+	m.mu.Lock()
+	ns, ok := m.taken[uid]
+	delete(m.taken, uid)
+	m.mu.Unlock()
+	if ok {
+		return ns, nil
+	}
+	return p.userNamespace(uid)
+}
+
+// refill makes the next spare namespace.
+func (m *idMap) refill(p *Provider) {
+	uid := randomHostID()
+	ns, err := p.userNamespace(uid)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refilling = false
+	if err != nil {
+		p.log().Warn("bwrap: make a spare user namespace", "err", err)
+		return
+	}
+	if m.spare != nil {
+		ns.Close()
+		return
+	}
+	m.spare = &spareNS{uid: uid, ns: ns}
 }
 
 // stageDir is where a running sandbox's directory is mounted, ID-mapped.
@@ -122,7 +216,7 @@ func (p *Provider) setUpIDMap() error {
 		return fmt.Errorf("create the stage directory: %w", err)
 	}
 	defer os.Remove(try)
-	ns, err := userNamespace(hostIDBase, p.cfg.Shell)
+	ns, err := p.userNamespace(hostIDBase)
 	if err == nil {
 		err = idMapped(p.cfg.Root, try, ns)
 		ns.Close()
@@ -145,6 +239,9 @@ func (p *Provider) setUpIDMap() error {
 	if out, err := probe.CombinedOutput(); err != nil {
 		p.ids.userns = true
 		p.log().Info("bwrap: an unprivileged user cannot make user namespaces here; the engine makes each command's (slower)", "err", err, "output", strings.TrimSpace(string(out)))
+	} else if p.ids.unshare, err = exec.LookPath("unshare"); err != nil {
+		p.ids.userns = true // the stage's namespaces the slow way
+		p.log().Info("bwrap: no unshare (util-linux); a sandbox's stage takes longer to make", "err", err)
 	}
 	p.sweepStage()
 	return nil
@@ -195,28 +292,58 @@ func idProcAttr(attr *syscall.SysProcAttr, uid uint32) *syscall.SysProcAttr {
 }
 
 // userNamespace opens a user namespace whose root is the host user uid:
-// the mapping of an ID-mapped mount. It is made by a shell started in it
-// that waits for its script on standard input; the namespace outlives the
-// shell for as long as the returned file (or a mount) holds it.
-func userNamespace(uid uint32, shell string) (*os.File, error) {
+// the mapping of an ID-mapped mount. A program started in it, as that
+// user, waits for its input meanwhile; the namespace outlives it for as
+// long as the returned file (or a mount) holds it.
+//
+// Where unprivileged users may make user namespaces, that program is
+// unshare's (util-linux) child, started as uid: Go then starts it the
+// cheap way (vfork). Otherwise (ids.userns) Go's child makes the
+// namespace, which forks the engine's whole address space: tens of
+// milliseconds in a large process.
+func (p *Provider) userNamespace(uid uint32) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
-	cmd := exec.Command(shell)
+	var cmd *exec.Cmd
+	if p.ids == nil || p.ids.userns || p.ids.unshare == "" {
+		cmd = exec.Command(p.cfg.Shell) // reads its script from standard input
+		cmd.SysProcAttr = idProcAttr(&syscall.SysProcAttr{}, uid)
+	} else {
+		cmd = exec.Command(p.ids.unshare, "--user", "--map-root-user", "cat")
+		cmd.SysProcAttr = hostProcAttr(&syscall.SysProcAttr{}, uid)
+	}
 	cmd.Stdin = r
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.SysProcAttr = idProcAttr(&syscall.SysProcAttr{}, uid)
 	err = cmd.Start()
 	r.Close()
 	if err != nil {
 		return nil, fmt.Errorf("make a user namespace for host user %d: %w", uid, err)
 	}
-	ns, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/user")
-	w.Close()
-	_ = cmd.Wait()
+	defer func() {
+		w.Close()
+		_ = cmd.Wait()
+	}()
+	proc := "/proc/" + strconv.Itoa(cmd.Process.Pid)
+	// unshare maps its new namespace's root to uid, then runs the shell:
+	// until then the process shows the host's map, or none.
+	want := fmt.Sprintf("0 %d 1", uid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		b, err := os.ReadFile(proc + "/uid_map")
+		if err != nil {
+			return nil, fmt.Errorf("make a user namespace for host user %d: %w", uid, err)
+		}
+		if strings.Join(strings.Fields(string(b)), " ") == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("make a user namespace for host user %d: no mapping after 5 s (%q)", uid, b)
+		}
+	}
+	ns, err := os.Open(proc + "/ns/user")
 	if err != nil {
 		return nil, fmt.Errorf("make a user namespace for host user %d: %w", uid, err)
 	}
@@ -315,7 +442,7 @@ func (p *Provider) stageLocked(id string, m meta) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("stage %s: %w", id, err)
 	}
-	ns, err := userNamespace(m.hostUser(id), p.cfg.Shell)
+	ns, err := p.ids.namespaceFor(p, m.hostUser(id))
 	if err != nil {
 		os.Remove(dir)
 		return fmt.Errorf("stage %s: %w", id, err)
