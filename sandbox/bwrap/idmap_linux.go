@@ -25,12 +25,12 @@ import (
 )
 
 // The sandbox's root is not the host's (T2). When the engine runs as root,
-// bwrap itself starts in a user namespace the engine makes, whose only
-// user, root, is an unprivileged user of the host: the sandbox's host
-// user, a number of its own per sandbox (hostID). A process that escaped
-// every namespace would be that user: no capability on the host, no file
-// of the host's it may write, no other sandbox's process it may signal
-// or trace.
+// bwrap runs as an unprivileged user of the host, the sandbox's host user
+// (a number of its own per sandbox, kept in meta.json), and makes the
+// sandbox's user namespace, whose only user, root, is that host user
+// (--uid 0). A process that escaped every namespace would be that user:
+// no capability on the host, none of root's files to write, no other
+// sandbox's process to signal or trace.
 //
 // The engine keeps every file as it always has, owned by root. The
 // sandbox sees its directories through ID-mapped mounts (mount_setattr
@@ -113,6 +113,10 @@ type idMap struct {
 	taken map[uint32]*os.File
 }
 
+// refillDelay is how long after a new sandbox took the spare namespace
+// the next is made.
+const refillDelay = 250 * time.Millisecond
+
 // spareNS is a user namespace whose root is host user uid.
 type spareNS struct {
 	uid uint32
@@ -128,7 +132,9 @@ func (m *idMap) newHostID(p *Provider) uint32 {
 	defer func() {
 		if m.spare == nil && !m.refilling {
 			m.refilling = true
-			go m.refill(p)
+			// Later, not beside the new sandbox's first command, which
+			// it would slow by as much as it costs.
+			time.AfterFunc(refillDelay, func() { m.refill(p) })
 		}
 	}()
 	if sp := m.spare; sp != nil {
