@@ -3,12 +3,14 @@ package agent
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +33,32 @@ type Conn struct {
 	c net.Conn
 	// stop, when set, undoes what ties the connection to a context.
 	stop func() bool
+	// proof, when set, is the agent's proof that must come first in its
+	// answer (see Over a Unix socket).
+	proof []byte
+}
+
+// answer is the reader of the agent's answer, once the agent proved it
+// holds the token when it must: a connection closed before the proof is
+// ErrNotListening (the agent ended, or holds another token and ran
+// nothing), any other answer ErrAuth.
+func (c *Conn) answer() (*bufio.Reader, error) {
+	r := bufio.NewReaderSize(c.c, MaxFrame+5)
+	if c.proof == nil {
+		return r, nil
+	}
+	got := make([]byte, len(c.proof))
+	switch _, err := io.ReadFull(r, got); {
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return nil, fmt.Errorf("read the agent's proof: %w", ErrNotListening)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("read the agent's proof: %w: %w", ErrAuth, err)
+	case err != nil:
+		return nil, fmt.Errorf("read the agent's proof: %w", err)
+	case !hmac.Equal(got, c.proof):
+		return nil, ErrAuth
+	}
+	return r, nil
 }
 
 // Close closes the connection; a command still running is cancelled.
@@ -90,7 +118,13 @@ func (c *Conn) Exec(ctx context.Context, req Request, stdout, stderr io.Writer) 
 	})
 	defer stop()
 
-	r := bufio.NewReaderSize(c.c, MaxFrame+5)
+	r, err := c.answer()
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{Cancelled: true}, ctx.Err()
+		}
+		return Result{}, fmt.Errorf("agent exec: %w", err)
+	}
 	buf := make([]byte, MaxFrame)
 	for {
 		typ, p, err := readFrame(r, buf)

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,10 +20,10 @@ import (
 // followed, whatever the sandbox planted. The directories above it must be
 // the caller's.
 //
-// With a token, the agent must prove it holds it (the handshake of Over
-// TCP) before anything is sent: the sandbox can replace the socket with
-// one of its own, which cannot (ErrAuth). An agent started without a
-// token is dialled with none.
+// With a token, the agent must prove it holds it (see Over a Unix socket)
+// before any byte of its answer is taken: the sandbox can replace the
+// socket with one of its own, which cannot (ErrAuth from the operation).
+// An agent started without a token is dialled with none.
 //
 // A missing socket, or one nobody accepts on, is ErrNotListening; a path
 // that is not a socket is ErrNotSocket.
@@ -49,11 +51,19 @@ func Dial(ctx context.Context, path string, token []byte) (*Conn, error) {
 		}
 		return nil, fmt.Errorf("dial %s: %w", path, err)
 	}
-	if len(token) > 0 {
-		if err := clientHandshake(ctx, c, token); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("dial %s: %w", path, err)
-		}
+	if len(token) == 0 {
+		return &Conn{c: c}, nil
 	}
-	return &Conn{c: c}, nil
+	// The challenge and the token's ID go ahead of the request; the
+	// agent's proof is checked before the answer is read (Conn.answer).
+	cc := make([]byte, nonceSize)
+	_, _ = rand.Read(cc)
+	_ = c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err = c.Write(append(cc, tokenID(token)...))
+	_ = c.SetWriteDeadline(time.Time{})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("dial %s: send the challenge: %w", path, err)
+	}
+	return &Conn{c: c, proof: proof(token, "agent-unix", cc)}, nil
 }

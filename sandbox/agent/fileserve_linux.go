@@ -40,6 +40,25 @@ func (s *server) authenticate(conn net.Conn, br *bufio.Reader) error {
 	return nil
 }
 
+// prove runs the agent's side of the handshake on its Unix socket (see
+// Over a Unix socket): a client with another token's ID gets nothing.
+func (s *server) prove(conn net.Conn, br *bufio.Reader) error {
+	hello := make([]byte, nonceSize+tokenIDSize)
+	if _, err := io.ReadFull(br, hello); err != nil {
+		return fmt.Errorf("read the challenge: %w", err)
+	}
+	if !hmac.Equal(hello[nonceSize:], tokenID(s.cfg.Token)) {
+		return errors.New("another token's ID")
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(requestTimeout))
+	_, err := conn.Write(proof(s.cfg.Token, "agent-unix", hello[:nonceSize]))
+	_ = conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("send the proof: %w", err)
+	}
+	return nil
+}
+
 // fileOp serves a file operation on the work directory.
 func (s *server) fileOp(ctx context.Context, req wireRequest, br *bufio.Reader, w *frameWriter) {
 	files := sandbox.DirFiles{Dir: s.cfg.WorkDir}

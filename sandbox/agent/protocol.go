@@ -90,6 +90,22 @@
 // address learns neither the token nor the command. The connection is
 // not encrypted: the cluster's network must be trusted not to be read
 // (or encrypted by the cluster, as a service mesh does).
+//
+// # Over a Unix socket
+//
+// An agent with a token that serves a Unix socket in the sandbox (bwrap's
+// namespace, a Docker container) proves itself alone, with no round trip
+// before the request: what the sandbox could learn from the client, the
+// command, it can run anyway, but the engine must not take a process of
+// the sandbox that replaced the socket for the agent (T3):
+//
+//	client: 32 random bytes Cc, the token's ID (16 bytes: HMAC-SHA256(token,
+//	        "id"), which tells nothing of the token), then the request
+//	agent:  HMAC-SHA256(token, "agent-unix" || Cc), then the answer
+//
+// An agent whose token has another ID closes the connection without
+// reading further (a client with a stale token runs nothing); the client
+// trusts no byte of the answer before the proof.
 package agent
 
 import (
@@ -310,6 +326,12 @@ func NewToken() []byte {
 
 // nonceSize is the size of the handshake's random challenges and proofs.
 const nonceSize = 32
+
+// tokenIDSize is the size of a token's ID (see Over a Unix socket).
+const tokenIDSize = 16
+
+// tokenID names token without telling anything of it.
+func tokenID(token []byte) []byte { return proof(token, "id", nil)[:tokenIDSize] }
 
 // proof is one side's answer to the other's challenge (see Over TCP).
 func proof(token []byte, side string, challenge []byte) []byte {

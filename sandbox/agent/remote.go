@@ -123,7 +123,12 @@ func (f Files) op(ctx context.Context, req wireRequest, upload []byte) (*Conn, *
 		conn.Close()
 		return nil, nil, ctxOr(ctx, fmt.Errorf("agent %s: send the request: %w", req.Op, err))
 	}
-	return conn, bufio.NewReaderSize(conn.c, MaxFrame+5), nil
+	r, err := conn.answer()
+	if err != nil {
+		conn.Close()
+		return nil, nil, ctxOr(ctx, fmt.Errorf("agent %s: %w", req.Op, err))
+	}
+	return conn, r, nil
 }
 
 // ctxOr is ctx's error when it ended, else err.

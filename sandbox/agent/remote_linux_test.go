@@ -226,24 +226,75 @@ ln -s / rootlink && ln -s d/e/in.txt rel && mkfifo fifo && echo ok`, 10*time.Sec
 	}
 }
 
-// TestSocketNeedsToken: an agent with a token has its Unix socket's
-// clients prove it as well, and proves it to them; a client without it,
-// or with another, runs nothing.
+// TestSocketNeedsToken: an agent with a token proves it to its Unix
+// socket's clients before its answer, and runs nothing for a client with
+// another token's ID or none.
 func TestSocketNeedsToken(t *testing.T) {
 	e, _ := startTCPAgent(t, testToken)
 	ctx := context.Background()
-	if c, err := Dial(ctx, e.sock, []byte("another token of 32 bytes, wrong")); err == nil {
-		c.Close()
-		t.Fatal("Dial with the wrong token succeeded")
-	} else if !errors.Is(err, ErrAuth) {
-		t.Fatalf("Dial with the wrong token: %v, want ErrAuth", err)
+	for _, token := range [][]byte{[]byte("another token of 32 bytes, wrong"), nil} {
+		c, err := Dial(ctx, e.sock, token)
+		if err != nil {
+			t.Fatalf("Dial with token %q: %v", token, err)
+		}
+		var out bytes.Buffer
+		res, err := c.Exec(ctx, Request{Command: "echo ran", Timeout: 5 * time.Second}, &out, io.Discard)
+		if err == nil || out.Len() > 0 {
+			t.Fatalf("a client with token %q ran a command: %+v, %v, %q", token, res, err, out.String())
+		}
+		if token != nil && !errors.Is(err, ErrNotListening) {
+			t.Errorf("Exec with another token: %v, want ErrNotListening (closed before the proof)", err)
+		}
 	}
-	c, err := Dial(ctx, e.sock, nil)
+	c, err := Dial(ctx, e.sock, []byte(testToken))
 	if err != nil {
-		t.Fatalf("Dial without a token: %v", err)
+		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if res, err := c.Exec(ctx, Request{Command: "echo ran", Timeout: 5 * time.Second}, &out, io.Discard); err == nil && res.ExitCode == 0 || out.Len() > 0 {
-		t.Fatalf("a client without the token ran a command: %+v, %v, %q", res, err, out.String())
+	if res, err := c.Exec(ctx, Request{Command: "echo ran", Timeout: 5 * time.Second}, &out, io.Discard); err != nil || res.ExitCode != 0 || out.String() != "ran\n" {
+		t.Fatalf("the token's client: %+v, %v, %q", res, err, out.String())
+	}
+}
+
+// TestSocketImpostor: a process that took the agent's socket and answers
+// with frames of its own (a forged exit code 0) is refused before any of
+// its bytes is taken, whatever it sends: ErrAuth, and no output.
+func TestSocketImpostor(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, exit := frameHeader(frameStdout, 7), []byte(`{"exitCode":0}`)
+	end := frameHeader(frameExit, len(exit))
+	forged := append(append(append(out[:], "forged\n"...), end[:]...), exit...)
+	answers := [][]byte{
+		append(make([]byte, 32), forged...), // a "proof" of zeros, then frames
+		forged,                              // frames alone
+		[]byte("short"),                     // less than a proof
+	}
+	go func() {
+		for _, a := range answers {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The challenge, the token's ID and the request line.
+			_, _ = bufio.NewReader(c).ReadString('\n')
+			c.Write(a)
+			c.Close()
+		}
+	}()
+	for i := range answers {
+		c, err := Dial(context.Background(), sock, []byte(testToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		res, err := c.Exec(context.Background(), Request{Command: "exit 3", Timeout: 5 * time.Second}, &out, &out)
+		if !errors.Is(err, ErrAuth) || out.Len() > 0 {
+			t.Errorf("answer %d of the impostor: %+v, %v, output %q; want ErrAuth and nothing taken", i, res, err, out.String())
+		}
 	}
 }

@@ -243,9 +243,15 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	w := &frameWriter{c: conn}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
-	if tcp || len(s.cfg.Token) > 0 {
+	switch {
+	case tcp:
 		if err := s.authenticate(conn, br); err != nil {
 			s.log.Warn("agent: a connection failed authentication", "remote", conn.RemoteAddr().String(), "err", err)
+			return
+		}
+	case len(s.cfg.Token) > 0:
+		if err := s.prove(conn, br); err != nil {
+			s.log.Debug("agent: a connection without the token", "err", err)
 			return
 		}
 	}

@@ -151,6 +151,20 @@ func (p *Provider) execAgent(ctx context.Context, id string, m meta, req sandbox
 		if ctx.Err() != nil {
 			return sandbox.ExecResult{}, true, fmt.Errorf("bwrap exec: %w", ctx.Err())
 		}
+		switch {
+		case errors.Is(err, agent.ErrAuth):
+			// A command's listener in the agent's place: its answer
+			// was its own, and the agent never saw the request. The
+			// sandbox's processes end; this command takes the
+			// per-command path.
+			p.endNamespace(id)
+			return sandbox.ExecResult{}, false, nil
+		case errors.Is(err, agent.ErrNotListening):
+			// Closed before the agent's proof: nothing ran (an agent
+			// ending, or one of another token, started meanwhile by
+			// another engine on this root).
+			return sandbox.ExecResult{}, false, nil
+		}
 		if req.LongLived() && errors.Is(err, agent.ErrRefused) {
 			// A namespace an older engine started has an agent that
 			// knows no standard input; the per-command path gives one.

@@ -108,6 +108,17 @@ func (p *Provider) execAgent(ctx context.Context, id string, req sandbox.ExecReq
 		if ctx.Err() != nil {
 			return col.Result(-1, false, req.Timeout, time.Since(started)), true, fmt.Errorf("exec in sandbox %s: %w", id, ctx.Err())
 		}
+		if errors.Is(err, agent.ErrAuth) || errors.Is(err, agent.ErrNotListening) {
+			// Not the agent (the sandbox's own listener, or an agent of
+			// an older engine), or closed before its proof: the
+			// request ran nowhere. A Docker exec runs it, unless it
+			// is a long-lived one, which only the agent runs.
+			p.agentUnreachable(id, err)
+			if req.LongLived() {
+				return sandbox.ExecResult{}, true, fmt.Errorf("exec in sandbox %s: %w: its agent is out of reach (%v)", id, sandbox.ErrUnavailable, err)
+			}
+			return sandbox.ExecResult{}, false, nil
+		}
 		if req.LongLived() && errors.Is(err, agent.ErrRefused) {
 			// An agent from before standard input: the container's
 			// binary is replaced when it is created again.
