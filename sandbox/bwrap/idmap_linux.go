@@ -215,6 +215,9 @@ func (p *Provider) setUpIDMap() error {
 			return fmt.Errorf("create the stage directory: %w", err)
 		}
 	}
+	if err := privateMount(p.cfg.StageDir); err != nil {
+		return fmt.Errorf("make the stage directory a private mount: %w", err)
+	}
 	// Can this machine map the root's filesystem? Tried on the root
 	// itself, onto a mount point of the stage.
 	try, err := os.MkdirTemp(stage, ".try-")
@@ -251,6 +254,32 @@ func (p *Provider) setUpIDMap() error {
 	}
 	p.sweepStage()
 	return nil
+}
+
+// privateMount makes dir a mount of its own with private propagation,
+// unless it is one already: the stages' mounts must not propagate to
+// other mount namespaces of the machine (a host whose / is shared, as
+// systemd makes it), and a shared parent would refuse moveStage.
+func privateMount(dir string) error {
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		// ID parent major:minor root mountpoint options [optional fields] - ...
+		f := strings.Fields(line)
+		if len(f) > 6 && f[4] == dir {
+			pre, _, _ := strings.Cut(strings.Join(f[6:], " "), " - ")
+			if !strings.Contains(pre, "shared:") {
+				return nil // a mount of its own, not shared
+			}
+			return unix.Mount("", dir, "", unix.MS_PRIVATE, "")
+		}
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return unix.Mount("", dir, "", unix.MS_PRIVATE, "")
 }
 
 // sweepStage removes the stage's mounts of sandboxes that no longer
@@ -473,6 +502,24 @@ func (p *Provider) unstage(id string) error {
 		return nil
 	}
 	return unstageAt(p.stageDir(id))
+}
+
+// moveStage moves the stage of a pool member adopted as id to its new
+// name (keep: with the same mounts); otherwise it removes it.
+func (p *Provider) moveStage(poolID, id string, keep bool) error {
+	if p.ids == nil {
+		return nil
+	}
+	from, to := p.stageDir(poolID), p.stageDir(id)
+	if keep {
+		if err := os.Mkdir(to, 0o700); err == nil {
+			if err := unix.MoveMount(unix.AT_FDCWD, from, unix.AT_FDCWD, to, 0); err == nil {
+				return unstageAt(from)
+			}
+			_ = os.Remove(to)
+		}
+	}
+	return unstageAt(from)
 }
 
 // unstageAt detaches whatever is mounted on dir, with its submounts, and

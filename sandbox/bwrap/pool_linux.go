@@ -183,10 +183,11 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	if at, ok := p.nsFailed.LoadAndDelete(poolID); ok {
 		p.nsFailed.Store(id, at)
 	}
-	// The member's stage shows the directory under its old name; the
-	// next command stages it under the new one, with spec's mounts.
-	if err := p.unstage(poolID); err != nil {
-		p.log().Warn("bwrap: remove a pool member's stage", "sandbox", poolID, "err", err)
+	// The member's stage shows the directory (mounts follow it, not its
+	// name): it moves to the new name, unless the mounts changed, when
+	// the next command stages it anew.
+	if err := p.moveStage(poolID, id, keep); err != nil {
+		p.log().Warn("bwrap: move a pool member's stage", "sandbox", poolID, "err", err)
 	}
 	return nil
 }
