@@ -38,6 +38,22 @@ type Conn struct {
 	proof []byte
 }
 
+// unsent tells why a request could not be sent whole: the other end
+// closed before it had the request's last byte, so no agent ran it. When
+// the agent must prove itself, what that end sent before it closed says
+// who it was: ErrAuth when not the agent (a process of the sandbox that
+// took the socket), ErrNotListening when nothing came.
+func (c *Conn) unsent(err error) error {
+	if c.proof == nil {
+		return err
+	}
+	_ = c.c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, aerr := c.answer(); aerr != nil {
+		return fmt.Errorf("%w (%w)", aerr, err)
+	}
+	return fmt.Errorf("%w: the agent closed before the request's end: %w", ErrNotListening, err)
+}
+
 // answer is the reader of the agent's answer, once the agent proved it
 // holds the token when it must: a connection closed before the proof is
 // ErrNotListening (the agent ended, or holds another token and ran
@@ -94,7 +110,7 @@ func (c *Conn) Exec(ctx context.Context, req Request, stdout, stderr io.Writer) 
 	}
 	_ = c.c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := c.c.Write(line); err != nil {
-		return Result{}, fmt.Errorf("agent exec: send the request: %w", err)
+		return Result{}, fmt.Errorf("agent exec: send the request: %w", c.unsent(err))
 	}
 	if req.Timeout > 0 {
 		_ = c.c.SetReadDeadline(time.Now().Add(req.Timeout + grace))

@@ -120,6 +120,7 @@ func (f Files) op(ctx context.Context, req wireRequest, upload []byte) (*Conn, *
 	_, err = buf.WriteTo(conn.c)
 	_ = conn.c.SetWriteDeadline(time.Time{})
 	if err != nil {
+		err = conn.unsent(err)
 		conn.Close()
 		return nil, nil, ctxOr(ctx, fmt.Errorf("agent %s: send the request: %w", req.Op, err))
 	}

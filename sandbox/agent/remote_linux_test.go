@@ -298,3 +298,37 @@ func TestSocketImpostor(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketImpostorClosesFirst: an impostor that answers the challenge
+// alone and closes before the request arrives (the request's write then
+// fails) is still told apart from the agent: ErrAuth, nothing taken.
+func TestSocketImpostorClosesFirst(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.ReadFull(c, make([]byte, nonceSize+tokenIDSize))
+		out := frameHeader(frameStdout, 7)
+		c.Write(append(append(make([]byte, 32), out[:]...), "forged\n"...))
+		c.Close()
+	}()
+	c, err := Dial(context.Background(), sock, []byte(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+	var out bytes.Buffer
+	res, err := c.Exec(context.Background(), Request{Command: "exit 3", Timeout: 5 * time.Second}, &out, &out)
+	if !errors.Is(err, ErrAuth) || out.Len() > 0 {
+		t.Fatalf("the impostor that closed first: %+v, %v, output %q; want ErrAuth and nothing taken", res, err, out.String())
+	}
+}
