@@ -196,7 +196,9 @@ func TestAttackHostRoot(t *testing.T) {
 	}
 	for _, path := range []string{"per-command", "namespace"} {
 		t.Run(path, func(t *testing.T) {
-			cfg := bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test"}
+			// A root that does not exist yet, as on an engine's first
+			// start: the users must be mapped from the start.
+			cfg := bwrap.Config{Root: filepath.Join(t.TempDir(), "first-start", "bwrap"), CgroupParent: "flowbox-test"}
 			if path == "namespace" {
 				cfg.AgentBinary = testenv.EngineBinary(t)
 			}

@@ -188,6 +188,11 @@ func (p *Provider) setUpIDMap() error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
+	// The root is made here if it is new (a first start): the check
+	// below maps it.
+	if err := os.MkdirAll(p.cfg.Root, 0o755); err != nil {
+		return fmt.Errorf("create the sandboxes' directory: %w", err)
+	}
 	stage := stageRoot(p.cfg.StageDir, p.cfg.Root)
 	for _, dir := range []string{p.cfg.StageDir, stage} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
