@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sync"
 	"time"
 
@@ -41,6 +42,14 @@ type Scope struct {
 
 // SandboxID is the scope's sandbox ID (S1).
 func (s Scope) SandboxID() string { return IDFor(s.AppID, s.UserID, s.ChatID) }
+
+// ChatKey names the chat in the stores that keep something of it (its
+// history, approvals, deletion records): chat ids are scoped per app and
+// user (T5), so two users' chats "c1" of one app are two chats. Each part
+// is path-escaped, so no two chats spell the same key.
+func (s Scope) ChatKey() string {
+	return url.PathEscape(s.AppID) + "/" + url.PathEscape(s.UserID) + "/" + url.PathEscape(s.ChatID)
+}
 
 func (s Scope) validate() error {
 	if s.AppID == "" || s.UserID == "" || s.ChatID == "" {

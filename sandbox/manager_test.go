@@ -428,7 +428,7 @@ func TestDeletedChatIsRefused(t *testing.T) {
 			}
 			// What the deletion does: the intent, then the sandbox and record.
 			made.Store(0)
-			err = e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(scope.AppID, scope.ChatID, "task", e.clock.Now())})
+			err = e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(scope, "task", e.clock.Now())})
 			if err != nil {
 				t.Fatal(err)
 			}

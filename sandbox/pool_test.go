@@ -333,7 +333,7 @@ func TestPoolDeletedChat(t *testing.T) {
 	m := e.manager(t, 1, nil)
 	refill(t, m, 1)
 	gone := sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "deleted"}
-	if err := e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(gone.AppID, gone.ChatID, "task", time.Now())}); err != nil {
+	if err := e.store.RequestDeletions(ctx(t), []mongostore.Deletion{mongostore.ChatDeletion(gone, "task", time.Now())}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Exec(ctx(t), gone, sandbox.ExecRequest{Command: "echo hi"}); !errors.Is(err, sandbox.ErrDeleted) {

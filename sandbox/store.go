@@ -44,6 +44,9 @@ type Instance struct {
 	Limit        Limits    `bson:"limit" json:"limit"`
 }
 
+// Scope is the chat the sandbox belongs to.
+func (i Instance) Scope() Scope { return Scope{AppID: i.AppID, UserID: i.UserID, ChatID: i.ChatID} }
+
 // Store keeps the instance records. The MongoDB implementation is
 // sandbox/mongostore. Every method is safe for concurrent use by several
 // engine processes.

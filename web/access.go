@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"unicode"
 
 	"github.com/gin-gonic/gin"
 
@@ -15,7 +16,7 @@ import (
 
 // ChatGetter reads chats (history.Store).
 type ChatGetter interface {
-	Get(ctx context.Context, chatID string) (history.Chat, error)
+	Get(ctx context.Context, chat sandbox.Scope) (history.Chat, error)
 }
 
 // Access applies F3 to chats: a chat's owner and admins may read and
@@ -23,8 +24,11 @@ type ChatGetter interface {
 // change the chats of their app's end users (their customUids) and of its
 // share links' visitors, never an account's (T5); nobody else learns it
 // exists.
-// A chat with no turns yet belongs to whoever starts it, if they may use
-// the app (theirs, a public one, or any for an admin).
+// Chat ids are scoped per app and user (T5): a request names a chat by
+// its app, its chat id and, when it is not the caller's own, its user
+// (Whose). A chat with no turns yet is its user's to start, if they may
+// use the app (theirs, a public one, or any for an admin); nobody can take
+// or pre-empt a chat id of another user's.
 type Access struct {
 	Apps  AppReader
 	Chats ChatGetter
@@ -58,10 +62,46 @@ func (a *Access) ManagesChats(c *gin.Context, app apps.App) bool {
 	return a.CanEditApp(c, app) || (ok && p.Bound() && p.LinkID == "" && p.AppID == app.ID)
 }
 
-// ChatOwner implements ChatAccess.
-func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string, write bool) (string, error) {
+// Whose is the user whose chat a request names: userID when it names one
+// (as chat lists show it), else the caller's own. An app key's own are its
+// end users: customUID names one ("api" when none), as in the chat API.
+// Naming a user says whose chat is meant, nothing more: ChatOwner decides
+// whether the caller may reach it. problem is the answer to a malformed
+// customUid.
+func (a *Access) Whose(c *gin.Context, userID, customUID string) (user, problem string) {
 	p, ok := PrincipalOf(c)
-	if !ok || (p.Bound() && p.AppID != appID) {
+	switch {
+	case !ok:
+		return "", ""
+	case userID != "":
+		return userID, ""
+	case p.LinkID != "":
+		return p.UserID, ""
+	case p.Bound():
+		if customUID == "" {
+			customUID = "api"
+		}
+		if len(customUID) > 128 || strings.ContainsFunc(customUID, unicode.IsControl) {
+			return "", "customUid must be 1 to 128 characters without control characters"
+		}
+		return p.UserID + ":" + customUID, ""
+	}
+	return p.UserID, ""
+}
+
+// ownChat reports whether userID's chats are the caller's own: their
+// account's or visitor id's, or for an app key its end users'.
+func ownChat(p auth.Principal, userID string) bool {
+	if p.Bound() && p.LinkID == "" {
+		return strings.HasPrefix(userID, auth.AppKeyUser(p.AppID)+":")
+	}
+	return userID == p.UserID
+}
+
+// ChatOwner implements ChatAccess: the chat of userID (Whose) in appID.
+func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, userID, chatID string, write bool) (string, error) {
+	p, ok := PrincipalOf(c)
+	if !ok || userID == "" || (p.Bound() && p.AppID != appID) {
 		return "", ErrNoAccess
 	}
 	app, err := a.Apps.Get(ctx, appID)
@@ -70,23 +110,20 @@ func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, chatID st
 	} else if err != nil {
 		return "", err
 	}
-	chat, err := a.Chats.Get(ctx, chatID)
+	_, err = a.Chats.Get(ctx, sandbox.Scope{AppID: appID, UserID: userID, ChatID: chatID})
 	switch {
 	case errors.Is(err, history.ErrNotFound):
-		// An app key names its end users in the chat API; a chat it has
-		// not made yet has no owner to give.
-		if a.CanUseApp(c, app) && !(p.Bound() && p.LinkID == "") {
-			return p.UserID, nil
+		// A chat not recorded yet: the caller's own to start.
+		if ownChat(p, userID) && a.CanUseApp(c, app) {
+			return userID, nil
 		}
 		return "", ErrNoAccess
 	case err != nil:
 		return "", err
-	case chat.AppID != appID:
-		return "", ErrNoAccess
-	case chat.UserID == p.UserID || p.Admin() || a.ManagesChats(c, app) && p.Bound() && KeyReaches(p, chat.UserID):
-		return chat.UserID, nil
+	case ownChat(p, userID) || p.Admin() || a.ManagesChats(c, app) && p.Bound() && KeyReaches(p, userID):
+		return userID, nil
 	case !write && app.OwnerID == p.UserID:
-		return chat.UserID, nil
+		return userID, nil
 	}
 	return "", ErrNoAccess
 }

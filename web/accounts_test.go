@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web/auth"
 )
@@ -219,10 +220,10 @@ func TestDeleteUser(t *testing.T) {
 			}
 			ctx := context.Background()
 			store := env.Engine.Services.Store
-			if _, err := store.GetDeletion(ctx, mongostore.ChatDeletionKey(app.ID, "hal-chat-"+mode)); err != nil {
+			if _, err := store.GetDeletion(ctx, mongostore.ChatDeletionKey(sandbox.Scope{AppID: app.ID, UserID: "u:" + name, ChatID: "hal-chat-" + mode})); err != nil {
 				t.Errorf("the deletion of hal's chat's sandbox: %v", err)
 			}
-			if _, err := env.Engine.Chats.Get(ctx, "hal-chat-"+mode); err == nil {
+			if _, err := env.Engine.Chats.Get(ctx, sandbox.Scope{AppID: app.ID, UserID: "u:" + name, ChatID: "hal-chat-" + mode}); err == nil {
 				t.Error("hal's chat outlived his account")
 			}
 			if resp := key.Do(t, "GET", "/api/me", nil); resp.Status != http.StatusUnauthorized {

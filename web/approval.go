@@ -15,6 +15,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
 
@@ -22,7 +23,7 @@ import (
 type Approvals interface {
 	Put(ctx context.Context, a approval.Approval) error
 	Get(ctx context.Context, id string) (approval.Approval, *approval.Answer, error)
-	Pending(ctx context.Context, chatID string) (string, error)
+	Pending(ctx context.Context, chat sandbox.Scope) (string, error)
 	Claim(ctx context.Context, id string, a approval.Answer) error
 }
 
@@ -164,7 +165,7 @@ func (h *ChatHandler) lapsePending(ctx context.Context, chat history.Chat, by st
 	if h.Approvals == nil || chat.CreatedAt.IsZero() {
 		return
 	}
-	id, err := h.Approvals.Pending(ctx, chat.ID)
+	id, err := h.Approvals.Pending(ctx, chat.Scope())
 	if err != nil || id == "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // AppStore keeps apps (apps.Store).
@@ -25,7 +26,8 @@ type AppStore interface {
 // SandboxDeleter records that chats' or an app's sandboxes must go. It
 // returns once the intent is durable; the workers do the rest (S8).
 type SandboxDeleter interface {
-	DeleteChats(ctx context.Context, appID string, chatIDs []string) error
+	// DeleteChats takes chats by app, user and chat id.
+	DeleteChats(ctx context.Context, chats []sandbox.Scope) error
 	DeleteApp(ctx context.Context, appID string) error
 }
 

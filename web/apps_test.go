@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/web/auth"
 )
@@ -23,7 +24,7 @@ func TestAppAndChatRules(t *testing.T) {
 	ctx := context.Background()
 	env := servertest.Start(t, servertest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
-	env.CreateUser(t, "bob", auth.RoleUser)
+	bobID := env.CreateUser(t, "bob", auth.RoleUser)
 	as := map[string]*servertest.Client{
 		"":      env.Anonymous(),
 		"alice": env.Login(t, "alice", servertest.Password("alice")),
@@ -85,20 +86,24 @@ func TestAppAndChatRules(t *testing.T) {
 		{"bob", "GET", chats(a2), nil, 200, `"chatId":"` + cb2 + `"`},
 		{"bob", "GET", chat(demo, cb), nil, 200, `"text":"hi from bob"`},
 		{"alice", "GET", chat(demo, cb), nil, 404, "no chat " + quoted(cb)},
-		{"admin", "GET", chat(demo, cb), nil, 200, `"text":"hi from bob"`},
-		{"alice", "GET", chat(a2, cb2), nil, 200, `"text":"hi from bob in shared"`},               // the app's owner reads
-		{"alice", "PATCH", chat(a2, cb2), map[string]string{"title": "mine now"}, 404, "no chat"}, // but may not change
+		{"alice", "GET", chat(demo, cb) + "?userId=" + bobID, nil, 404, "no chat " + quoted(cb)},
+		{"admin", "GET", chat(demo, cb), nil, 404, "no chat " + quoted(cb)}, // the admin's own chat cb: none
+		{"admin", "GET", chat(demo, cb) + "?userId=" + bobID, nil, 200, `"text":"hi from bob"`},
+		{"alice", "GET", chat(a2, cb2) + "?userId=" + bobID, nil, 200, `"text":"hi from bob in shared"`},               // the app's owner reads
+		{"alice", "PATCH", chat(a2, cb2) + "?userId=" + bobID, map[string]string{"title": "mine now"}, 404, "no chat"}, // but may not change
 		{"bob", "PATCH", chat(a2, cb2), map[string]string{"title": "renamed"}, 200, `"title":"renamed"`},
 		{"bob", "GET", chat(a1, ca), nil, 404, "no chat"},
 		{"alice", "GET", chat(demo, ca), nil, 404, "no chat " + quoted(ca)}, // her chat, another app
 		{"bob", "GET", chat(demo, ca), nil, 404, "no chat"},
 		{"alice", "DELETE", chats(a2), map[string]any{"chatIds": []string{cb2}}, 404, "no chat"},
+		{"alice", "DELETE", chats(a2), map[string]any{"chatIds": []string{cb2}, "userId": bobID}, 404, "no chat"},
 		{"bob", "DELETE", chats(demo), map[string]any{"chatIds": []string{cb, ca}}, 404, "no chat " + quoted(ca)},
 		{"bob", "DELETE", chats(demo), map[string]any{"chatIds": []string{}}, 400, "1 to 1000 ids"},
 		// the sandbox routes apply the same rules
 		{"bob", "POST", "/api/core/ai/sandbox/status", status(demo, cb), 200, `{"exists":false}`},
-		{"alice", "POST", "/api/core/ai/sandbox/status", status(demo, cb), 404, "no chat"},
-		{"admin", "POST", "/api/core/ai/sandbox/status", status(demo, cb), 200, `{"exists":false}`},
+		{"alice", "POST", "/api/core/ai/sandbox/status", status(demo, cb), 200, `{"exists":false}`}, // her own chat of that id
+		{"admin", "POST", "/api/core/ai/sandbox/status", map[string]string{"appId": demo, "chatId": cb, "userId": bobID}, 200, `{"exists":false}`},
+		{"alice", "POST", "/api/core/ai/sandbox/status", map[string]string{"appId": demo, "chatId": cb, "userId": bobID}, 404, "no chat"},
 		{"", "POST", "/api/core/ai/sandbox/status", status(demo, cb), 401, "sign in"},
 		// last: deletions that succeed
 		{"bob", "DELETE", chats(demo), map[string]any{"chatIds": []string{cb}}, 202, `"deleted":["` + cb + `"]`},
@@ -115,11 +120,11 @@ func TestAppAndChatRules(t *testing.T) {
 	// those: a refused request records nothing.
 	deletions := env.Engine.Services.Store
 	for key, want := range map[string]bool{
-		mongostore.ChatDeletionKey(demo, cb): true,
-		mongostore.AppDeletionKey(a1):        true,
-		mongostore.ChatDeletionKey(demo, ca): false,
-		mongostore.ChatDeletionKey(a1, ca):   false,
-		mongostore.ChatDeletionKey(a2, cb2):  false,
+		mongostore.ChatDeletionKey(sandbox.Scope{AppID: demo, UserID: bobID, ChatID: cb}): true,
+		mongostore.AppDeletionKey(a1): true,
+		mongostore.ChatDeletionKey(sandbox.Scope{AppID: demo, UserID: bobID, ChatID: ca}): false,
+		mongostore.ChatDeletionKey(sandbox.Scope{AppID: a1, UserID: aliceID, ChatID: ca}): false,
+		mongostore.ChatDeletionKey(sandbox.Scope{AppID: a2, UserID: bobID, ChatID: cb2}):  false,
 	} {
 		d, err := deletions.GetDeletion(ctx, key)
 		if got := err == nil; got != want {

@@ -160,11 +160,7 @@ func TestAttackShareTokenReplacesSession(t *testing.T) {
 	owner := func() string {
 		t.Helper()
 		chatID, _ := sendTurn(t, victim, l.URL+"/api/v1/chat/completions", map[string]any{"messages": message("$ echo hi")}, 200)
-		chat, err := env.Engine.Chats.Get(t.Context(), chatID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return chat.UserID
+		return chatOf(t, env, appID, chatID).UserID
 	}
 	if got := owner(); got != "share:"+l.ID+":victim" {
 		t.Fatalf("the victim's chat belongs to %q", got)

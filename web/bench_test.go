@@ -54,8 +54,8 @@ func BenchmarkSSERelay(b *testing.B) {
 // forgetful is a chat history that keeps nothing.
 type forgetful struct{}
 
-func (forgetful) Owned(ctx context.Context, chatID, appID, userID string) (history.Chat, error) {
-	return history.Chat{ID: chatID, AppID: appID, UserID: userID}, nil
+func (forgetful) Open(ctx context.Context, chat sandbox.Scope) (history.Chat, error) {
+	return history.Of(chat), nil
 }
 
 func (forgetful) AppendTurn(ctx context.Context, chat history.Chat, question, answer history.Item, now time.Time) (history.Chat, error) {

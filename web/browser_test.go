@@ -30,6 +30,8 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/internal/server/servertest"
@@ -1053,6 +1055,18 @@ func whoAmI(t *testing.T, url, key string) (int, string) {
 	return resp.StatusCode, me.Name
 }
 
+// chatNamed finds the one stored chat whose chat id is chatID, whoever's
+// it is: the pages name chats by id, and chat ids are scoped per app and
+// user, so a test that made one chat under an id finds that one.
+func (e *browserEnv) chatNamed(ctx context.Context, chatID string) (history.Chat, error) {
+	var c history.Chat
+	err := e.engine.Services.DB.Collection(history.ChatsCollection).FindOne(ctx, bson.D{{Key: "chatId", Value: chatID}}).Decode(&c)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return c, fmt.Errorf("chat %s: %w", chatID, history.ErrNotFound)
+	}
+	return c, err
+}
+
 // chatItems waits until the chat's last turn is stored (the answer may
 // reach the page before the turn reaches the database) and returns it.
 func chatItems(t *testing.T, e *browserEnv, chatID string) []history.Item {
@@ -1060,7 +1074,7 @@ func chatItems(t *testing.T, e *browserEnv, chatID string) []history.Item {
 	ctx := context.Background()
 	var items []history.Item
 	waitFor(t, "the chat's history", func() (bool, string) {
-		chat, err := e.chats.Get(ctx, chatID)
+		chat, err := e.chatNamed(ctx, chatID)
 		if err != nil {
 			return false, err.Error()
 		}

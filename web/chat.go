@@ -40,7 +40,7 @@ type AppReader interface {
 
 // ChatHistory keeps chats (history.Store).
 type ChatHistory interface {
-	Owned(ctx context.Context, chatID, appID, userID string) (history.Chat, error)
+	Open(ctx context.Context, chat sandbox.Scope) (history.Chat, error)
 	AppendTurn(ctx context.Context, chat history.Chat, question, answer history.Item, now time.Time) (history.Chat, error)
 }
 
@@ -325,6 +325,9 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	}
 	if newChat {
 		req.ChatID = newID()
+	} else if problem := chatIDProblem(req.ChatID); problem != "" {
+		apiError(c, http.StatusBadRequest, "chatId: "+problem)
+		return
 	}
 	if req.AppID == "" {
 		req.AppID = h.DefaultApp
@@ -371,16 +374,15 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		apiError(c, http.StatusInternalServerError, "could not read the app; retry later")
 		return
 	}
-	// A chat id made here names no stored chat: no need to look.
-	chat := history.Chat{ID: req.ChatID, AppID: app.ID, UserID: req.CustomUID}
+	// Chat ids are scoped per app and user: the chat is the caller's
+	// (or their end user's) own, whatever other users named theirs. A
+	// chat id made here names no stored chat: no need to look.
+	scope := sandbox.Scope{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID}
+	chat := history.Of(scope)
 	if !newChat {
-		chat, err = h.History.Owned(ctx, req.ChatID, app.ID, req.CustomUID)
+		chat, err = h.History.Open(ctx, scope)
 	}
-	if errors.Is(err, history.ErrNotOwner) {
-		// Existence of another user's chat is private.
-		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", req.ChatID))
-		return
-	} else if err != nil {
+	if err != nil {
 		h.Log.Error("read chat", "chatId", req.ChatID, "err", err)
 		apiError(c, http.StatusInternalServerError, "could not read the chat; retry later")
 		return

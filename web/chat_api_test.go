@@ -164,7 +164,7 @@ func TestDemoModelRunsACommandEndToEnd(t *testing.T) {
 	}
 	ctx := context.Background()
 	chats := e.env.Engine.Chats
-	chat, err := chats.Owned(ctx, "demo-chat", apps.DemoAppID, "alice")
+	chat, err := chats.Get(ctx, sandbox.Scope{AppID: apps.DemoAppID, UserID: "alice", ChatID: "demo-chat"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +249,6 @@ func TestNonStreamingAnswer(t *testing.T) {
 func TestChatAPIRefusesBadRequests(t *testing.T) {
 	t.Parallel()
 	e := chatAPIStart(t, llmtest.Reply{Text: "first"})
-	first := chatAPIPost(t, context.Background(), e.service,
-		fmt.Sprintf(`{"appId":%q,"chatId":"owned","customUid":"alice","messages":[{"role":"user","content":"hi"}]}`, e.scripted))
-	if b, _ := io.ReadAll(first.Body); first.StatusCode != 200 {
-		t.Fatalf("alice's first turn: %d %s", first.StatusCode, b)
-	}
 	service, wrong := e.service, e.env.Bearer("nope")
 	tests := []struct {
 		name   string
@@ -267,7 +262,8 @@ func TestChatAPIRefusesBadRequests(t *testing.T) {
 		{"malformed JSON", service, `{"messages": [`, 400, "not valid JSON"},
 		{"no user message", service, `{"messages":[{"role":"system","content":"x"}]}`, 400, "must end with"},
 		{"unknown app", service, `{"appId":"ghost","messages":[{"role":"user","content":"x"}]}`, 404, `no app "ghost"`},
-		{"another user's chat", service, fmt.Sprintf(`{"appId":%q,"chatId":"owned","customUid":"mallory","messages":[{"role":"user","content":"x"}]}`, e.scripted), 404, `no chat "owned"`},
+		{"a chat id with a slash", service, fmt.Sprintf(`{"appId":%q,"chatId":"a/b","messages":[{"role":"user","content":"x"}]}`, e.scripted), 400, "chatId: the chat id must be 1 to 128 characters"},
+		{"a chat id too long", service, fmt.Sprintf(`{"appId":%q,"chatId":%q,"messages":[{"role":"user","content":"x"}]}`, e.scripted, strings.Repeat("c", 129)), 400, "without slashes or control characters"},
 		{"oversize body", service, `{"messages":[{"role":"user","content":"` + strings.Repeat("a", 2<<20) + `"}]}`, 413, "over"},
 	}
 	for _, tc := range tests {
@@ -380,7 +376,7 @@ func TestSignedInCallersChatAsThemselves(t *testing.T) {
 			if code != 200 || !strings.Contains(body, "offline demo model") {
 				t.Fatalf("the public demo app: %d %s", code, body)
 			}
-			chat, err := e.env.Engine.Chats.Get(context.Background(), chatID)
+			chat, err := e.env.Engine.Chats.Get(context.Background(), sandbox.Scope{AppID: apps.DemoAppID, UserID: aliceID, ChatID: chatID})
 			if err != nil || chat.UserID != aliceID {
 				t.Fatalf("chat = %+v, %v; want it owned by alice (%s), not the customUid she sent", chat, err, aliceID)
 			}

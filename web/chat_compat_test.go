@@ -161,7 +161,7 @@ func TestCompatResponseChatItemID(t *testing.T) {
 		t.Fatalf("stream: %d, answer %q", resp.StatusCode, a)
 	}
 
-	history := admin.Do(t, "GET", "/api/apps/"+e.scripted+"/chats/ids", nil)
+	history := admin.Do(t, "GET", "/api/apps/"+e.scripted+"/chats/ids?userId=api", nil) // the service key's default user
 	var chat struct {
 		Items []struct {
 			DataID             string `json:"dataId"`

@@ -19,8 +19,8 @@ type ChatStore interface {
 	ChatGetter
 	List(ctx context.Context, appID, userID string, limit int) ([]history.Chat, error)
 	Items(ctx context.Context, chat history.Chat, from, limit int) ([]history.Item, error)
-	Rename(ctx context.Context, chatID, title string) error
-	Delete(ctx context.Context, chatID string) error
+	Rename(ctx context.Context, chat sandbox.Scope, title string) error
+	Delete(ctx context.Context, chat sandbox.Scope) error
 }
 
 // ChatsHandler serves an app's chats.
@@ -66,15 +66,21 @@ func (h *ChatsHandler) List(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"chats": chats})
 }
 
-// chat loads the chat at :chatId if the caller may reach it.
+// chat loads the chat at :chatId (of ?userId=, or for app keys
+// ?customUid=; the caller's own when neither) if the caller may reach it.
 func (h *ChatsHandler) chat(c *gin.Context, write bool) (history.Chat, bool) {
 	ctx := c.Request.Context()
 	appID, chatID := c.Param("appId"), c.Param("chatId")
-	if _, err := h.Access.ChatOwner(ctx, c, appID, chatID, write); err != nil {
+	user, problem := h.Access.Whose(c, c.Query("userId"), c.Query("customUid"))
+	if problem != "" {
+		apiError(c, http.StatusBadRequest, problem)
+		return history.Chat{}, false
+	}
+	if _, err := h.Access.ChatOwner(ctx, c, appID, user, chatID, write); err != nil {
 		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
 		return history.Chat{}, false
 	}
-	chat, err := h.Chats.Get(ctx, chatID)
+	chat, err := h.Chats.Get(ctx, sandbox.Scope{AppID: appID, UserID: user, ChatID: chatID})
 	if err != nil {
 		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
 		return history.Chat{}, false
@@ -114,34 +120,44 @@ func (h *ChatsHandler) Rename(c *gin.Context) {
 		apiError(c, http.StatusBadRequest, `send {"title": "..."}`)
 		return
 	}
-	if err := h.Chats.Rename(c.Request.Context(), chat.ID, strings.TrimSpace(body.Title)); err != nil {
+	if err := h.Chats.Rename(c.Request.Context(), chat.Scope(), strings.TrimSpace(body.Title)); err != nil {
 		apiError(c, http.StatusInternalServerError, "could not rename the chat; retry later")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"chatId": chat.ID, "title": strings.TrimSpace(body.Title)})
 }
 
-// Delete removes one or many chats ({"chatIds": [...]}): it records their
-// sandboxes' deletion durably, removes the chats and answers at once;
-// it never waits for the sandboxes (S8).
+// Delete removes one or many chats ({"chatIds": [...]}, the caller's own
+// or, with "userId" (or an app key's "customUid"), that user's): it
+// records their sandboxes' deletion durably, removes the chats and
+// answers at once; it never waits for the sandboxes (S8).
 func (h *ChatsHandler) Delete(c *gin.Context) {
 	var body struct {
-		ChatIDs []string `json:"chatIds"`
+		ChatIDs   []string `json:"chatIds"`
+		UserID    string   `json:"userId"`
+		CustomUID string   `json:"customUid"`
 	}
 	if err := decodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20), &body); err != nil || len(body.ChatIDs) == 0 || len(body.ChatIDs) > 1000 {
-		apiError(c, http.StatusBadRequest, `send {"chatIds": ["...", ...]} with 1 to 1000 ids`)
+		apiError(c, http.StatusBadRequest, `send {"chatIds": ["...", ...]} with 1 to 1000 ids (and "userId" for another user's chats)`)
+		return
+	}
+	user, problem := h.Access.Whose(c, body.UserID, body.CustomUID)
+	if problem != "" {
+		apiError(c, http.StatusBadRequest, problem)
 		return
 	}
 	ctx := c.Request.Context()
 	appID := c.Param("appId")
-	for _, id := range body.ChatIDs {
-		owner, err := h.Access.ChatOwner(ctx, c, appID, id, true)
+	chats := make([]sandbox.Scope, len(body.ChatIDs))
+	for i, id := range body.ChatIDs {
+		chats[i] = sandbox.Scope{AppID: appID, UserID: user, ChatID: id}
+		_, err := h.Access.ChatOwner(ctx, c, appID, user, id, true)
 		if err == nil {
-			err = h.exists(ctx, appID, owner, id)
+			err = h.exists(ctx, chats[i])
 		}
 		if errors.Is(err, errNoChat) || errors.Is(err, ErrNoAccess) {
-			// A deletion is recorded for the app's chat id: one that does
-			// not exist must not be deleted ahead of whoever makes it.
+			// A deletion is recorded for the chat: one that does not
+			// exist must not be deleted ahead of whoever makes it.
 			apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(id)+" of yours in this app; nothing was deleted (GET /api/apps/"+appID+"/chats lists your chats)")
 			return
 		} else if err != nil {
@@ -149,13 +165,13 @@ func (h *ChatsHandler) Delete(c *gin.Context) {
 			return
 		}
 	}
-	if err := h.Deleter.DeleteChats(ctx, appID, body.ChatIDs); err != nil {
+	if err := h.Deleter.DeleteChats(ctx, chats); err != nil {
 		apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the chats' sandboxes; nothing was deleted, retry later")
 		return
 	}
-	for _, id := range body.ChatIDs {
-		if err := h.Chats.Delete(ctx, id); err != nil {
-			apiError(c, http.StatusInternalServerError, "the chats' sandboxes are being deleted but chat "+strconv.Quote(id)+" could not be; retry")
+	for _, chat := range chats {
+		if err := h.Chats.Delete(ctx, chat); err != nil {
+			apiError(c, http.StatusInternalServerError, "the chats' sandboxes are being deleted but chat "+strconv.Quote(chat.ChatID)+" could not be; retry")
 			return
 		}
 	}
@@ -165,21 +181,19 @@ func (h *ChatsHandler) Delete(c *gin.Context) {
 // errNoChat: the chat has neither a recorded turn nor a sandbox.
 var errNoChat = errors.New("no such chat")
 
-// exists reports errNoChat unless the chat is recorded in appID or has a
-// sandbox there (its first turn still running, or files opened first).
-func (h *ChatsHandler) exists(ctx context.Context, appID, owner, chatID string) error {
-	chat, err := h.Chats.Get(ctx, chatID)
+// exists reports errNoChat unless the chat is recorded or has a sandbox
+// (its first turn still running, or files opened first).
+func (h *ChatsHandler) exists(ctx context.Context, chat sandbox.Scope) error {
+	_, err := h.Chats.Get(ctx, chat)
 	switch {
-	case err == nil && chat.AppID == appID:
-		return nil
 	case err == nil:
-		return errNoChat // another app's: not this one's to delete
+		return nil
 	case !errors.Is(err, history.ErrNotFound):
 		return err
 	case h.Sandboxes == nil:
 		return errNoChat
 	}
-	_, err = h.Sandboxes.Lookup(ctx, sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID})
+	_, err = h.Sandboxes.Lookup(ctx, chat)
 	if errors.Is(err, sandbox.ErrNotFound) {
 		return errNoChat
 	}

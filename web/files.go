@@ -16,11 +16,17 @@ import (
 )
 
 // ChatAccess decides who may reach a chat's sandbox (F3): the chat's
-// owner, the app's owner and admins. It returns the chat owner's user id,
+// owner, the app's owner and admins. A chat is named by its app, user
+// and chat id (chat ids are scoped per app and user). It returns the chat
+// owner's user id,
 // which names the sandbox, or ErrNoAccess, which the API answers as 404:
 // whether another user's chat exists is private.
 type ChatAccess interface {
-	ChatOwner(ctx context.Context, c *gin.Context, appID, chatID string, write bool) (ownerID string, err error)
+	ChatOwner(ctx context.Context, c *gin.Context, appID, userID, chatID string, write bool) (ownerID string, err error)
+	// Whose is the user whose chat a request names (userId, or for app
+	// keys customUid), the caller when it names none; problem answers a
+	// malformed one.
+	Whose(c *gin.Context, userID, customUID string) (user, problem string)
 }
 
 // ErrNoAccess: no such chat, or not yours.
@@ -48,11 +54,15 @@ type FilesHandler struct {
 }
 
 type fileRequest struct {
-	Action  string  `json:"action"`
-	AppID   string  `json:"appId"`
-	ChatID  string  `json:"chatId"`
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
+	Action string `json:"action"`
+	AppID  string `json:"appId"`
+	ChatID string `json:"chatId"`
+	// UserID names another user's chat (admins, the app's owner and
+	// keys); CustomUID an app key's end user. Neither: the caller's.
+	UserID    string  `json:"userId"`
+	CustomUID string  `json:"customUid"`
+	Path      string  `json:"path"`
+	Content   *string `json:"content"`
 }
 
 func (h *FilesHandler) limits() (read, write int64) {
@@ -86,7 +96,12 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fi
 	if !visitorFiles(c, req.Action) {
 		return req, scope, false
 	}
-	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, req.ChatID, write || req.Action == "write")
+	user, problem := h.Access.Whose(c, req.UserID, req.CustomUID)
+	if problem != "" {
+		apiError(c, http.StatusBadRequest, problem)
+		return req, scope, false
+	}
+	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, user, req.ChatID, write || req.Action == "write")
 	if err != nil {
 		if errors.Is(err, ErrNoAccess) {
 			apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", req.ChatID))

@@ -56,11 +56,12 @@ func newFilesEnv(t *testing.T) *filesEnv {
 	return e
 }
 
-// call posts body, a JSON object with "appId" and "chatId" of alice's
-// chat added, to the sandbox route as c.
+// call posts body, a JSON object with "appId", "chatId" and "userId" of
+// alice's chat added, to the sandbox route as c. Chat ids are scoped per
+// app and user: without userId, each caller would name a chat of their own.
 func (e *filesEnv) call(t *testing.T, c *servertest.Client, route string, body map[string]any) servertest.Response {
 	t.Helper()
-	b := map[string]any{"appId": e.app, "chatId": e.chat}
+	b := map[string]any{"appId": e.app, "chatId": e.chat, "userId": e.aliceID}
 	for k, v := range body {
 		b[k] = v
 	}
@@ -203,8 +204,9 @@ func TestFilesOfADeletedChat(t *testing.T) {
 	if resp := e.call(t, e.alice, "download", map[string]any{"path": "/workspace"}); resp.Status != http.StatusGone {
 		t.Errorf("download: %d %s, want 410", resp.Status, clipped(resp.Body))
 	}
-	if resp := e.call(t, e.admin, "file", map[string]any{"action": "list", "path": "/workspace"}); resp.Status != http.StatusGone {
-		t.Errorf("an admin's list: %d %s, want 410", resp.Status, resp.Body)
+	// Another user's chat is known by its record, which went with it.
+	if resp := e.call(t, e.admin, "file", map[string]any{"action": "list", "path": "/workspace"}); resp.Status != http.StatusNotFound {
+		t.Errorf("an admin's list: %d %s, want 404", resp.Status, resp.Body)
 	}
 }
 

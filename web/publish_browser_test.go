@@ -96,7 +96,7 @@ func TestPublishTab(t *testing.T) {
 	const stray = "publish-tab-stray"
 	if code, body := appKeyTurn(t, e.url, secret, "demo", stray); code == http.StatusOK {
 		waitFor(t, "the stray turn's chat", func() (bool, string) {
-			chat, err := e.chats.Get(context.Background(), stray)
+			chat, err := e.chatNamed(context.Background(), stray)
 			if err != nil {
 				return false, err.Error()
 			}

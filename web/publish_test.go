@@ -18,6 +18,8 @@ import (
 
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/auth"
 )
@@ -62,6 +64,27 @@ func sendTurn(t *testing.T, c *servertest.Client, path string, body map[string]a
 	return out.ID, out.Choices[0].Message.Content
 }
 
+// chatOf finds the one chat of app whose chat id is chatID, whoever's it
+// is (chat ids are scoped per app and user; a test that made one chat
+// under an id finds exactly one).
+func chatOf(t *testing.T, env *servertest.Env, appID, chatID string) history.Chat {
+	t.Helper()
+	list, err := env.Engine.Chats.List(t.Context(), appID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []history.Chat
+	for _, c := range list {
+		if c.ID == chatID {
+			found = append(found, c)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d chats %q in app %s, want one: %+v", len(found), chatID, appID, found)
+	}
+	return found[0]
+}
+
 func message(text string) []map[string]string {
 	return []map[string]string{{"role": "user", "content": text}}
 }
@@ -102,7 +125,7 @@ func TestAppKeys(t *testing.T) {
 	if !strings.Contains(answer, "from-a-program") {
 		t.Fatalf("answer: %q", answer)
 	}
-	chat, err := env.Engine.Chats.Get(context.Background(), chatID)
+	chat, err := env.Engine.Chats.Get(context.Background(), sandbox.Scope{AppID: bound, UserID: "app:" + bound + ":visitor-7", ChatID: chatID})
 	if err != nil || chat.AppID != bound || chat.UserID != "app:"+bound+":visitor-7" {
 		t.Fatalf("the chat: %+v, %v; want app %s, user app:%s:visitor-7", chat, err, bound, bound)
 	}
@@ -110,9 +133,14 @@ func TestAppKeys(t *testing.T) {
 	if resp := expect(t, key, "GET", "/api/apps/"+bound+"/chats", nil, 200); !strings.Contains(string(resp.Body), chatID) {
 		t.Errorf("the app's chats through its key: %s", resp.Body)
 	}
-	expect(t, key, "GET", "/api/apps/"+bound+"/chats/"+chatID, nil, 200)
-	expect(t, key, "PATCH", "/api/apps/"+bound+"/chats/"+chatID, map[string]any{"title": "renamed by the program"}, 200)
-	read := expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": bound, "chatId": chatID, "path": "note.txt"}, 200)
+	// The key names its end user with customUid, or with userId as its
+	// chat list shows them; without either, its "api" user's chat of
+	// that id, which does not exist.
+	expect(t, key, "GET", "/api/apps/"+bound+"/chats/"+chatID+"?customUid=visitor-7", nil, 200)
+	expect(t, key, "GET", "/api/apps/"+bound+"/chats/"+chatID+"?userId=app:"+bound+":visitor-7", nil, 200)
+	expect(t, key, "GET", "/api/apps/"+bound+"/chats/"+chatID, nil, 404)
+	expect(t, key, "PATCH", "/api/apps/"+bound+"/chats/"+chatID+"?customUid=visitor-7", map[string]any{"title": "renamed by the program"}, 200)
+	read := expect(t, key, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": bound, "chatId": chatID, "customUid": "visitor-7", "path": "note.txt"}, 200)
 	if !strings.Contains(string(read.Body), "from-a-program") {
 		t.Errorf("read through the key: %s", read.Body)
 	}
@@ -127,7 +155,7 @@ func TestAppKeys(t *testing.T) {
 	}
 	expect(t, key, "GET", "/admin/api/users", nil, 403)
 	// The owner reads the program's chat like any chat of the app.
-	expect(t, alice, "GET", "/api/apps/"+bound+"/chats/"+chatID, nil, 200)
+	expect(t, alice, "GET", "/api/apps/"+bound+"/chats/"+chatID+"?userId=app:"+bound+":visitor-7", nil, 200)
 
 	// A key with an expiry stops when it passes; a revoked key at once.
 	var brief struct{ Key string }
@@ -230,9 +258,9 @@ func TestShareLinks(t *testing.T) {
 	if !strings.Contains(answer, "visitor-one-secret") {
 		t.Fatalf("the first visitor's answer: %q", answer)
 	}
-	chat, err := env.Engine.Chats.Get(context.Background(), chatID)
-	if err != nil || chat.AppID != appID || !strings.HasPrefix(chat.UserID, "share:"+l.ID+":") {
-		t.Fatalf("the visitor's chat: %+v %v", chat, err)
+	chat := chatOf(t, env, appID, chatID)
+	if chat.AppID != appID || !strings.HasPrefix(chat.UserID, "share:"+l.ID+":") {
+		t.Fatalf("the visitor's chat: %+v", chat)
 	}
 	if page := expect(t, first, "GET", l.URL, nil, 200); !strings.Contains(string(page.Body), chatID) {
 		t.Errorf("the first visitor's chat list lacks their chat")
@@ -245,10 +273,18 @@ func TestShareLinks(t *testing.T) {
 	if page := expect(t, second, "GET", l.URL, nil, 200); strings.Contains(string(page.Body), chatID) {
 		t.Errorf("the second visitor's chat list shows the first one's chat")
 	}
-	expect(t, second, "GET", l.URL+"/chat/"+chatID, nil, 404)
+	// The same chat id names the second visitor's own chat (chat ids are
+	// scoped per app and user), which holds none of the first's; naming
+	// the first visitor is refused.
+	firstID := chatOf(t, env, appID, chatID).UserID
+	if page := expect(t, second, "GET", l.URL+"/chat/"+chatID, nil, 200); strings.Contains(string(page.Body), "visitor-one-secret") {
+		t.Errorf("the second visitor's chat of the first one's id shows the first one's turn")
+	}
+	expect(t, second, "GET", l.URL+"/chat/"+chatID+"?userId="+url.QueryEscape(firstID), nil, 404)
 	expect(t, second, "POST", l.URL+"/api/core/ai/sandbox/file", read, 404)
-	expect(t, second, "POST", l.URL+"/api/core/ai/sandbox/download", read, 404)
-	expect(t, second, "POST", api, map[string]any{"chatId": chatID, "messages": message("$ cat mine.txt")}, 404)
+	named := map[string]any{"action": "read", "appId": appID, "chatId": chatID, "userId": firstID, "path": "mine.txt"}
+	expect(t, second, "POST", l.URL+"/api/core/ai/sandbox/file", named, 404)
+	expect(t, second, "POST", l.URL+"/api/core/ai/sandbox/download", named, 404)
 	// Nor do visitors reach the signed-in users' API with their cookie.
 	expect(t, second, "GET", "/api/apps/"+appID+"/chats", nil, 401)
 	expect(t, second, "POST", "/api/v1/chat/completions", map[string]any{"appId": appID, "messages": message("hi")}, 401)
@@ -299,7 +335,7 @@ func TestShareLinks(t *testing.T) {
 	expect(t, alice, "DELETE", "/api/apps/"+appID+"/links/"+l.ID, nil, 200)
 	expect(t, first, "GET", l.URL, nil, 404)
 	expect(t, first, "POST", l.URL+"/api/core/ai/sandbox/file", read, 404)
-	expect(t, alice, "GET", "/api/apps/"+appID+"/chats/"+chatID, nil, 200)
+	expect(t, alice, "GET", "/api/apps/"+appID+"/chats/"+chatID+"?userId="+url.QueryEscape(firstID), nil, 200)
 	expect(t, env.Anonymous(), "GET", "/share/no-such-link", nil, 404)
 }
 
@@ -393,14 +429,13 @@ func TestShareLinkIdentityHook(t *testing.T) {
 	// has the same chats.
 	zoe := visit(t, env, l.URL+"?token=token-of-zoe")
 	chatID, _ := sendTurn(t, zoe, l.URL+"/api/v1/chat/completions", map[string]any{"messages": message("$ echo hi")}, 200)
-	chat, err := env.Engine.Chats.Get(context.Background(), chatID)
-	if err != nil || chat.UserID != "share:"+l.ID+":zoe" {
-		t.Fatalf("zoe's chat: %+v %v", chat, err)
+	if chat := chatOf(t, env, appID, chatID); chat.UserID != "share:"+l.ID+":zoe" {
+		t.Fatalf("zoe's chat: %+v", chat)
 	}
 	zoeAgain := visit(t, env, l.URL+"?token=token-of-zoe")
 	expect(t, zoeAgain, "GET", l.URL+"/chat/"+chatID, nil, 200)
 	yan := visit(t, env, l.URL+"?token=fastgpt-style")
-	expect(t, yan, "GET", l.URL+"/chat/"+chatID, nil, 404)
+	expect(t, yan, "GET", l.URL+"/chat/"+chatID+"?userId="+url.QueryEscape("share:"+l.ID+":zoe"), nil, 404)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 4 {

@@ -90,6 +90,8 @@ type fixture struct {
 	link      string            // a share link to the shared app (files read-write)
 	expired   string            // a link to it that has expired
 	visited   string            // the visitor's chat through link
+	carol     string            // carol's user id: chat ids are scoped per app and user, so rows name her chats with it
+	visitorID string            // the visitor's user id
 	skillZip  []byte            // the markdown-report example skill, zipped
 }
 
@@ -106,7 +108,7 @@ func newFixture(t *testing.T) *fixture {
 		Command: []string{"/workspace/mcp"}, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{env: env, skillZip: zipped, clients: map[string]*servertest.Client{
+	f := &fixture{env: env, skillZip: zipped, carol: carol, clients: map[string]*servertest.Client{
 		anonymous:    env.Anonymous(),
 		wrongKey:     env.Bearer("fbk_not-a-key"),
 		userSession:  env.Login(t, "carol", servertest.Password("carol")),
@@ -191,6 +193,7 @@ func (f *fixture) publish(t *testing.T) {
 	f.clients[visitorOther] = visit(t, env, "/share/"+f.link)
 	f.visited, _ = sendTurn(t, f.clients[visitor], "/share/"+f.link+"/api/v1/chat/completions",
 		map[string]any{"messages": message("$ echo visited > visitor.txt")}, 200)
+	f.visitorID = chatOf(t, env, f.shared, f.visited).UserID
 }
 
 // createApp makes an app of alice's with the demo app's graph.
@@ -315,10 +318,13 @@ func jsonBody(v map[string]any) func(*fixture, string) any {
 }
 
 func (f *fixture) routes() []route {
-	chatPath := "/api/apps/" + f.shared + "/chats/" + f.chat
+	// Every row names carol's chat by its user too: without it, a caller
+	// names a chat of its own of that id (chat ids are scoped per app and
+	// user), which says nothing about who may reach carol's.
+	chatPath := "/api/apps/" + f.shared + "/chats/" + f.chat + "?userId=" + f.carol
 	file := func(action string, extra map[string]any) func(*fixture, string) any {
 		return func(f *fixture, _ string) any {
-			b := map[string]any{"action": action, "appId": f.shared, "chatId": f.chat, "path": "/workspace"}
+			b := map[string]any{"action": action, "appId": f.shared, "chatId": f.chat, "userId": f.carol, "path": "/workspace"}
 			for k, v := range extra {
 				b[k] = v
 			}
@@ -338,7 +344,7 @@ func (f *fixture) routes() []route {
 	shareAPI := "/share/" + f.link + "/api"
 	visitorFile := func(action string, extra map[string]any) func(*fixture, string) any {
 		return func(f *fixture, _ string) any {
-			b := map[string]any{"action": action, "appId": f.shared, "chatId": f.visited, "path": "/workspace"}
+			b := map[string]any{"action": action, "appId": f.shared, "chatId": f.visited, "userId": f.visitorID, "path": "/workspace"}
 			for k, v := range extra {
 				b[k] = v
 			}
@@ -394,7 +400,7 @@ func (f *fixture) routes() []route {
 		{method: "DELETE", path: "/api/apps/:appId/chats", pathFor: func(f *fixture, t *testing.T, caller string) string {
 			return "/api/apps/" + f.shared + "/chats"
 		}, body: func(f *fixture, caller string) any {
-			return map[string]any{"chatIds": []string{f.fresh[caller]}}
+			return map[string]any{"chatIds": []string{f.fresh[caller]}, "userId": f.carol}
 		}, want: chatWrite, def: 202},
 		{method: "DELETE", path: "/api/apps/:appId", pathFor: func(f *fixture, t *testing.T, caller string) string {
 			return "/api/apps/" + f.createApp(t, "doomed", false)
@@ -409,19 +415,17 @@ func (f *fixture) routes() []route {
 
 		// The chat's uploads (K2): as its files; a new chat's first upload
 		// creates it.
-		{method: "POST", path: "/api/uploads/" + f.chat + "?appId=" + f.shared, upload: true, body: func(*fixture, string) any { return []byte("x") },
+		{method: "POST", path: "/api/uploads/" + f.chat + "?appId=" + f.shared + "&userId=" + f.carol, upload: true, body: func(*fixture, string) any { return []byte("x") },
 			want: chatWrite, def: 201},
-		// An app key lists its own end user's uploads under that id: none
-		// of carol's (the listing is per user), so an empty list.
-		{method: "GET", path: "/api/uploads/" + f.chat + "/files?appId=" + f.shared, want: with(chatRead, map[string]int{appKey: 200}), def: 200},
+		{method: "GET", path: "/api/uploads/" + f.chat + "/files?appId=" + f.shared + "&userId=" + f.carol, want: chatRead, def: 200},
 		{method: "DELETE", path: "/api/uploads/:chatId/files", pathFor: func(f *fixture, t *testing.T, caller string) string {
-			r := upload(t, f.clients[adminSession], "/api/uploads/"+f.chat+"?appId="+f.shared, part{"doomed.txt", []byte("x")})
+			r := upload(t, f.clients[adminSession], "/api/uploads/"+f.chat+"?appId="+f.shared+"&userId="+f.carol, part{"doomed.txt", []byte("x")})
 			var u uploaded
 			r.JSON(t, &u)
 			if r.Status != 201 || len(u.Files) != 1 {
 				t.Fatalf("upload a file to delete: %d %s", r.Status, r.Body)
 			}
-			return "/api/uploads/" + f.chat + "/files?appId=" + f.shared + "&path=" + url.QueryEscape(u.Files[0].Name)
+			return "/api/uploads/" + f.chat + "/files?appId=" + f.shared + "&userId=" + f.carol + "&path=" + url.QueryEscape(u.Files[0].Name)
 		}, want: chatWrite, def: 200},
 
 		// The skills (K4): admins install and manage them, builders list
@@ -451,7 +455,7 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 		{method: "GET", path: "/apps/" + f.shared + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "GET", path: "/apps/" + f.private + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
-		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303, appKey: 403, appKeyOther: 403}), def: 200},
+		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat + "?userId=" + f.carol, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303, appKey: 403, appKeyOther: 403}), def: 200},
 		{method: "GET", path: "/account", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 
 		// Admins.
@@ -542,24 +546,26 @@ func (f *fixture) routes() []route {
 		// Share links: the visitor's chat is theirs alone; without a
 		// visitor session (every other caller) the API refuses, and an
 		// expired link refuses everyone.
+		// The chat API names the caller's own chats only: another visitor
+		// sending the first one's chat id talks in a chat of their own.
 		{method: "POST", path: shareAPI + "/v1/chat/completions", open: true, body: func(f *fixture, caller string) any {
 			return map[string]any{"chatId": f.visited, "messages": []map[string]string{{"role": "user", "content": "hello from " + caller}}}
-		}, want: visitorOnly, def: 401},
+		}, want: map[string]int{visitor: 200, visitorOther: 200}, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("read", map[string]any{"path": "visitor.txt"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
-		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared, open: true, upload: true,
+		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, upload: true,
 			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{visitor: 201, visitorOther: 404}, def: 401},
-		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared, open: true, want: visitorOnly, def: 401},
-		{method: "DELETE", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&path=" + url.QueryEscape("from "+visitor+".txt"), open: true,
+		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, want: visitorOnly, def: 401},
+		{method: "DELETE", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID) + "&path=" + url.QueryEscape("from "+visitor+".txt"), open: true,
 			want: map[string]int{visitor: 200, visitorOther: 404}, def: 401},
 		{method: "GET", path: "/share/" + f.expired, open: true, want: public, def: 410},
 		{method: "POST", path: "/share/" + f.expired + "/api/v1/chat/completions", open: true, body: jsonBody(map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}), want: public, def: 410},
 		// The pages give a caller without a visitor session one (a cookie
 		// and a redirect), so they come after the API rows, and the
 		// callers that share carol's cookies are left out of the first.
-		{method: "GET", path: "/share/" + f.link + "/chat/" + f.visited, open: true, want: visitorOnly, def: 303,
+		{method: "GET", path: "/share/" + f.link + "/chat/" + f.visited + "?userId=" + url.QueryEscape(f.visitorID), open: true, want: visitorOnly, def: 303,
 			only: slices.DeleteFunc(slices.Clone(callers), func(c string) bool { return c == userNoCSRF || c == wrongCSRF })},
 		// Switching identity takes the current session's CSRF token in
 		// the form: without it every caller (each has a visitor session

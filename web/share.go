@@ -217,7 +217,7 @@ func (h *ShareHandler) Home(c *gin.Context) {
 		shareError(c, false, http.StatusInternalServerError, "Could not list your chats; retry in a moment.")
 		return
 	}
-	h.UI.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": link.URL(), "Visitor": true})
+	h.UI.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": link.URL(), "Visitor": true, "Me": p.UserID})
 }
 
 // Chat is a visitor's chat page: the signed-in users' page, with the

@@ -9,6 +9,7 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -111,11 +112,20 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 	e.screenshot(t, first, "share-visitor.png")
 
 	// The chat is the visitor's; pia reads it as the app's owner.
-	chat, err := e.chats.Get(t.Context(), chatID)
+	chat, err := e.chatNamed(t.Context(), chatID)
 	if err != nil || chat.AppID != appID || !strings.HasPrefix(chat.UserID, "share:") {
 		t.Fatalf("the visitor's chat: %+v %v", chat, err)
 	}
-	pia.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/chats"), chromedp.WaitVisible(chromedp.CSS(`a[href$="/chat/`+chatID+`"]`)))
+	// Her list links it with its user (chat ids are scoped per app and
+	// user); its page shows the turn and the files, and no input.
+	link := `a[href*="/chat/` + chatID + `?userId=share"]`
+	pia.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/chats"), chromedp.WaitVisible(chromedp.CSS(link)))
+	pia.do(t, chromedp.Click(chromedp.CSS(link)), chromedp.WaitVisible(chromedp.CSS(`[data-role="not-own"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#messages .tool-card`)), chromedp.WaitVisible(chromedp.CSS(`#files [data-role="file-list"] li`)))
+	if n := run(t, pia, chromedp.Evaluate[int](`document.querySelectorAll("#chat-form").length`)); n != 0 {
+		t.Errorf("another user's chat page offers an input")
+	}
+	e.screenshot(t, pia, "chat-of-another-user.png")
 
 	// A second anonymous browser sees none of it.
 	second := e.newTab(t)
@@ -124,8 +134,13 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 	if n := run(t, second, chromedp.Evaluate[int](`document.querySelectorAll('a[href$="/chat/`+chatID+`"]').length`)); n != 0 {
 		t.Errorf("the second visitor's list links to the first one's chat")
 	}
-	second.do(t, chromedp.Navigate(shareURL+"/chat/"+chatID), chromedp.WaitReady("body"))
+	second.do(t, chromedp.Navigate(shareURL+"/chat/"+chatID+"?userId="+url.QueryEscape(chat.UserID)), chromedp.WaitReady("body"))
 	if body := second.text(t, "body"); !strings.Contains(body, "no such chat") {
 		t.Errorf("the first visitor's chat, opened by the second: %q", body)
+	}
+	// The same chat id without a user is the second visitor's own, new.
+	second.do(t, chromedp.Navigate(shareURL+"/chat/"+chatID), chromedp.WaitVisible(chromedp.ID("chat-form")))
+	if n := run(t, second, chromedp.Evaluate[int](`document.querySelectorAll("#messages .msg").length`)); n != 0 {
+		t.Errorf("the second visitor's chat of the first one's id shows %d messages", n)
 	}
 }

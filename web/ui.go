@@ -44,7 +44,8 @@ var labels = map[string]map[string]string{
 		"title": "Title", "updated": "Updated", "sandboxes": "Sandboxes", "provider": "Provider", "status": "Status",
 		"lastActive": "Last active", "stop": "Stop", "delete": "Delete", "newApp": "New app", "create": "Create",
 		"deleteChat": "Delete chat", "deleteChatConfirm": "Delete this chat? Its sandbox and the sandbox's files are deleted too.",
-		"stoped": "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "refused": "refused by policy", "error": "error", "limited": "over the tool-call limit", "awaiting approval": "awaiting approval", "rejected": "rejected",
+		"otherUsersChat": "This is another user's chat: you can read it and its files, but messages go to your own chats only.",
+		"stoped":         "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "refused": "refused by policy", "error": "error", "limited": "over the tool-call limit", "awaiting approval": "awaiting approval", "rejected": "rejected",
 		"approvalNeeded": "This command needs your approval", "approve": "Approve", "approveChat": "Approve for this chat", "reject": "Reject",
 		"rejectReason": "Why not? (optional, the model reads it)", "approved": "Approved", "approvedChat": "Approved for this chat",
 		"edited": "Edited and approved", "rejectedAnswer": "Rejected", "expired": "Expired: nobody approved it in time", "lapsed": "Not answered: the chat went on", "policyNotJSON": "The command policy is not valid JSON:",
@@ -70,7 +71,8 @@ var labels = map[string]map[string]string{
 		"title": "标题", "updated": "更新时间", "sandboxes": "沙盒", "provider": "提供者", "status": "状态",
 		"lastActive": "最后活跃", "stop": "停止", "delete": "删除", "newApp": "新建应用", "create": "创建",
 		"deleteChat": "删除对话", "deleteChatConfirm": "删除此对话?它的沙盒和沙盒中的文件也会被删除。",
-		"stoped": "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "refused": "被策略拒绝", "error": "错误", "limited": "超出工具调用上限", "awaiting approval": "等待批准", "rejected": "已拒绝",
+		"otherUsersChat": "这是其他用户的对话:您可以查看它和它的文件,但消息只能发送到您自己的对话。",
+		"stoped":         "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "refused": "被策略拒绝", "error": "错误", "limited": "超出工具调用上限", "awaiting approval": "等待批准", "rejected": "已拒绝",
 		"approvalNeeded": "此命令需要你的批准", "approve": "批准", "approveChat": "在此对话中始终批准", "reject": "拒绝",
 		"rejectReason": "原因(可选,模型会看到)", "approved": "已批准", "approvedChat": "已在此对话中批准",
 		"edited": "已修改并批准", "rejectedAnswer": "已拒绝", "expired": "已过期:未及时批准", "lapsed": "未回答:对话已继续", "policyNotJSON": "命令策略不是有效的 JSON:",
@@ -297,7 +299,7 @@ func (u *UI) ChatList(c *gin.Context) {
 		user = ""
 	}
 	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
-	u.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": "/apps/" + a.ID})
+	u.render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": "/apps/" + a.ID, "Me": p.UserID})
 }
 
 type pageCall struct {
@@ -338,13 +340,26 @@ func (u *UI) Chat(c *gin.Context) {
 func (u *UI) chatPage(c *gin.Context, a apps.App, view chatView) {
 	chatID := c.Param("chatId")
 	ctx := c.Request.Context()
-	if _, err := u.Access.ChatOwner(ctx, c, a.ID, chatID, false); err != nil {
+	// Another user's chat (?userId=, as the chat list links it) is
+	// shown to those who may read it; messages go to the caller's own
+	// chats only, so its page has no input.
+	user, _ := u.Access.Whose(c, c.Query("userId"), "")
+	if _, err := u.Access.ChatOwner(ctx, c, a.ID, user, chatID, false); err != nil {
 		c.String(http.StatusNotFound, "no such chat")
 		return
 	}
+	p, _ := PrincipalOf(c)
+	own := user == p.UserID
+	other := ""
+	if !own {
+		other = user
+		if view.Files == "write" {
+			view.Files = "read"
+		}
+	}
 	title := chatID
 	var items []pageItem
-	chat, err := u.Chats.Get(ctx, chatID)
+	chat, err := u.Chats.Get(ctx, sandbox.Scope{AppID: a.ID, UserID: user, ChatID: chatID})
 	if err == nil {
 		title = chat.Title
 		raw, _ := u.Chats.Items(ctx, chat, 0, 500)
@@ -363,7 +378,8 @@ func (u *UI) chatPage(c *gin.Context, a apps.App, view chatView) {
 		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
 		return
 	}
-	u.render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "Title": title, "Items": items, "View": view})
+	u.render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "UserID": other, "Own": own, "CanDelete": own || p.Admin(),
+		"Title": title, "Items": items, "View": view})
 }
 
 // callSummary is what a tool card shows of a call: a command's command

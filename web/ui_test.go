@@ -16,7 +16,7 @@ import (
 func TestPagesRender(t *testing.T) {
 	t.Parallel()
 	env := servertest.Start(t, servertest.Options{})
-	env.CreateUser(t, "alice", auth.RoleUser)
+	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
 	alice := env.Login(t, "alice", servertest.Password("alice"))
 	bob := env.Login(t, "bob", servertest.Password("bob"))
@@ -80,10 +80,19 @@ func TestPagesRender(t *testing.T) {
 			t.Errorf("the chat page lacks %s:\n%s", escaped, body)
 		}
 	}
-	if code, _ := get(bob, "/apps/demo/chat/"+chat, "en"); code != 404 {
+	// Chat ids are scoped per app and user: bob's page of that id is a
+	// new chat of his own; naming alice's by her user is refused.
+	if code, body := get(bob, "/apps/demo/chat/"+chat, "en"); code != 200 || strings.Contains(body, "&lt;b&gt;hi") || !strings.Contains(body, `id="chat-form"`) {
+		t.Errorf("bob's chat of alice's chat id: %d, want a new chat of his own", code)
+	}
+	if code, _ := get(bob, "/apps/demo/chat/"+chat+"?userId="+aliceID, "en"); code != 404 {
 		t.Errorf("another user's chat page: %d, want 404", code)
 	}
-	if code, body := get(admin, "/apps/demo/chat/"+chat, "en"); code != 200 || !strings.Contains(body, "&lt;b&gt;hi&lt;/b&gt;") {
-		t.Errorf("an admin's view of the chat: %d", code)
+	// An admin reads it, with no input: messages go to one's own chats.
+	for lang, note := range map[string]string{"en": "another user's chat", "zh": "其他用户的对话"} {
+		code, body := get(admin, "/apps/demo/chat/"+chat+"?userId="+aliceID, lang)
+		if code != 200 || !strings.Contains(body, "&lt;b&gt;hi&lt;/b&gt;") || strings.Contains(body, `id="chat-form"`) || !strings.Contains(body, note) {
+			t.Errorf("an admin's view of the chat in %s: %d", lang, code)
+		}
 	}
 }

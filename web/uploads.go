@@ -16,7 +16,6 @@ import (
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/workspace"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // Workspace is the chats' uploaded and intermediate files on the engine's
@@ -49,17 +48,18 @@ type UploadsHandler struct {
 }
 
 // target checks the caller may reach the chat (write for changes) and
-// names its sandbox scope. An app key's new chat belongs to its end user
-// customUid ("api" when none), as in the chat API. It answers the client
-// itself when the request goes no further.
+// names its sandbox scope: the chat of ?userId=, or for an app key of its
+// end user ?customUid= ("api" when none, as in the chat API), or the
+// caller's own. It answers the client itself when the request goes no
+// further.
 func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (sandbox.Scope, bool) {
 	chatID := c.Param("chatId")
 	if appID == "" {
 		apiError(c, http.StatusBadRequest, "appId is required (a query parameter, or a form field before the files)")
 		return sandbox.Scope{}, false
 	}
-	if chatID == "" || len(chatID) > 128 || strings.ContainsFunc(chatID, func(r rune) bool { return r == '/' || unicode.IsControl(r) }) {
-		apiError(c, http.StatusBadRequest, "the chat id must be 1 to 128 characters without slashes or control characters")
+	if problem := chatIDProblem(chatID); problem != "" {
+		apiError(c, http.StatusBadRequest, problem)
 		return sandbox.Scope{}, false
 	}
 	action := "list"
@@ -69,13 +69,12 @@ func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (sandb
 	if !visitorFiles(c, action) {
 		return sandbox.Scope{}, false
 	}
-	ctx := c.Request.Context()
-	owner, err := h.Access.ChatOwner(ctx, c, appID, chatID, write)
-	if errors.Is(err, ErrNoAccess) {
-		if p, ok := PrincipalOf(c); ok && p.Bound() && p.LinkID == "" && p.AppID == appID {
-			owner, err = h.appKeyUser(c, p)
-		}
+	user, problem := h.Access.Whose(c, c.Query("userId"), c.Query("customUid"))
+	if problem != "" {
+		apiError(c, http.StatusBadRequest, problem)
+		return sandbox.Scope{}, false
 	}
+	owner, err := h.Access.ChatOwner(c.Request.Context(), c, appID, user, chatID, write)
 	switch {
 	case errors.Is(err, ErrNoAccess):
 		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", chatID))
@@ -83,24 +82,16 @@ func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (sandb
 	case err != nil:
 		apiError(c, http.StatusInternalServerError, "could not check access to the chat; retry later")
 		return sandbox.Scope{}, false
-	case owner == "":
-		return sandbox.Scope{}, false // answered
 	}
 	return sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID}, true
 }
 
-// appKeyUser is the end user an app key names for a chat it has not made
-// yet: its customUid, as the chat API stores it. "" when refused.
-func (h *UploadsHandler) appKeyUser(c *gin.Context, p auth.Principal) (string, error) {
-	uid := c.Query("customUid")
-	if uid == "" {
-		uid = "api"
+// chatIDProblem says what is wrong with a chat id a client chose, or "".
+func chatIDProblem(chatID string) string {
+	if chatID == "" || len(chatID) > 128 || strings.ContainsFunc(chatID, func(r rune) bool { return r == '/' || unicode.IsControl(r) }) {
+		return "the chat id must be 1 to 128 characters without slashes or control characters"
 	}
-	if len(uid) > 128 || strings.ContainsFunc(uid, unicode.IsControl) {
-		apiError(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
-		return "", nil
-	}
-	return p.UserID + ":" + uid, nil
+	return ""
 }
 
 // uploadError answers an error of the workspace.
@@ -172,7 +163,7 @@ func (h *UploadsHandler) Upload(c *gin.Context) {
 			return
 		}
 		switch part.FormName() {
-		case "appId", "dir", "customUid":
+		case "appId", "dir", "customUid", "userId":
 			v, err := io.ReadAll(io.LimitReader(part, 4096))
 			if err != nil {
 				uploadError(c, err, saved)
@@ -181,9 +172,9 @@ func (h *UploadsHandler) Upload(c *gin.Context) {
 			if fields[part.FormName()] == "" {
 				fields[part.FormName()] = string(v)
 			}
-			if part.FormName() == "customUid" && c.Query("customUid") == "" {
+			if name := part.FormName(); (name == "customUid" || name == "userId") && c.Query(name) == "" {
 				q := c.Request.URL.Query()
-				q.Set("customUid", string(v))
+				q.Set(name, string(v))
 				c.Request.URL.RawQuery = q.Encode()
 			}
 			continue
@@ -236,11 +227,7 @@ func (h *UploadsHandler) createChat(c *gin.Context, tgt sandbox.Scope, first str
 	if h.Now != nil {
 		now = h.Now
 	}
-	chat := history.Chat{ID: tgt.ChatID, AppID: tgt.AppID, UserID: tgt.UserID}
-	if _, err := h.Chats.Create(c.Request.Context(), chat, first, now()); errors.Is(err, history.ErrNotOwner) {
-		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", tgt.ChatID))
-		return false
-	} else if err != nil {
+	if _, err := h.Chats.Create(c.Request.Context(), history.Of(tgt), first, now()); err != nil {
 		apiError(c, http.StatusInternalServerError, "could not record the chat; retry later")
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web/auth"
 )
 
@@ -44,7 +45,7 @@ type OwnedApps interface {
 // UserChats finds and removes a user's chats (history.Store).
 type UserChats interface {
 	ByUser(ctx context.Context, userID string) ([]history.Chat, error)
-	Delete(ctx context.Context, chatID string) error
+	Delete(ctx context.Context, chat sandbox.Scope) error
 }
 
 // UsersHandler serves the admins' user management (/admin/api/users) and
@@ -336,17 +337,17 @@ func (h *UsersHandler) Delete(c *gin.Context) {
 		apiError(c, http.StatusInternalServerError, "could not list the user's chats; retry later")
 		return
 	}
-	byApp := map[string][]string{}
-	for _, ch := range chats {
-		byApp[ch.AppID] = append(byApp[ch.AppID], ch.ID)
-	}
-	for appID, ids := range byApp {
-		if err := h.Deleter.DeleteChats(ctx, appID, ids); err != nil {
+	if len(chats) > 0 {
+		scopes := make([]sandbox.Scope, len(chats))
+		for i, ch := range chats {
+			scopes[i] = ch.Scope()
+		}
+		if err := h.Deleter.DeleteChats(ctx, scopes); err != nil {
 			apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the user's sandboxes; retry later")
 			return
 		}
-		for _, chatID := range ids {
-			if err := h.Chats.Delete(ctx, chatID); err != nil {
+		for _, chat := range scopes {
+			if err := h.Chats.Delete(ctx, chat); err != nil {
 				apiError(c, http.StatusInternalServerError, "the user's sandboxes are being deleted but a chat could not be; retry")
 				return
 			}
@@ -361,7 +362,7 @@ func (h *UsersHandler) Delete(c *gin.Context) {
 			return
 		}
 		for _, s := range list {
-			if err := h.Deleter.DeleteChats(ctx, s.Scope().AppID, []string{s.ID}); err != nil {
+			if err := h.Deleter.DeleteChats(ctx, []sandbox.Scope{s.Scope()}); err != nil {
 				apiError(c, http.StatusServiceUnavailable, "could not record the deletion of the user's sandbox sessions; retry later")
 				return
 			}

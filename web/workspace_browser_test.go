@@ -122,7 +122,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 	if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#attachments progress").length`)); n != 0 {
 		t.Errorf("%d progress bars left after the upload finished", n)
 	}
-	chat, err := e.chats.Get(context.Background(), chatID)
+	chat, err := e.chatNamed(context.Background(), chatID)
 	if err != nil || chat.AppID != app.ID || chat.Title != "sales.csv" {
 		t.Fatalf("the chat after the first upload: %+v %v, want it made under the page's id and titled after the file", chat, err)
 	}

@@ -49,5 +49,5 @@ func (w *Workers) DeleteSandbox(ctx context.Context, sandboxID string) error {
 	if err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", sandboxID, err)
 	}
-	return w.DeleteChats(ctx, inst.AppID, []string{inst.ChatID})
+	return w.DeleteChats(ctx, []sandbox.Scope{inst.Scope()})
 }

@@ -59,7 +59,7 @@ func TestAdminDeleteRecordsTheChatsDeletion(t *testing.T) {
 	if err := w.DeleteSandbox(ctx(t), id); err != nil {
 		t.Fatalf("DeleteSandbox: %v", err)
 	}
-	if _, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "admin-delete")); err != nil {
+	if _, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.scope("admin-delete"))); err != nil {
 		t.Fatalf("the chat's deletion intent: %v", err)
 	}
 	if _, err := e.manager.Exec(ctx(t), e.scope("admin-delete"), sandbox.ExecRequest{Command: "true"}); !errors.Is(err, sandbox.ErrDeleted) {

@@ -1,10 +1,12 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -17,34 +19,47 @@ import (
 // enqueueTimeout bounds queueing a deletion once its intent is recorded.
 const enqueueTimeout = 5 * time.Second
 
-// DeleteChats records that the sandboxes of chatIDs of appID are to be
-// deleted, and queues their deletion (S8). It returns as soon as the
-// intent is durable in MongoDB, never waiting for the provider; from then
-// on no command of those chats can create a sandbox again. A deletion
-// whose task cannot be queued (Redis down) is not an error: reconciliation
+// DeleteChats records that the sandboxes of chats are to be deleted, and
+// queues their deletion (S8). It returns as soon as the intents are
+// durable in MongoDB, never waiting for the provider; from then on no
+// command of those chats can create a sandbox again. A deletion whose
+// task cannot be queued (Redis down) is not an error: reconciliation
 // queues it. Deleting a chat twice is harmless.
-func (w *Workers) DeleteChats(ctx context.Context, appID string, chatIDs []string) error {
-	if appID == "" || len(chatIDs) == 0 || slices.Contains(chatIDs, "") {
-		return fmt.Errorf("delete chats: appId %q and non-empty chatIds are required", appID)
+func (w *Workers) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
+	byApp := map[string][]sandbox.Scope{}
+	for _, c := range chats {
+		if c.AppID == "" || c.UserID == "" || c.ChatID == "" {
+			return fmt.Errorf("delete chats: each needs an appId, a userId and a chatId, got %q, %q and %q", c.AppID, c.UserID, c.ChatID)
+		}
+		byApp[c.AppID] = append(byApp[c.AppID], c)
 	}
-	chatIDs = slices.Compact(slices.Sorted(slices.Values(chatIDs)))
+	if len(byApp) == 0 {
+		return errors.New("delete chats: no chat named")
+	}
 	now := w.cfg.Now()
-	for chunk := range slices.Chunk(chatIDs, chatBatch) {
-		taskID := newTaskID(TypeDeleteChat)
-		intents := make([]mongostore.Deletion, len(chunk))
-		for i, chatID := range chunk {
-			intents[i] = mongostore.ChatDeletion(appID, chatID, taskID, now)
+	for _, appID := range slices.Sorted(maps.Keys(byApp)) {
+		list := slices.CompactFunc(slices.SortedFunc(slices.Values(byApp[appID]), compareScopes), func(a, b sandbox.Scope) bool { return a == b })
+		for chunk := range slices.Chunk(list, chatBatch) {
+			taskID := newTaskID(TypeDeleteChat)
+			intents := make([]mongostore.Deletion, len(chunk))
+			for i, chat := range chunk {
+				intents[i] = mongostore.ChatDeletion(chat, taskID, now)
+			}
+			if err := w.cfg.Store.RequestDeletions(ctx, intents); err != nil {
+				return fmt.Errorf("delete chats of app %s: %w", appID, err)
+			}
+			task, err := NewDeleteChatTask(appID, chunk)
+			if err != nil {
+				return err
+			}
+			w.enqueue(ctx, task, taskID)
 		}
-		if err := w.cfg.Store.RequestDeletions(ctx, intents); err != nil {
-			return fmt.Errorf("delete chats of app %s: %w", appID, err)
-		}
-		task, err := NewDeleteChatTask(appID, chunk)
-		if err != nil {
-			return err
-		}
-		w.enqueue(ctx, task, taskID)
 	}
 	return nil
+}
+
+func compareScopes(a, b sandbox.Scope) int {
+	return cmp.Or(cmp.Compare(a.AppID, b.AppID), cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.ChatID, b.ChatID))
 }
 
 // DeleteApp records that every sandbox of appID is to be deleted, and
@@ -82,7 +97,10 @@ func (w *Workers) enqueue(ctx context.Context, task *asynq.Task, taskID string) 
 // ChatData is a store that keeps something of a chat besides its sandbox.
 // Both deletions are idempotent: a retried task deletes again.
 type ChatData interface {
-	DeleteChats(ctx context.Context, appID string, chatIDs []string) error
+	// DeleteChats deletes what it keeps of chats, all of one app. A chat
+	// without a UserID stands for that chat id of every user of the app
+	// (a deletion queued before chat ids were scoped per app and user).
+	DeleteChats(ctx context.Context, chats []sandbox.Scope) error
 	DeleteApp(ctx context.Context, appID string) error
 }
 
@@ -94,10 +112,11 @@ func (w *Workers) HandleDeleteChat(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return fmt.Errorf("decode %s payload: %v: %w", TypeDeleteChat, err, asynq.SkipRetry)
 	}
-	if p.AppID == "" || len(p.ChatIDs) == 0 {
-		return fmt.Errorf("%s payload needs appId and chatIds, got %q and %d: %w", TypeDeleteChat, p.AppID, len(p.ChatIDs), asynq.SkipRetry)
+	chats := p.scopes()
+	if p.AppID == "" || len(chats) == 0 {
+		return fmt.Errorf("%s payload needs appId and chats, got %q and %d: %w", TypeDeleteChat, p.AppID, len(chats), asynq.SkipRetry)
 	}
-	records, err := w.cfg.Store.ByChats(ctx, p.AppID, p.ChatIDs)
+	records, err := w.cfg.Store.ByChats(ctx, p.AppID, chats)
 	if err != nil {
 		return err
 	}
@@ -105,13 +124,13 @@ func (w *Workers) HandleDeleteChat(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	for _, d := range w.cfg.ChatData {
-		if err := d.DeleteChats(ctx, p.AppID, p.ChatIDs); err != nil {
+		if err := d.DeleteChats(ctx, chats); err != nil {
 			return err
 		}
 	}
-	keys := make([]string, len(p.ChatIDs))
-	for i, chatID := range p.ChatIDs {
-		keys[i] = mongostore.ChatDeletionKey(p.AppID, chatID)
+	keys := make([]string, len(chats))
+	for i, chat := range chats {
+		keys[i] = mongostore.ChatDeletionKey(chat)
 	}
 	return w.cfg.Store.FinishDeletions(ctx, keys, w.cfg.Now())
 }

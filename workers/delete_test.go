@@ -39,8 +39,17 @@ func TestDeleteChat(t *testing.T) {
 				}
 				kept = append(kept, other.SandboxID())
 				t.Cleanup(func() { _ = e.provider.Delete(context.Background(), other.SandboxID()) })
+				// Chat ids are scoped per app and user: another user's
+				// chat "doomed" of the same app is another chat.
+				users := e.scope("doomed")
+				users.UserID = "user-2"
+				if _, err := e.manager.Exec(ctx(t), users, sandbox.ExecRequest{Command: "echo doomed > mark"}); err != nil {
+					t.Fatal(err)
+				}
+				kept = append(kept, users.SandboxID())
+				t.Cleanup(func() { _ = e.provider.Delete(context.Background(), users.SandboxID()) })
 
-				if err := w.DeleteChats(ctx(t), e.app, []string{"doomed"}); err != nil {
+				if err := w.DeleteChats(ctx(t), []sandbox.Scope{e.scope("doomed")}); err != nil {
 					t.Fatalf("DeleteChats: %v", err)
 				}
 				eventually(t, "the chat's record is deleted", func() bool { _, ok := e.record(t, gone); return !ok })
@@ -62,7 +71,7 @@ func TestDeleteChat(t *testing.T) {
 				// The intent is marked done once the task's deletions are
 				// counted, a moment after the record went.
 				eventually(t, "the chat's deletion is done", func() bool {
-					d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "doomed"))
+					d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.scope("doomed")))
 					return err == nil && d.State == mongostore.DeletionDone
 				})
 				// What the chat kept elsewhere was deleted too, retried after
@@ -189,8 +198,12 @@ func (d *chatData) record(what string) error {
 	return nil
 }
 
-func (d *chatData) DeleteChats(_ context.Context, appID string, chatIDs []string) error {
-	return d.record(appID + "/" + strings.Join(chatIDs, ","))
+func (d *chatData) DeleteChats(_ context.Context, chats []sandbox.Scope) error {
+	ids := make([]string, len(chats))
+	for i, c := range chats {
+		ids[i] = c.ChatID
+	}
+	return d.record(chats[0].AppID + "/" + strings.Join(ids, ","))
 }
 
 func (d *chatData) DeleteApp(_ context.Context, appID string) error { return d.record(appID + "/*") }
@@ -211,11 +224,11 @@ func TestDeleteReturnsFirst(t *testing.T) {
 		start(t, w)
 		id := e.use(t, "chat")
 
-		if err := w.DeleteChats(ctx(t), e.app, []string{"chat"}); err != nil {
+		if err := w.DeleteChats(ctx(t), []sandbox.Scope{e.scope("chat")}); err != nil {
 			t.Fatal(err)
 		}
 		// Returned: the intent is durable, the sandbox untouched.
-		d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "chat"))
+		d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.scope("chat")))
 		if err != nil || d.State != mongostore.DeletionPending {
 			t.Fatalf("intent when DeleteChats returned: %+v, %v; want pending", d, err)
 		}
@@ -251,7 +264,7 @@ func TestDeleteRetried(t *testing.T) {
 				w, _, reg := e.workers(t, nil)
 				start(t, w)
 				id := e.use(t, "chat")
-				if err := w.DeleteChats(ctx(t), e.app, []string{"chat"}); err != nil {
+				if err := w.DeleteChats(ctx(t), []sandbox.Scope{e.scope("chat")}); err != nil {
 					t.Fatal(err)
 				}
 				if !tc.archived {
@@ -296,7 +309,7 @@ func TestRedisFlushedAfterIntent(t *testing.T) {
 		e := newEnv(t, bwrapProvider(t), addr)
 		w, _, reg := e.workers(t, nil)
 		id := e.use(t, "chat")
-		if err := w.DeleteChats(ctx(t), e.app, []string{"chat"}); err != nil {
+		if err := w.DeleteChats(ctx(t), []sandbox.Scope{e.scope("chat")}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.redis.FlushAll(ctx(t)).Err(); err != nil {
@@ -331,10 +344,10 @@ func TestDeleteWithRedisDown(t *testing.T) {
 	e.redis = redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { e.redis.Close() })
 	w, _, reg := e.workers(t, nil)
-	if err := w.DeleteChats(ctx(t), e.app, []string{"chat"}); err != nil {
+	if err := w.DeleteChats(ctx(t), []sandbox.Scope{e.scope("chat")}); err != nil {
 		t.Fatalf("DeleteChats with Redis down: %v, want success once the intent is recorded", err)
 	}
-	if d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "chat")); err != nil || d.State != mongostore.DeletionPending {
+	if d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.scope("chat"))); err != nil || d.State != mongostore.DeletionPending {
 		t.Errorf("intent = %+v, %v; want pending", d, err)
 	}
 	if got := metric(t, reg, "flowbox_deletion_enqueue_failures_total"); got != 1 {
@@ -382,7 +395,7 @@ func TestShutdownLetsTasksFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := e.use(t, "chat")
-		if err := w.DeleteChats(ctx(t), e.app, []string{"chat"}); err != nil {
+		if err := w.DeleteChats(ctx(t), []sandbox.Scope{e.scope("chat")}); err != nil {
 			t.Fatal(err)
 		}
 		<-p.entered
@@ -402,7 +415,7 @@ func TestShutdownLetsTasksFinish(t *testing.T) {
 		if _, ok := e.record(t, id); ok {
 			t.Error("the running deletion did not finish: its record is still there")
 		}
-		if d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.app, "chat")); err != nil || d.State != mongostore.DeletionDone {
+		if d, err := e.store.GetDeletion(ctx(t), mongostore.ChatDeletionKey(e.scope("chat"))); err != nil || d.State != mongostore.DeletionDone {
 			t.Errorf("intent after shutdown = %+v, %v; want done", d, err)
 		}
 	})

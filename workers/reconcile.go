@@ -53,7 +53,7 @@ func (w *Workers) requeueDeletions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile deletions: %w", err)
 	}
-	var lostChats = map[string][]string{} // app → chats
+	var lostChats = map[string][]sandbox.Scope{} // app → chats
 	var lostApps []string
 	for _, d := range pending {
 		info, err := w.inspector.GetTaskInfo(QueueDeletions, d.TaskID)
@@ -67,7 +67,7 @@ func (w *Workers) requeueDeletions(ctx context.Context) error {
 			return fmt.Errorf("reconcile deletions: look up task %s: %w", d.TaskID, err)
 		}
 		if d.ChatID != "" {
-			lostChats[d.AppID] = append(lostChats[d.AppID], d.ChatID)
+			lostChats[d.AppID] = append(lostChats[d.AppID], d.Chat())
 		} else {
 			lostApps = append(lostApps, d.AppID)
 		}
@@ -96,8 +96,8 @@ func (w *Workers) requeueDeletions(ctx context.Context) error {
 				continue
 			}
 			keys := make([]string, len(chunk))
-			for i, chatID := range chunk {
-				keys[i] = mongostore.ChatDeletionKey(appID, chatID)
+			for i, chat := range chunk {
+				keys[i] = mongostore.ChatDeletionKey(chat)
 			}
 			requeue(task, keys)
 		}

@@ -49,10 +49,32 @@ const (
 	chatBatch = 100
 )
 
-// DeleteChatPayload is the payload of TypeDeleteChat.
+// DeleteChatPayload is the payload of TypeDeleteChat: chats of one app,
+// each named by its user and chat id (chat ids are scoped per app and
+// user). ChatIDs is the shape of tasks queued before that: each stands
+// for the chat id of every user of the app.
 type DeleteChatPayload struct {
-	AppID   string   `json:"appId"`
-	ChatIDs []string `json:"chatIds"`
+	AppID   string     `json:"appId"`
+	Chats   []ChatName `json:"chats,omitempty"`
+	ChatIDs []string   `json:"chatIds,omitempty"`
+}
+
+// ChatName names a chat of a payload's app.
+type ChatName struct {
+	UserID string `json:"userId"`
+	ChatID string `json:"chatId"`
+}
+
+// scopes are the payload's chats.
+func (p DeleteChatPayload) scopes() []sandbox.Scope {
+	out := make([]sandbox.Scope, 0, len(p.Chats)+len(p.ChatIDs))
+	for _, c := range p.Chats {
+		out = append(out, sandbox.Scope{AppID: p.AppID, UserID: c.UserID, ChatID: c.ChatID})
+	}
+	for _, id := range p.ChatIDs {
+		out = append(out, sandbox.Scope{AppID: p.AppID, ChatID: id})
+	}
+	return out
 }
 
 // DeleteAppPayload is the payload of TypeDeleteApp.
@@ -74,13 +96,24 @@ func NewReconcileTask(every time.Duration) *asynq.Task {
 		asynq.Queue(QueueMaintenance), asynq.MaxRetry(0), asynq.Timeout(every))
 }
 
-// NewDeleteChatTask returns the task that deletes the sandboxes of chatIDs
-// of appID (at most 100 chats).
-func NewDeleteChatTask(appID string, chatIDs []string) (*asynq.Task, error) {
-	if appID == "" || len(chatIDs) == 0 || len(chatIDs) > chatBatch {
-		return nil, fmt.Errorf("a %s task needs an appId and 1 to %d chatIds (got %q and %d)", TypeDeleteChat, chatBatch, appID, len(chatIDs))
+// NewDeleteChatTask returns the task that deletes the sandboxes of chats
+// of appID (at most 100 chats, all of appID).
+func NewDeleteChatTask(appID string, chats []sandbox.Scope) (*asynq.Task, error) {
+	if appID == "" || len(chats) == 0 || len(chats) > chatBatch {
+		return nil, fmt.Errorf("a %s task needs an appId and 1 to %d chats (got %q and %d)", TypeDeleteChat, chatBatch, appID, len(chats))
 	}
-	payload, err := json.Marshal(DeleteChatPayload{AppID: appID, ChatIDs: chatIDs})
+	p := DeleteChatPayload{AppID: appID}
+	for _, c := range chats {
+		if c.AppID != appID || c.ChatID == "" {
+			return nil, fmt.Errorf("a %s task of app %s cannot delete chat %q of app %q", TypeDeleteChat, appID, c.ChatID, c.AppID)
+		}
+		if c.UserID == "" {
+			p.ChatIDs = append(p.ChatIDs, c.ChatID)
+		} else {
+			p.Chats = append(p.Chats, ChatName{UserID: c.UserID, ChatID: c.ChatID})
+		}
+	}
+	payload, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s payload: %w", TypeDeleteChat, err)
 	}

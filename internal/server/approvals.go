@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // toolCallLimits are the app's limits on tool calls (P9), from its
@@ -23,9 +24,9 @@ func (s *shellPolicy) toolCallLimits(ctx context.Context, appID string) (perRun,
 // chatToolCalls counts the tool calls of a chat's stored turns, for the
 // per-chat limit. A call that paused for approval counts once: in the
 // turn that answered it; a call the limits refused does not count.
-func chatToolCalls(chats *history.Store) func(ctx context.Context, chatID string) (int, error) {
-	return func(ctx context.Context, chatID string) (int, error) {
-		chat, err := chats.Get(ctx, chatID)
+func chatToolCalls(chats *history.Store) func(ctx context.Context, chat sandbox.Scope) (int, error) {
+	return func(ctx context.Context, scope sandbox.Scope) (int, error) {
+		chat, err := chats.Get(ctx, scope)
 		if errors.Is(err, history.ErrNotFound) {
 			return 0, nil
 		} else if err != nil {

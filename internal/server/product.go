@@ -33,10 +33,17 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	}
 	env.Egress = cfg.Sandbox.Egress
 	e.Tools = newRegistry(svc, func(ctx context.Context, scope sandbox.Scope) error {
-		return e.Workers.DeleteChats(ctx, scope.AppID, []string{scope.ChatID})
+		return e.Workers.DeleteChats(ctx, []sandbox.Scope{scope})
 	})
 	types := nodes.Builtins(models)
 	chats := history.New(svc.DB)
+	// Chats stored before chat ids were scoped per app and user move to
+	// their keys before anything reads them.
+	if n, err := chats.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("move the stored chats to keys scoped per app and user (the next start goes on where this one stopped): %w", err)
+	} else if n > 0 {
+		log.Info("moved stored chats to keys scoped per app and user", "chats", n)
+	}
 	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
 		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),

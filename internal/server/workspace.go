@@ -163,7 +163,7 @@ func (w workspaceData) RemoveOrphans(ctx context.Context, before time.Time) (int
 			continue
 		}
 		if o.Known() {
-			if _, err := w.chats.Get(ctx, o.ChatID); !errors.Is(err, history.ErrNotFound) {
+			if _, err := w.chats.Get(ctx, o.Scope()); !errors.Is(err, history.ErrNotFound) {
 				continue // the chat exists, or it cannot be told now
 			}
 			if _, err := w.sandbox.Get(ctx, w.provider, o.SandboxID); !errors.Is(err, sandbox.ErrNotFound) {
@@ -179,10 +179,12 @@ func (w workspaceData) RemoveOrphans(ctx context.Context, before time.Time) (int
 	return n, errors.Join(errs...)
 }
 
-func (w workspaceData) DeleteChats(ctx context.Context, appID string, chatIDs []string) error {
-	want := map[string]bool{}
-	for _, id := range chatIDs {
-		want[id] = true
+// DeleteChats deletes the chats' directories; a chat without a user
+// stands for that chat id of every user of its app.
+func (w workspaceData) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
+	want := map[sandbox.Scope]bool{}
+	for _, c := range chats {
+		want[c] = true
 	}
 	dirs, err := w.ws.Dirs(ctx)
 	if err != nil {
@@ -190,7 +192,7 @@ func (w workspaceData) DeleteChats(ctx context.Context, appID string, chatIDs []
 	}
 	var errs []error
 	for _, o := range dirs {
-		if o.Known() && o.AppID == appID && want[o.ChatID] {
+		if o.Known() && (want[o.Scope()] || want[sandbox.Scope{AppID: o.AppID, ChatID: o.ChatID}]) {
 			errs = append(errs, w.ws.DeleteID(ctx, o.SandboxID))
 		}
 	}

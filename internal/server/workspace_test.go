@@ -89,7 +89,15 @@ func TestWorkspaceOrphans(t *testing.T) {
 	if got := dirs(); !slices.Equal(got, []string{"doomed", "other-app", "recorded", "running"}) {
 		t.Errorf("after reconciliation: %v", got)
 	}
-	if err := data.DeleteChats(ctx, "app", []string{"doomed"}); err != nil {
+	// Another user's chat "doomed" is another chat: its deletion leaves
+	// u's directory alone.
+	if err := data.DeleteChats(ctx, []sandbox.Scope{{AppID: "app", UserID: "someone-else", ChatID: "doomed"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirs(); !slices.Equal(got, []string{"doomed", "other-app", "recorded", "running"}) {
+		t.Errorf("after deleting another user's chat of the same id: %v", got)
+	}
+	if err := data.DeleteChats(ctx, []sandbox.Scope{scope("doomed")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := dirs(); !slices.Equal(got, []string{"other-app", "recorded", "running"}) {

@@ -129,15 +129,23 @@ func (s *Store) Put(ctx context.Context, a Approval) error {
 	if err != nil {
 		return fmt.Errorf("record approval %s: %w", a.ID, err)
 	}
-	_, err = s.approvals.ReplaceOne(ctx, bson.D{{Key: "_id", Value: pendingKey(a.ChatID)}},
-		pendingDoc{ID: pendingKey(a.ChatID), Approval: a.ID}, options.Replace().SetUpsert(true))
+	key := pendingKey(a.Scope())
+	_, err = s.approvals.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key}},
+		pendingDoc{ID: key, Approval: a.ID}, options.Replace().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("record approval %s: %w", a.ID, err)
 	}
 	return nil
 }
 
-func pendingKey(chatID string) string { return "pending:" + chatID }
+// Scope is the approval's chat.
+func (a Approval) Scope() sandbox.Scope {
+	return sandbox.Scope{AppID: a.AppID, UserID: a.UserID, ChatID: a.ChatID}
+}
+
+// pendingKey is the _id of a chat's pending mark. Chat ids are scoped per
+// app and user, so it names all three.
+func pendingKey(chat sandbox.Scope) string { return "pending:" + chat.ChatKey() }
 
 // Get returns an approval and its answer (nil while it waits).
 func (s *Store) Get(ctx context.Context, id string) (Approval, *Answer, error) {
@@ -165,20 +173,20 @@ func (s *Store) Get(ctx context.Context, id string) (Approval, *Answer, error) {
 
 // Pending is the approval the chat waits for: its id, or "" when it
 // waits for none (answered ones included).
-func (s *Store) Pending(ctx context.Context, chatID string) (string, error) {
+func (s *Store) Pending(ctx context.Context, chat sandbox.Scope) (string, error) {
 	var p pendingDoc
-	err := s.approvals.FindOne(ctx, bson.D{{Key: "_id", Value: pendingKey(chatID)}}).Decode(&p)
+	err := s.approvals.FindOne(ctx, bson.D{{Key: "_id", Value: pendingKey(chat)}}).Decode(&p)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return "", nil
 	} else if err != nil {
-		return "", fmt.Errorf("read chat %s's pending approval: %w", chatID, err)
+		return "", fmt.Errorf("read chat %s's pending approval: %w", chat.ChatID, err)
 	}
 	if p.Approval == "" {
 		return "", nil
 	}
 	n, err := s.answers.CountDocuments(ctx, bson.D{{Key: "_id", Value: p.Approval}})
 	if err != nil {
-		return "", fmt.Errorf("read chat %s's pending approval: %w", chatID, err)
+		return "", fmt.Errorf("read chat %s's pending approval: %w", chat.ChatID, err)
 	}
 	if n > 0 {
 		return "", nil
@@ -267,14 +275,24 @@ func (s *Store) Settle(ctx context.Context, id string) error {
 	return nil
 }
 
-// DeleteChats removes what the chats of app left here: their approvals,
-// the answers, the pending marks and the commands approved for them.
-// Deleting twice is harmless.
-func (s *Store) DeleteChats(ctx context.Context, appID string, chatIDs []string) error {
-	if len(chatIDs) == 0 {
+// DeleteChats removes what the chats left here: their approvals, the
+// answers, the pending marks and the commands approved for them. A chat
+// with no UserID stands for that chat id of every user of its app (a
+// deletion recorded before chat ids were scoped). Deleting twice is
+// harmless.
+func (s *Store) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
+	if len(chats) == 0 {
 		return nil
 	}
-	return s.deleteWhere(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "chatId", Value: bson.D{{Key: "$in", Value: chatIDs}}}}, chatIDs)
+	or := make(bson.A, 0, len(chats))
+	for _, c := range chats {
+		f := bson.D{{Key: "appId", Value: c.AppID}, {Key: "chatId", Value: c.ChatID}}
+		if c.UserID != "" {
+			f = append(f, bson.E{Key: "userId", Value: c.UserID})
+		}
+		or = append(or, f)
+	}
+	return s.deleteWhere(ctx, bson.D{{Key: "$or", Value: or}}, chats)
 }
 
 // DeleteApp removes what every chat of app left here.
@@ -283,43 +301,47 @@ func (s *Store) DeleteApp(ctx context.Context, appID string) error {
 }
 
 // deleteWhere deletes the approvals filter selects, their answers and
-// their chats' pending marks and approved commands (of chatIDs too, when
+// their chats' pending marks and approved commands (of chats too, when
 // given). The answers go first: an approval left without its answer
 // would look pending again.
-func (s *Store) deleteWhere(ctx context.Context, filter bson.D, chatIDs []string) error {
-	cur, err := s.approvals.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "chatId", Value: 1}}))
+func (s *Store) deleteWhere(ctx context.Context, filter bson.D, chats []sandbox.Scope) error {
+	cur, err := s.approvals.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "appId", Value: 1}, {Key: "userId", Value: 1}, {Key: "chatId", Value: 1}}))
 	if err != nil {
 		return fmt.Errorf("find approvals to delete: %w", err)
 	}
 	var docs []struct {
 		ID     string `bson:"_id"`
+		AppID  string `bson:"appId"`
+		UserID string `bson:"userId"`
 		ChatID string `bson:"chatId"`
 	}
 	if err := cur.All(ctx, &docs); err != nil {
 		return fmt.Errorf("find approvals to delete: %w", err)
 	}
 	ids := make([]string, 0, len(docs))
-	chats := map[string]bool{}
-	for _, c := range chatIDs {
-		chats[c] = true
+	keys := map[string]bool{}
+	for _, c := range chats {
+		if c.UserID != "" {
+			keys[c.ChatKey()] = true
+		}
 	}
 	for _, d := range docs {
 		ids = append(ids, d.ID)
-		chats[d.ChatID] = true
+		keys[sandbox.Scope{AppID: d.AppID, UserID: d.UserID, ChatID: d.ChatID}.ChatKey()] = true
 	}
-	pending := make([]string, 0, len(chats))
-	chatList := make([]string, 0, len(chats))
-	for c := range chats {
-		pending = append(pending, pendingKey(c))
-		chatList = append(chatList, c)
+	pending := make([]string, 0, len(keys))
+	chatKeys := make([]string, 0, len(keys))
+	for k := range keys {
+		pending = append(pending, "pending:"+k)
+		chatKeys = append(chatKeys, k)
 	}
 	if len(ids) > 0 {
 		if _, err := s.answers.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}); err != nil {
 			return fmt.Errorf("delete approval answers: %w", err)
 		}
 	}
-	if len(chatList) > 0 {
-		if _, err := s.commands.DeleteMany(ctx, bson.D{{Key: "chatId", Value: bson.D{{Key: "$in", Value: chatList}}}}); err != nil {
+	if len(chatKeys) > 0 {
+		if _, err := s.commands.DeleteMany(ctx, bson.D{{Key: "chatId", Value: bson.D{{Key: "$in", Value: chatKeys}}}}); err != nil {
 			return fmt.Errorf("delete approved commands: %w", err)
 		}
 		if _, err := s.approvals.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: pending}}}}); err != nil {
@@ -350,28 +372,28 @@ func RejectionRecord(a Approval, by, reason string, at time.Time) audit.Record {
 }
 
 // commandKey is the key of a command approved for a chat.
-func commandKey(chatID, command string) string {
+func commandKey(chat sandbox.Scope, command string) string {
 	sum := sha256.Sum256([]byte(command))
-	return chatID + "/" + hex.EncodeToString(sum[:])
+	return chat.ChatKey() + "/" + hex.EncodeToString(sum[:])
 }
 
 // ApprovedInChat reports whether a person approved this exact command
 // line for the whole chat.
-func (s *Store) ApprovedInChat(ctx context.Context, chatID, command string) (bool, error) {
-	n, err := s.commands.CountDocuments(ctx, bson.D{{Key: "_id", Value: commandKey(chatID, command)}})
+func (s *Store) ApprovedInChat(ctx context.Context, chat sandbox.Scope, command string) (bool, error) {
+	n, err := s.commands.CountDocuments(ctx, bson.D{{Key: "_id", Value: commandKey(chat, command)}})
 	if err != nil {
-		return false, fmt.Errorf("read chat %s's approved commands: %w", chatID, err)
+		return false, fmt.Errorf("read chat %s's approved commands: %w", chat.ChatID, err)
 	}
 	return n > 0, nil
 }
 
 // ApproveInChat remembers that identical command lines of the chat run
 // without asking.
-func (s *Store) ApproveInChat(ctx context.Context, chatID, command string) error {
-	_, err := s.commands.InsertOne(ctx, bson.D{{Key: "_id", Value: commandKey(chatID, command)}, {Key: "chatId", Value: chatID},
+func (s *Store) ApproveInChat(ctx context.Context, chat sandbox.Scope, command string) error {
+	_, err := s.commands.InsertOne(ctx, bson.D{{Key: "_id", Value: commandKey(chat, command)}, {Key: "chatId", Value: chat.ChatKey()},
 		{Key: "at", Value: time.Now().UTC()}})
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("remember chat %s's approved command: %w", chatID, err)
+		return fmt.Errorf("remember chat %s's approved command: %w", chat.ChatID, err)
 	}
 	return nil
 }

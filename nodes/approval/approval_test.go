@@ -9,10 +9,16 @@ import (
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/approval"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// alices is alice's chat of app (put's approvals are hers).
+func alices(app, chat string) sandbox.Scope {
+	return sandbox.Scope{AppID: app, UserID: "u:alice", ChatID: chat}
+}
 
 func put(t *testing.T, s *approval.Store, id, app, chat string, expires time.Time) {
 	t.Helper()
@@ -52,7 +58,7 @@ func TestExpire(t *testing.T) {
 	if _, ans, _ := s.Get(ctx, "apr_answered"); ans == nil || ans.Decision != nodes.Approve {
 		t.Errorf("apr_answered answer %+v, want its approval kept", ans)
 	}
-	if id, _ := s.Pending(ctx, "c3"); id != "apr_future" {
+	if id, _ := s.Pending(ctx, alices("app", "c3")); id != "apr_future" {
 		t.Errorf("c3 pending %q, want apr_future still waiting", id)
 	}
 	if n, err := s.Expire(ctx, now, func(audit.Record) { t.Error("a second sweep audited again") }); err != nil || n != 0 {
@@ -74,16 +80,31 @@ func TestDeleteChats(t *testing.T) {
 	if err := s.Claim(ctx, "apr_1", approval.Answer{Decision: nodes.ApproveChat, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ApproveInChat(ctx, "gone", "rm x"); err != nil {
+	if err := s.ApproveInChat(ctx, alices("app", "gone"), "rm x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteChats(ctx, "app", []string{"gone"}); err != nil {
+	// Bob's chat "gone" of the same app is another chat: deleting it
+	// leaves alice's alone, and her approval in it reaches nobody else.
+	bobs := sandbox.Scope{AppID: "app", UserID: "u:bob", ChatID: "gone"}
+	if ok, _ := s.ApprovedInChat(ctx, bobs, "rm x"); ok {
+		t.Error("alice's approval for her chat gone holds in bob's chat gone")
+	}
+	if id, _ := s.Pending(ctx, bobs); id != "" {
+		t.Errorf("bob's chat gone waits for alice's approval %q", id)
+	}
+	if err := s.DeleteChats(ctx, []sandbox.Scope{bobs}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.ApprovedInChat(ctx, alices("app", "gone"), "rm x"); !ok {
+		t.Error("deleting bob's chat gone took alice's approved command")
+	}
+	if err := s.DeleteChats(ctx, []sandbox.Scope{alices("app", "gone")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Get(ctx, "apr_1"); !errors.Is(err, approval.ErrNotFound) {
 		t.Errorf("apr_1 after deleting its chat: %v, want not found", err)
 	}
-	if ok, _ := s.ApprovedInChat(ctx, "gone", "rm x"); ok {
+	if ok, _ := s.ApprovedInChat(ctx, alices("app", "gone"), "rm x"); ok {
 		t.Error("the chat's approved command survived its deletion")
 	}
 	for _, id := range []string{"apr_2", "apr_3", "apr_4"} {
@@ -91,7 +112,7 @@ func TestDeleteChats(t *testing.T) {
 			t.Errorf("%s of another chat or app: %v", id, err)
 		}
 	}
-	if err := s.DeleteChats(ctx, "app", []string{"gone"}); err != nil {
+	if err := s.DeleteChats(ctx, []sandbox.Scope{alices("app", "gone")}); err != nil {
 		t.Errorf("deleting twice: %v", err)
 	}
 	if err := s.DeleteApp(ctx, "app"); err != nil {
@@ -103,7 +124,7 @@ func TestDeleteChats(t *testing.T) {
 			t.Errorf("%s exists %v after deleting app, want %v (%v)", id, got, want, err)
 		}
 	}
-	if id, _ := s.Pending(ctx, "kept"); id != "" {
+	if id, _ := s.Pending(ctx, alices("app", "kept")); id != "" {
 		t.Errorf("kept's pending mark survived its app: %q", id)
 	}
 }

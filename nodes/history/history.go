@@ -2,12 +2,18 @@
 // can be reloaded and continued: each question and answer, with the tool
 // calls (arguments, result, duration) and the nodes' responses of the run.
 //
-// A chat is two kinds of document. The chat document (collection chats)
-// names the owner and carries the title, a count of items and the recent
-// messages a model needs, bounded. Each turn is one document in
-// chat_items keyed "<chatId>/<seq>", holding the question (item seq) and
-// the answer (item seq+1). Chats written before turns were kept whole
-// have one document per item under the same keys; both load.
+// A chat is named by its app, its user and its chat id together (T5):
+// chat ids are the client's, scoped per app and user, so nobody can take
+// or pre-empt another user's chat id. Its key is sandbox.Scope.ChatKey.
+//
+// A chat is two kinds of document. The chat document (collection chats,
+// _id the chat's key) names the owner and carries the title, a count of
+// items and the recent messages a model needs, bounded. Each turn is one
+// document in chat_items keyed "<key>/<seq>", holding the question (item
+// seq) and the answer (item seq+1). Chats written before turns were kept
+// whole have one document per item under the same keys; both load.
+// Chats written before chat ids were scoped were keyed by their chat id
+// alone; Migrate moves them.
 //
 // A turn reads and writes by _id only, the only key the embedded
 // database (FerretDB v1.24 on SQLite) can serve from an index, and only
@@ -43,6 +49,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // Collections.
@@ -51,20 +58,18 @@ const (
 	ItemsCollection = "chat_items"
 )
 
-var (
-	// ErrNotFound: no such chat or item.
-	ErrNotFound = errors.New("chat not found")
-	// ErrNotOwner: the chat exists but belongs to another app or user.
-	ErrNotOwner = errors.New("chat belongs to another app or user")
-)
+// ErrNotFound: no such chat or item.
+var ErrNotFound = errors.New("chat not found")
 
 // RecentKeep is how many messages a chat document keeps for models, the
 // newest; History never returns more.
 const RecentKeep = 50
 
-// Chat is a chat's document.
+// Chat is a chat's document. ID is the chat id as its client knows it,
+// unique only with AppID and UserID; Key is the three together.
 type Chat struct {
-	ID        string        `bson:"_id" json:"chatId"`
+	Key       string        `bson:"_id" json:"-"`
+	ID        string        `bson:"chatId" json:"chatId"`
 	AppID     string        `bson:"appId" json:"appId"`
 	UserID    string        `bson:"userId" json:"userId"`
 	Title     string        `bson:"title" json:"title"`
@@ -120,22 +125,23 @@ type turnDoc struct {
 	DurationMs         int64  `bson:"durationMs,omitempty"`
 }
 
-func turn(chatID string, seq int, question, answer Item, now time.Time) itemDoc {
-	return itemDoc{ID: itemID(chatID, seq), ChatID: chatID, Seq: seq, Role: question.Role, Text: question.Text,
+func turn(key string, seq int, question, answer Item, now time.Time) itemDoc {
+	return itemDoc{ID: itemID(key, seq), ChatID: key, Seq: seq, Role: question.Role, Text: question.Text,
 		ToolCalls: string(question.ToolCalls), Responses: string(question.Responses), DurationMs: question.DurationMs, CreatedAt: now,
 		Answer: &turnDoc{Role: answer.Role, ResponseChatItemID: answer.ResponseChatItemID, Text: answer.Text, ToolCalls: string(answer.ToolCalls),
 			Responses: string(answer.Responses), DurationMs: answer.DurationMs}}
 }
 
-// items returns the one or two items a document holds.
-func (d itemDoc) items() []Item {
-	q := Item{ID: d.ID, ChatID: d.ChatID, Seq: d.Seq, Role: d.Role, Text: d.Text, ToolCalls: raw(d.ToolCalls),
+// items returns the one or two items a document holds, as items of the
+// chat whose client id is chatID.
+func (d itemDoc) items(chatID string) []Item {
+	q := Item{ID: itemID(chatID, d.Seq), ChatID: chatID, Seq: d.Seq, Role: d.Role, Text: d.Text, ToolCalls: raw(d.ToolCalls),
 		Responses: raw(d.Responses), DurationMs: d.DurationMs, CreatedAt: d.CreatedAt}
 	if d.Answer == nil {
 		return []Item{q}
 	}
 	a := d.Answer
-	return []Item{q, {ID: itemID(d.ChatID, d.Seq+1), ChatID: d.ChatID, Seq: d.Seq + 1, Role: a.Role, ResponseChatItemID: a.ResponseChatItemID, Text: a.Text,
+	return []Item{q, {ID: itemID(chatID, d.Seq+1), ChatID: chatID, Seq: d.Seq + 1, Role: a.Role, ResponseChatItemID: a.ResponseChatItemID, Text: a.Text,
 		ToolCalls: raw(a.ToolCalls), Responses: raw(a.Responses), DurationMs: a.DurationMs, CreatedAt: d.CreatedAt}}
 }
 
@@ -156,35 +162,47 @@ func New(db *mongo.Database) *Store {
 	return &Store{chats: db.Collection(ChatsCollection), items: db.Collection(ItemsCollection)}
 }
 
-func itemID(chatID string, seq int) string { return fmt.Sprintf("%s/%08d", chatID, seq) }
+func itemID(key string, seq int) string { return fmt.Sprintf("%s/%08d", key, seq) }
+
+// Of is the chat of a sandbox scope, as it is before its first turn.
+func Of(scope sandbox.Scope) Chat {
+	return Chat{Key: scope.ChatKey(), ID: scope.ChatID, AppID: scope.AppID, UserID: scope.UserID}
+}
+
+// Scope is the chat's app, user and chat id: what names its sandbox.
+func (c Chat) Scope() sandbox.Scope {
+	return sandbox.Scope{AppID: c.AppID, UserID: c.UserID, ChatID: c.ID}
+}
+
+// key is the chat's key, also of a Chat its caller filled in by hand.
+func (c Chat) key() string {
+	if c.Key != "" {
+		return c.Key
+	}
+	return c.Scope().ChatKey()
+}
 
 // Get returns a chat; ErrNotFound when there is none.
-func (s *Store) Get(ctx context.Context, chatID string) (Chat, error) {
+func (s *Store) Get(ctx context.Context, scope sandbox.Scope) (Chat, error) {
 	var c Chat
-	err := s.chats.FindOne(ctx, bson.D{{Key: "_id", Value: chatID}}).Decode(&c)
+	err := s.chats.FindOne(ctx, bson.D{{Key: "_id", Value: scope.ChatKey()}}).Decode(&c)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return Chat{}, fmt.Errorf("chat %s: %w", chatID, ErrNotFound)
+		return Chat{}, fmt.Errorf("chat %s: %w", scope.ChatID, ErrNotFound)
 	}
 	if err != nil {
-		return Chat{}, fmt.Errorf("read chat %s: %w", chatID, err)
+		return Chat{}, fmt.Errorf("read chat %s: %w", scope.ChatID, err)
 	}
 	return c, nil
 }
 
-// Owned returns the chat if it belongs to appID and userID, an empty chat
-// (ID set) if it does not exist yet, or ErrNotOwner.
-func (s *Store) Owned(ctx context.Context, chatID, appID, userID string) (Chat, error) {
-	c, err := s.Get(ctx, chatID)
+// Open returns the chat, or the chat as it is before its first turn
+// (CreatedAt zero) when it does not exist yet.
+func (s *Store) Open(ctx context.Context, scope sandbox.Scope) (Chat, error) {
+	c, err := s.Get(ctx, scope)
 	if errors.Is(err, ErrNotFound) {
-		return Chat{ID: chatID, AppID: appID, UserID: userID}, nil
+		return Of(scope), nil
 	}
-	if err != nil {
-		return Chat{}, err
-	}
-	if c.AppID != appID || c.UserID != userID {
-		return Chat{}, fmt.Errorf("chat %s: %w", chatID, ErrNotOwner)
-	}
-	return c, nil
+	return c, err
 }
 
 // History returns the last n messages of a chat for a model (at most
@@ -197,17 +215,17 @@ func (c Chat) History(n int) []llm.Message {
 }
 
 // Create records a chat before its first turn (a user attached files to
-// it first), titled title, and returns it; an existing chat of the same
-// app and user is returned as it is, another's is ErrNotOwner.
+// it first), titled title, and returns it; an existing chat is returned
+// as it is.
 func (s *Store) Create(ctx context.Context, chat Chat, title string, now time.Time) (Chat, error) {
-	existing, err := s.Owned(ctx, chat.ID, chat.AppID, chat.UserID)
+	existing, err := s.Open(ctx, chat.Scope())
 	if err != nil || !existing.CreatedAt.IsZero() {
 		return existing, err
 	}
 	now = now.UTC()
-	chat = Chat{ID: chat.ID, AppID: chat.AppID, UserID: chat.UserID, Title: title, CreatedAt: now, UpdatedAt: now}
+	chat = Chat{Key: chat.key(), ID: chat.ID, AppID: chat.AppID, UserID: chat.UserID, Title: title, CreatedAt: now, UpdatedAt: now}
 	if _, err := s.chats.InsertOne(ctx, chat); mongo.IsDuplicateKeyError(err) {
-		return s.Owned(ctx, chat.ID, chat.AppID, chat.UserID) // created meanwhile
+		return s.Open(ctx, chat.Scope()) // created meanwhile
 	} else if err != nil {
 		return Chat{}, fmt.Errorf("record chat %s: %w", chat.ID, err)
 	}
@@ -215,12 +233,11 @@ func (s *Store) Create(ctx context.Context, chat Chat, title string, now time.Ti
 }
 
 // AppendTurn records a question and its answer. The chat is created on
-// its first turn (chat.CreatedAt zero, as Owned returns a new chat),
-// titled after the question. The caller has checked ownership with
-// Owned; a chat that another app or user created meanwhile under the
-// same id gets ErrNotOwner and nothing is recorded.
+// its first turn (chat.CreatedAt zero, as Open returns a new chat),
+// titled after the question.
 func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item, now time.Time) (Chat, error) {
 	now = now.UTC()
+	chat.Key = chat.key()
 	after := chat
 	after.UpdatedAt = now
 	recent := func(before []llm.Message) []llm.Message {
@@ -234,7 +251,7 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 	// counts past it.
 	seq := max(0, chat.Items)
 	for attempt := 0; ; attempt++ {
-		_, err := s.items.InsertOne(ctx, turn(chat.ID, seq, question, answer, now))
+		_, err := s.items.InsertOne(ctx, turn(chat.Key, seq, question, answer, now))
 		if err == nil {
 			break
 		}
@@ -254,10 +271,10 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 		if !mongo.IsDuplicateKeyError(err) {
 			return Chat{}, fmt.Errorf("record chat %s: %w", chat.ID, err)
 		}
-		// Another first turn created it: whose is it?
-		existing, err := s.Owned(ctx, chat.ID, chat.AppID, chat.UserID)
+		// Another first turn of the chat created it.
+		existing, err := s.Get(ctx, chat.Scope())
 		if err != nil {
-			_, _ = s.items.DeleteOne(ctx, bson.D{{Key: "_id", Value: itemID(chat.ID, seq)}})
+			_, _ = s.items.DeleteOne(ctx, bson.D{{Key: "_id", Value: itemID(chat.Key, seq)}})
 			return Chat{}, err
 		}
 		after.Title, after.CreatedAt = existing.Title, existing.CreatedAt
@@ -272,7 +289,7 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 		after.Title = title(question.Text)
 		set = append(set, bson.E{Key: "title", Value: after.Title})
 	}
-	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.ID}}, bson.D{{Key: "$set", Value: set}})
+	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.Key}}, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return Chat{}, fmt.Errorf("record turn of chat %s: %w", chat.ID, err)
 	}
@@ -290,7 +307,7 @@ func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, 
 		seq = from - 1 // item from may be the answer of a turn
 	}
 	for len(out) < limit {
-		d, err := s.item(ctx, chat.ID, seq)
+		d, err := s.item(ctx, chat.key(), seq)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			if seq < chat.Items || seq < from {
 				seq++ // inside a turn, or a turn not written (crash)
@@ -301,7 +318,7 @@ func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, 
 		if err != nil {
 			return nil, err
 		}
-		items := d.items()
+		items := d.items(chat.ID)
 		for _, it := range items {
 			if it.Seq >= from && len(out) < limit {
 				out = append(out, it)
@@ -312,39 +329,46 @@ func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, 
 	return out, nil
 }
 
-func (s *Store) item(ctx context.Context, chatID string, seq int) (itemDoc, error) {
+func (s *Store) item(ctx context.Context, key string, seq int) (itemDoc, error) {
 	var d itemDoc
-	err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(chatID, seq)}}).Decode(&d)
+	err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(key, seq)}}).Decode(&d)
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-		return itemDoc{}, fmt.Errorf("read chat %s item %d: %w", chatID, seq, err)
+		return itemDoc{}, fmt.Errorf("read chat item %s: %w", itemID(key, seq), err)
 	}
 	return d, err
 }
 
 // Delete removes a chat and its items; a missing chat is not an error.
-// The items go first, by _id as Items reads them, so that a failure
-// leaves a chat that can be deleted again.
-func (s *Store) Delete(ctx context.Context, chatID string) error {
-	c, err := s.Get(ctx, chatID)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+func (s *Store) Delete(ctx context.Context, scope sandbox.Scope) error {
+	c, err := s.Get(ctx, scope)
+	if errors.Is(err, ErrNotFound) {
+		c = Of(scope)
+	} else if err != nil {
 		return err
 	}
+	return s.deleteDocs(ctx, scope.ChatKey(), c.Items)
+}
+
+// deleteDocs removes the chat document key and its items, counted items
+// at least. The items go first, by _id as Items reads them, so that a
+// failure leaves a chat that can be deleted again.
+func (s *Store) deleteDocs(ctx context.Context, key string, count int) error {
 	for seq := 0; ; {
 		var d itemDoc
-		err := s.items.FindOneAndDelete(ctx, bson.D{{Key: "_id", Value: itemID(chatID, seq)}}).Decode(&d)
+		err := s.items.FindOneAndDelete(ctx, bson.D{{Key: "_id", Value: itemID(key, seq)}}).Decode(&d)
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
-			if seq >= c.Items {
-				if _, err := s.chats.DeleteOne(ctx, bson.D{{Key: "_id", Value: chatID}}); err != nil {
-					return fmt.Errorf("delete chat %s: %w", chatID, err)
+			if seq >= count {
+				if _, err := s.chats.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}}); err != nil {
+					return fmt.Errorf("delete chat %s: %w", key, err)
 				}
 				return nil
 			}
 			seq++
 		case err != nil:
-			return fmt.Errorf("delete chat %s item %d: %w", chatID, seq, err)
+			return fmt.Errorf("delete chat item %s: %w", itemID(key, seq), err)
 		default:
-			seq += len(d.items())
+			seq += len(d.items(""))
 		}
 	}
 }
@@ -362,13 +386,13 @@ func title(q string) string {
 }
 
 // Rename sets a chat's title.
-func (s *Store) Rename(ctx context.Context, chatID, title string) error {
-	res, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chatID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "title", Value: title}}}})
+func (s *Store) Rename(ctx context.Context, scope sandbox.Scope, title string) error {
+	res, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: scope.ChatKey()}}, bson.D{{Key: "$set", Value: bson.D{{Key: "title", Value: title}}}})
 	if err != nil {
-		return fmt.Errorf("rename chat %s: %w", chatID, err)
+		return fmt.Errorf("rename chat %s: %w", scope.ChatID, err)
 	}
 	if res.MatchedCount == 0 {
-		return fmt.Errorf("chat %s: %w", chatID, ErrNotFound)
+		return fmt.Errorf("chat %s: %w", scope.ChatID, ErrNotFound)
 	}
 	return nil
 }

@@ -14,16 +14,21 @@ import (
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
+
+func scope(app, user, chat string) sandbox.Scope {
+	return sandbox.Scope{AppID: app, UserID: user, ChatID: chat}
+}
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 
 func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	s := history.New(mongotest.DB(t))
 	ctx := context.Background()
-	chat, err := s.Owned(ctx, "chat-1", "app", "alice")
+	chat, err := s.Open(ctx, scope("app", "alice", "chat-1"))
 	if err != nil || chat.Items != 0 {
 		t.Fatalf("a new chat: %+v, %v", chat, err)
 	}
@@ -37,7 +42,7 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Owned(ctx, "chat-1", "app", "alice")
+	got, err := s.Open(ctx, scope("app", "alice", "chat-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,24 +68,48 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	}
 }
 
-func TestOwnership(t *testing.T) {
+// Chat ids are scoped per app and user (T5): another user's or another
+// app's chat "c" is another chat, which neither sees nor changes the
+// first.
+func TestChatIDsAreScopedPerAppAndUser(t *testing.T) {
 	s := history.New(mongotest.DB(t))
 	ctx := context.Background()
-	chat, _ := s.Owned(ctx, "c", "app", "alice")
+	chat, _ := s.Open(ctx, scope("app", "alice", "c"))
 	if _, err := s.AppendTurn(ctx, chat, history.Item{Text: "q"}, history.Item{Text: "a"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	for _, who := range [][2]string{{"app", "mallory"}, {"other-app", "alice"}} {
-		if _, err := s.Owned(ctx, "c", who[0], who[1]); !errors.Is(err, history.ErrNotOwner) {
-			t.Errorf("Owned by %v: err = %v, want ErrNotOwner", who, err)
+		other, err := s.Open(ctx, scope(who[0], who[1], "c"))
+		if err != nil || !other.CreatedAt.IsZero() || other.Items != 0 || other.AppID != who[0] || other.UserID != who[1] {
+			t.Errorf("Open by %v = %+v, %v; want a new chat of theirs", who, other, err)
 		}
+		if _, err := s.AppendTurn(ctx, other, history.Item{Text: "mine too"}, history.Item{Text: "yes"}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Get(ctx, scope("app", "alice", "c"))
+	items, _ := s.Items(ctx, got, 0, 10)
+	if err != nil || got.Items != 2 || len(items) != 2 || items[0].Text != "q" || items[0].ChatID != "c" || items[0].ID != "c/00000000" {
+		t.Fatalf("alice's chat = %+v, %v, items %+v", got, err, items)
+	}
+	// Parts that hold the separators spell no other chat's key.
+	a, _ := s.Open(ctx, scope("app", "a/b", "c"))
+	b, _ := s.Open(ctx, scope("app", "a", "b/c"))
+	if a.Key == b.Key {
+		t.Fatalf("two chats share the key %q", a.Key)
+	}
+	if err := s.Delete(ctx, scope("app", "mallory", "c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, scope("app", "alice", "c")); err != nil {
+		t.Fatalf("deleting mallory's chat c deleted alice's: %v", err)
 	}
 }
 
 func TestConcurrentTurnsKeepEveryItem(t *testing.T) {
 	s := history.New(mongotest.DB(t))
 	ctx := context.Background()
-	chat, _ := s.Owned(ctx, "busy", "app", "u")
+	chat, _ := s.Open(ctx, scope("app", "u", "busy"))
 	var wg sync.WaitGroup
 	for i := 0; i < 10; i++ {
 		wg.Add(1)
@@ -92,7 +121,7 @@ func TestConcurrentTurnsKeepEveryItem(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	got, _ := s.Get(ctx, "busy")
+	got, _ := s.Get(ctx, scope("app", "u", "busy"))
 	if len(got.Recent) < 4 {
 		t.Errorf("recent has %d messages; the turns that found the chat created keep theirs and the first turn's", len(got.Recent))
 	}
@@ -112,11 +141,11 @@ func TestConcurrentTurnsKeepEveryItem(t *testing.T) {
 func TestRecentIsBounded(t *testing.T) {
 	s := history.New(mongotest.DB(t))
 	ctx := context.Background()
-	chat, _ := s.Owned(ctx, "long", "app", "u")
+	chat, _ := s.Open(ctx, scope("app", "u", "long"))
 	for i := 0; i < 110; i++ {
 		chat, _ = s.AppendTurn(ctx, chat, history.Item{Text: fmt.Sprint("q", i)}, history.Item{Text: fmt.Sprint("a", i)}, t0)
 	}
-	got, _ := s.Get(ctx, "long")
+	got, _ := s.Get(ctx, scope("app", "u", "long"))
 	if len(got.Recent) > 200 || got.Recent[len(got.Recent)-1].Content != "a109" || got.Items != 220 {
 		t.Fatalf("recent has %d messages ending %q, items %d", len(got.Recent), got.Recent[len(got.Recent)-1].Content, got.Items)
 	}
@@ -126,23 +155,23 @@ func TestDelete(t *testing.T) {
 	db := mongotest.DB(t)
 	s := history.New(db)
 	ctx := context.Background()
-	chat, _ := s.Owned(ctx, "gone", "app", "u")
+	chat, _ := s.Open(ctx, scope("app", "u", "gone"))
 	s.AppendTurn(ctx, chat, history.Item{Text: "q"}, history.Item{Text: "a"}, t0)
-	keep, _ := s.Owned(ctx, "kept", "app", "u")
+	keep, _ := s.Open(ctx, scope("app", "u", "kept"))
 	s.AppendTurn(ctx, keep, history.Item{Text: "q"}, history.Item{Text: "a"}, t0)
-	if err := s.Delete(ctx, "gone"); err != nil {
+	if err := s.Delete(ctx, scope("app", "u", "gone")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "gone"); !errors.Is(err, history.ErrNotFound) {
+	if _, err := s.Get(ctx, scope("app", "u", "gone")); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
 	}
 	if n, _ := db.Collection(history.ItemsCollection).CountDocuments(ctx, map[string]any{"chatId": "gone"}); n != 0 {
 		t.Fatalf("%d items of the deleted chat remain", n)
 	}
-	if kept, _ := s.Get(ctx, "kept"); len(must(s.Items(ctx, kept, 0, 10))) != 2 {
+	if kept, _ := s.Get(ctx, scope("app", "u", "kept")); len(must(s.Items(ctx, kept, 0, 10))) != 2 {
 		t.Fatalf("the other chat has lost items")
 	}
-	if err := s.Delete(ctx, "gone"); err != nil {
+	if err := s.Delete(ctx, scope("app", "u", "gone")); err != nil {
 		t.Fatalf("second Delete: %v", err)
 	}
 }
@@ -157,7 +186,7 @@ func must[T any](v T, err error) T {
 func TestItemsPageFromAnAnswer(t *testing.T) {
 	s := history.New(mongotest.DB(t))
 	ctx := context.Background()
-	chat, _ := s.Owned(ctx, "paged", "app", "u")
+	chat, _ := s.Open(ctx, scope("app", "u", "paged"))
 	for i := 0; i < 3; i++ {
 		chat, _ = s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: fmt.Sprint("q", i)}, history.Item{Role: "assistant", Text: fmt.Sprint("a", i)}, t0)
 	}
@@ -179,8 +208,9 @@ func TestItemsPageFromAnAnswer(t *testing.T) {
 	}
 }
 
-// Chats written when every item was a document of its own still load,
-// and continue after their last item.
+// Chats written when every item was a document of its own, and keyed by
+// their chat id alone (before chat ids were scoped per app and user),
+// move to their keys, load, and continue after their last item.
 func TestChatsOfTheItemPerDocumentLayoutLoadAndContinue(t *testing.T) {
 	db := mongotest.DB(t)
 	s := history.New(db)
@@ -202,14 +232,20 @@ func TestChatsOfTheItemPerDocumentLayoutLoadAndContinue(t *testing.T) {
 			t.Fatal(i, err)
 		}
 	}
-	chat, err := s.Owned(ctx, "old", "app", "u")
+	if n, err := s.Migrate(ctx); n != 1 || err != nil {
+		t.Fatalf("Migrate = %d, %v; want the old chat moved", n, err)
+	}
+	if n, err := s.Migrate(ctx); n != 0 || err != nil {
+		t.Fatalf("Migrate again = %d, %v; want nothing left to move", n, err)
+	}
+	chat, err := s.Open(ctx, scope("app", "u", "old"))
 	if err != nil || len(chat.History(10)) != 2 {
 		t.Fatalf("old chat = %+v, %v", chat, err)
 	}
 	if _, err := s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "again"}, history.Item{Role: "assistant", Text: "still empty"}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	chat, _ = s.Get(ctx, "old")
+	chat, _ = s.Get(ctx, scope("app", "u", "old"))
 	items, err := s.Items(ctx, chat, 0, 10)
 	var got []string
 	for _, it := range items {
@@ -219,7 +255,7 @@ func TestChatsOfTheItemPerDocumentLayoutLoadAndContinue(t *testing.T) {
 	if err != nil || fmt.Sprint(got) != want || chat.Items != 4 || chat.Title != "ls" || len(chat.History(10)) != 4 {
 		t.Fatalf("items = %v, %v; want %s; chat %+v", got, err, want, chat)
 	}
-	if err := s.Delete(ctx, "old"); err != nil {
+	if err := s.Delete(ctx, scope("app", "u", "old")); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := db.Collection(history.ItemsCollection).CountDocuments(ctx, bson.D{}); n != 0 {
@@ -227,22 +263,64 @@ func TestChatsOfTheItemPerDocumentLayoutLoadAndContinue(t *testing.T) {
 	}
 }
 
-// Two users starting a chat under the same new id: the first keeps it,
-// the second's turn is refused and not recorded in it.
+// Two users starting a chat under the same new id: each gets a chat of
+// their own.
 func TestAFirstTurnCannotTakeAnotherUsersNewChat(t *testing.T) {
 	s := history.New(mongotest.DB(t))
 	ctx := context.Background()
-	alice, _ := s.Owned(ctx, "same", "app", "alice")
-	mallory, _ := s.Owned(ctx, "same", "app", "mallory")
+	alice, _ := s.Open(ctx, scope("app", "alice", "same"))
+	mallory, _ := s.Open(ctx, scope("app", "mallory", "same"))
 	if _, err := s.AppendTurn(ctx, alice, history.Item{Text: "mine"}, history.Item{Text: "yes"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendTurn(ctx, mallory, history.Item{Text: "give"}, history.Item{Text: "no"}, t0); !errors.Is(err, history.ErrNotOwner) {
-		t.Fatalf("mallory's first turn: err = %v, want ErrNotOwner", err)
+	if _, err := s.AppendTurn(ctx, mallory, history.Item{Text: "give"}, history.Item{Text: "no"}, t0); err != nil {
+		t.Fatal(err)
 	}
-	chat, _ := s.Get(ctx, "same")
+	chat, _ := s.Get(ctx, scope("app", "alice", "same"))
 	items, _ := s.Items(ctx, chat, 0, 10)
 	if chat.UserID != "alice" || len(items) != 2 || items[0].Text != "mine" || len(chat.Recent) != 2 {
 		t.Fatalf("chat = %+v, items %+v", chat, items)
+	}
+}
+
+// A migration cut short (the chat's turn copied under its key, the old
+// documents still there) is finished by the next one, with nothing lost
+// or doubled; a chat whose parts hold separators moves too.
+func TestMigrationCutShortIsFinished(t *testing.T) {
+	db := mongotest.DB(t)
+	s := history.New(db)
+	ctx := context.Background()
+	chats, items := db.Collection(history.ChatsCollection), db.Collection(history.ItemsCollection)
+	turn := func(id, chatID string) bson.D {
+		return bson.D{{Key: "_id", Value: id}, {Key: "chatId", Value: chatID}, {Key: "seq", Value: 0}, {Key: "role", Value: "user"}, {Key: "text", Value: "q"},
+			{Key: "answer", Value: bson.D{{Key: "role", Value: "assistant"}, {Key: "text", Value: "a"}}}, {Key: "createdAt", Value: t0}}
+	}
+	for _, doc := range []any{
+		bson.D{{Key: "_id", Value: "x"}, {Key: "appId", Value: "app"}, {Key: "userId", Value: "app:k:u/1"}, {Key: "title", Value: "q"},
+			{Key: "items", Value: 2}, {Key: "createdAt", Value: t0}, {Key: "updatedAt", Value: t0}},
+	} {
+		if _, err := chats.InsertOne(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := scope("app", "app:k:u/1", "x").ChatKey()
+	for _, doc := range []any{turn("x/00000000", "x"), turn(key+"/00000000", key)} {
+		if _, err := items.InsertOne(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.Migrate(ctx); n != 1 || err != nil {
+		t.Fatalf("Migrate = %d, %v", n, err)
+	}
+	chat, err := s.Get(ctx, scope("app", "app:k:u/1", "x"))
+	got, _ := s.Items(ctx, chat, 0, 10)
+	if err != nil || chat.ID != "x" || chat.Title != "q" || len(got) != 2 || got[1].Text != "a" {
+		t.Fatalf("migrated chat = %+v, %v; items %+v", chat, err, got)
+	}
+	if n, _ := items.CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("%d item documents after the migration, want 1", n)
+	}
+	if n, _ := chats.CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("%d chat documents after the migration, want 1", n)
 	}
 }

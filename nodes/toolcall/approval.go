@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/policy"
 )
 
@@ -52,8 +53,8 @@ type AwaitingResult struct {
 // Approvals remembers the commands approved for a whole chat
 // (approval.Store).
 type Approvals interface {
-	ApprovedInChat(ctx context.Context, chatID, command string) (bool, error)
-	ApproveInChat(ctx context.Context, chatID, command string) error
+	ApprovedInChat(ctx context.Context, chat sandbox.Scope, command string) (bool, error)
+	ApproveInChat(ctx context.Context, chat sandbox.Scope, command string) error
 }
 
 // askedCommand is a command an ask rule stopped.
@@ -89,7 +90,7 @@ type limits struct {
 	// resumedAt is RunCalls when a paused run resumed: the calls before
 	// are in the chat's stored turns already.
 	resumedAt int
-	count     func(ctx context.Context, chatID string) (int, error)
+	count     func(ctx context.Context, chat sandbox.Scope) (int, error)
 }
 
 func (n *Node) limits(ctx context.Context, run *nodes.NodeRun) *limits {
@@ -113,7 +114,7 @@ func (l *limits) reached(ctx context.Context, run *nodes.NodeRun, st *roundState
 		if l.count != nil {
 			// Unreadable, the chat's earlier calls count as none: the
 			// per-run limit and the sandbox still bound what runs.
-			if n, err := l.count(ctx, run.Chat.ChatID); err == nil {
+			if n, err := l.count(ctx, sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}); err == nil {
 				l.earlier = n
 			}
 		}

@@ -71,7 +71,7 @@ type Config struct {
 	Limits func(ctx context.Context, appID string) (perRun, perChat int)
 	// ChatToolCalls counts the tool calls of a chat's earlier turns, for
 	// the per-chat limit; nil: they are not counted.
-	ChatToolCalls func(ctx context.Context, chatID string) (int, error)
+	ChatToolCalls func(ctx context.Context, chat sandbox.Scope) (int, error)
 	// Workspace lists the chat's files in the prompt (K3); nil: the
 	// prompt does not.
 	Workspace Workspace
@@ -345,7 +345,7 @@ func (n *Node) answered(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall
 	case nodes.Approve, nodes.ApproveChat:
 		tr.approved = true
 		if a.Decision == nodes.ApproveChat && n.cfg.Approvals != nil {
-			if err := n.cfg.Approvals.ApproveInChat(ctx, run.Chat.ChatID, r.Request.Command); err != nil {
+			if err := n.cfg.Approvals.ApproveInChat(ctx, sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}, r.Request.Command); err != nil {
 				// The command still runs once; it will be asked about
 				// again next time.
 				tr.approval.Reason = "not remembered for the chat: " + err.Error()
@@ -476,7 +476,7 @@ func (n *Node) command(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 	if !approved && n.cfg.Approvals != nil {
 		// Approved for the whole chat earlier: an unreadable store only
 		// means the person is asked again.
-		approved, _ = n.cfg.Approvals.ApprovedInChat(ctx, run.Chat.ChatID, cmd)
+		approved, _ = n.cfg.Approvals.ApprovedInChat(ctx, sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}, cmd)
 	}
 	req := sandbox.ExecRequest{
 		Command: cmd, Timeout: timeout,

@@ -17,6 +17,9 @@ import (
 )
 
 func TestTouchRefusesDeletedChats(t *testing.T) {
+	// An intent recorded before chat ids were scoped names no user: it
+	// stands for the chat id of every user of the app.
+	unscoped := ChatDeletion(sandbox.Scope{AppID: "app1", ChatID: "chat1"}, "task", t0)
 	tests := []struct {
 		name    string
 		intent  Deletion
@@ -24,10 +27,12 @@ func TestTouchRefusesDeletedChats(t *testing.T) {
 		chat    string
 		refused bool
 	}{
-		{"chat deletion pending", ChatDeletion("app1", "chat1", "task", t0), false, "chat1", true},
-		{"chat deletion done", ChatDeletion("app1", "chat1", "task", t0), true, "chat1", true},
+		{"another user's chat of the same id", ChatDeletion(sandbox.Scope{AppID: "app1", UserID: "user2", ChatID: "chat1"}, "task", t0), false, "chat1", false},
+		{"an unscoped chat deletion", unscoped, false, "chat1", true},
+		{"chat deletion pending", ChatDeletion(sandbox.Scope{AppID: "app1", UserID: "user1", ChatID: "chat1"}, "task", t0), false, "chat1", true},
+		{"chat deletion done", ChatDeletion(sandbox.Scope{AppID: "app1", UserID: "user1", ChatID: "chat1"}, "task", t0), true, "chat1", true},
 		{"app deletion", AppDeletion("app1", "task", t0), false, "chat1", true},
-		{"another chat's deletion", ChatDeletion("app1", "chat2", "task", t0), false, "chat1", false},
+		{"another chat's deletion", ChatDeletion(sandbox.Scope{AppID: "app1", UserID: "user1", ChatID: "chat2"}, "task", t0), false, "chat1", false},
 		{"another app's deletion", AppDeletion("app2", "task", t0), false, "chat1", false},
 	}
 	for _, tc := range tests {
@@ -131,7 +136,7 @@ func TestCreate(t *testing.T) {
 
 	// A deleted chat: nothing is left.
 	deleted := instance("2222222222222222", "chat3")
-	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion("app1", "chat3", "task", t0)}); err != nil {
+	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion(sandbox.Scope{AppID: "app1", UserID: "user1", ChatID: "chat3"}, "task", t0)}); err != nil {
 		t.Fatal(err)
 	}
 	if created, err := s.Create(ctx, deleted, t0); !errors.Is(err, sandbox.ErrDeleted) || created {
@@ -240,7 +245,7 @@ func TestRefresh(t *testing.T) {
 	if err := s.Deleted(ctx, inst); err != nil {
 		t.Fatalf("Deleted before any deletion: %v, want nil", err)
 	}
-	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion("app1", "chat1", "task", t0), AppDeletion("app2", "task", t0)}); err != nil {
+	if err := s.RequestDeletions(ctx, []Deletion{ChatDeletion(sandbox.Scope{AppID: "app1", UserID: "user1", ChatID: "chat1"}, "task", t0), AppDeletion("app2", "task", t0)}); err != nil {
 		t.Fatal(err)
 	}
 	other := instance("fedcba9876543210", "chat2")
@@ -286,7 +291,7 @@ func TestTouchRacingDeletion(t *testing.T) {
 		})
 		wg.Go(func() {
 			time.Sleep(time.Duration(rand.IntN(30000)) * time.Microsecond)
-			reqErr = s.RequestDeletions(ctx, []Deletion{ChatDeletion(inst.AppID, chat, "task", t0)})
+			reqErr = s.RequestDeletions(ctx, []Deletion{ChatDeletion(sandbox.Scope{AppID: inst.AppID, UserID: inst.UserID, ChatID: chat}, "task", t0)})
 		})
 		wg.Wait()
 		if reqErr != nil {
@@ -358,8 +363,8 @@ func TestDeletions(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	intents := []Deletion{
-		ChatDeletion("app/1", "chat1", "t1", t0),
-		ChatDeletion("app", "1/chat1", "t1", t0.Add(time.Second)), // must not collide with the first
+		ChatDeletion(sandbox.Scope{AppID: "app/1", UserID: "user1", ChatID: "chat1"}, "t1", t0),
+		ChatDeletion(sandbox.Scope{AppID: "app", UserID: "user1", ChatID: "1/chat1"}, "t1", t0.Add(time.Second)), // must not collide with the first
 		AppDeletion("app2", "t2", t0.Add(2*time.Second)),
 	}
 	if err := s.RequestDeletions(ctx, intents); err != nil {
@@ -398,7 +403,7 @@ func TestDeletions(t *testing.T) {
 		t.Errorf("pending after two finished = %v, want %v", got, all[2:])
 	}
 	// Deleting again makes a done intent pending, with the new task.
-	again := ChatDeletion("app/1", "chat1", "t9", t0.Add(time.Hour))
+	again := ChatDeletion(sandbox.Scope{AppID: "app/1", UserID: "user1", ChatID: "chat1"}, "t9", t0.Add(time.Hour))
 	if err := s.RequestDeletions(ctx, []Deletion{again}); err != nil {
 		t.Fatal(err)
 	}
@@ -432,9 +437,22 @@ func TestQueries(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	got, err := s.ByChats(ctx, "a1", []string{"c1", "c3", "c9"})
+	scopes := func(user string, ids ...string) []sandbox.Scope {
+		var out []sandbox.Scope
+		for _, id := range ids {
+			out = append(out, sandbox.Scope{AppID: "a1", UserID: user, ChatID: id})
+		}
+		return out
+	}
+	got, err := s.ByChats(ctx, "a1", scopes("user1", "c1", "c3", "c9"))
 	if err != nil || !slices.Equal(chats(got), []string{"a1/c1", "a1/c3"}) {
 		t.Errorf("ByChats(a1, c1 c3 c9) = %v, %v", chats(got), err)
+	}
+	if got, err := s.ByChats(ctx, "a1", scopes("user2", "c1", "c3")); err != nil || len(got) != 0 {
+		t.Errorf("ByChats(a1, user2's c1 c3) = %v, %v; want none: those are user1's", chats(got), err)
+	}
+	if got, err := s.ByChats(ctx, "a1", scopes("", "c2")); err != nil || !slices.Equal(chats(got), []string{"a1/c2"}) {
+		t.Errorf("ByChats(a1, every user's c2) = %v, %v", chats(got), err)
 	}
 	got, err = s.ByApp(ctx, "a1", 2)
 	if err != nil || len(got) != 2 || got[0].AppID != "a1" || got[1].AppID != "a1" {

@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // DeletionsCollection holds the deletion intents of chats and apps: pending
@@ -31,8 +33,12 @@ const (
 // sandboxes of one chat (ChatID set) or of a whole app.
 type Deletion struct {
 	// ID is ChatDeletionKey or AppDeletionKey: one intent per chat or app.
-	ID          string    `bson:"_id"`
-	AppID       string    `bson:"appId"`
+	ID    string `bson:"_id"`
+	AppID string `bson:"appId"`
+	// UserID is the chat's user; empty in intents recorded before chat
+	// ids were scoped per app and user, which stand for the chat id of
+	// every user of the app.
+	UserID      string    `bson:"userId,omitempty"`
 	ChatID      string    `bson:"chatId,omitempty"`
 	State       string    `bson:"state"`
 	RequestedAt time.Time `bson:"requestedAt"`
@@ -42,18 +48,30 @@ type Deletion struct {
 	DoneAt time.Time `bson:"doneAt,omitempty"`
 }
 
-// ChatDeletionKey is the _id of a chat's deletion intent. The parts are
-// escaped, so that no app and chat pair can spell another's key.
-func ChatDeletionKey(appID, chatID string) string {
-	return "chat/" + url.PathEscape(appID) + "/" + url.PathEscape(chatID)
+// ChatDeletionKey is the _id of a chat's deletion intent: its app, user
+// and chat id, escaped (sandbox.Scope.ChatKey), so that no chat can spell
+// another's key. A scope without a user gives the key of an intent
+// recorded before chat ids were scoped: app and chat only, one part
+// fewer, so it never equals a scoped one.
+func ChatDeletionKey(chat sandbox.Scope) string {
+	if chat.UserID == "" {
+		return "chat/" + url.PathEscape(chat.AppID) + "/" + url.PathEscape(chat.ChatID)
+	}
+	return "chat/" + chat.ChatKey()
 }
 
 // AppDeletionKey is the _id of an app's deletion intent.
 func AppDeletionKey(appID string) string { return "app/" + url.PathEscape(appID) }
 
 // ChatDeletion is a pending intent to delete a chat's sandbox.
-func ChatDeletion(appID, chatID, taskID string, now time.Time) Deletion {
-	return Deletion{ID: ChatDeletionKey(appID, chatID), AppID: appID, ChatID: chatID, State: DeletionPending, RequestedAt: now.UTC(), TaskID: taskID}
+func ChatDeletion(chat sandbox.Scope, taskID string, now time.Time) Deletion {
+	return Deletion{ID: ChatDeletionKey(chat), AppID: chat.AppID, UserID: chat.UserID, ChatID: chat.ChatID, State: DeletionPending,
+		RequestedAt: now.UTC(), TaskID: taskID}
+}
+
+// Chat is the chat of a chat's intent (UserID empty in an old one).
+func (d Deletion) Chat() sandbox.Scope {
+	return sandbox.Scope{AppID: d.AppID, UserID: d.UserID, ChatID: d.ChatID}
 }
 
 // AppDeletion is a pending intent to delete every sandbox of an app.
@@ -62,6 +80,9 @@ func AppDeletion(appID, taskID string, now time.Time) Deletion {
 }
 
 func (d Deletion) describe() string {
+	if d.ChatID != "" && d.UserID != "" {
+		return fmt.Sprintf("chat %s of user %s in app %s", d.ChatID, d.UserID, d.AppID)
+	}
 	if d.ChatID != "" {
 		return fmt.Sprintf("chat %s of app %s", d.ChatID, d.AppID)
 	}

@@ -52,7 +52,7 @@ func TestDeletedSeenAcrossEngines(t *testing.T) {
 		t.Errorf("a chat found not deleted and asked again: %d finds, want 1 (the generation)", n)
 	}
 
-	if err := b.RequestDeletions(ctx, []Deletion{ChatDeletion(chat1.AppID, chat1.ChatID, "t1", t0)}); err != nil {
+	if err := b.RequestDeletions(ctx, []Deletion{ChatDeletion(chat1.Scope(), "t1", t0)}); err != nil {
 		t.Fatal(err)
 	}
 	if !deleted(chat1) {

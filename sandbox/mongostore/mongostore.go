@@ -8,7 +8,8 @@
 // implements sandbox.Store and serves both real MongoDB and the embedded
 // FerretDB.
 //
-// It must never write a record without its owner (appId and chatId): the
+// It must never write a record without its owner (appId, userId and
+// chatId: chat ids are scoped per app and user): the
 // uniqueness of one sandbox per chat rests on that, above all on FerretDB,
 // where the per-chat index cannot be partial. It must never rely on a
 // conditional update being atomic: FerretDB 1.x reads, changes and writes
@@ -43,8 +44,11 @@ const Collection = "sandbox_instances"
 // would derive from the keys, and so that Idle can name its index.
 const (
 	IndexSandbox = "provider_sandboxId"
-	IndexChat    = "appId_chatId"
-	IndexIdle    = "status_lastActiveAt"
+	IndexChat    = "appId_userId_chatId"
+	// indexChatUnscoped is the index of one sandbox per app and chat id,
+	// from before chat ids were scoped per app and user; New drops it.
+	indexChatUnscoped = "appId_chatId"
+	IndexIdle         = "status_lastActiveAt"
 )
 
 // touchAttempts bounds Touch's retries after a duplicate-key error. One
@@ -119,11 +123,12 @@ func New(ctx context.Context, db *mongo.Database, logger *slog.Logger, opts ...O
 
 var (
 	sandboxKeys = bson.D{{Key: "provider", Value: 1}, {Key: "sandboxId", Value: 1}}
-	chatKeys    = bson.D{{Key: "appId", Value: 1}, {Key: "chatId", Value: 1}}
+	chatKeys    = bson.D{{Key: "appId", Value: 1}, {Key: "userId", Value: 1}, {Key: "chatId", Value: 1}}
 	idleKeys    = bson.D{{Key: "status", Value: 1}, {Key: "lastActiveAt", Value: 1}}
 	// Where both exist: records of other origins may lack an owner.
 	chatFilter = bson.D{
 		{Key: "appId", Value: bson.D{{Key: "$exists", Value: true}}},
+		{Key: "userId", Value: bson.D{{Key: "$exists", Value: true}}},
 		{Key: "chatId", Value: bson.D{{Key: "$exists", Value: true}}},
 	}
 )
@@ -144,6 +149,11 @@ func (s *Store) createIndexes(ctx context.Context, logger *slog.Logger) error {
 		if _, err := s.coll.Indexes().CreateOne(ctx, m); err != nil {
 			return err
 		}
+	}
+	// Chat ids are scoped per app and user: two users' chats "c1" of one
+	// app are two chats with a sandbox each, which the old index refused.
+	if err := s.coll.Indexes().DropOne(ctx, indexChatUnscoped); err != nil && !hasCode(err, codeIndexNotFound, codeNamespaceNotFound) {
+		return fmt.Errorf("drop the index %s of one sandbox per app and chat id: %w", indexChatUnscoped, err)
 	}
 
 	_, err := s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
@@ -173,7 +183,7 @@ func (s *Store) createIndexes(ctx context.Context, logger *slog.Logger) error {
 	}
 
 	// Closest equivalent: a plain unique index. It differs only on records
-	// lacking appId or chatId, and Touch refuses to write those.
+	// lacking appId, userId or chatId, and Touch refuses to write those.
 	_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    chatKeys,
 		Options: options.Index().SetName(IndexChat).SetUnique(true),
@@ -186,7 +196,7 @@ func (s *Store) createIndexes(ctx context.Context, logger *slog.Logger) error {
 		if ferret, err := mongodb.IsFerretDB(ctx, s.coll.Database().Client()); err == nil && ferret {
 			server = "FerretDB"
 		}
-		logger.Warn("sandbox store: "+server+" has no partial indexes; one sandbox per chat is enforced by a plain unique index on {appId, chatId}, sound because every record this store writes has both",
+		logger.Warn("sandbox store: "+server+" has no partial indexes; one sandbox per chat is enforced by a plain unique index on {appId, userId, chatId}, sound because every record this store writes has all three",
 			"collection", Collection, "index", IndexChat, "reason", why)
 	})
 	return nil
@@ -198,6 +208,8 @@ const (
 	codeIndexOptionsConflict  = 85
 	codeIndexKeySpecsConflict = 86
 	codeNotImplemented        = 238
+	codeNamespaceNotFound     = 26
+	codeIndexNotFound         = 27
 )
 
 func hasCode(err error, codes ...int) bool {
@@ -280,7 +292,7 @@ func (s *Store) Touch(ctx context.Context, inst sandbox.Instance, now time.Time)
 		// unique index refuses the second, whose retry then matches the
 		// first's record (MongoDB documents this race for upserts; FerretDB
 		// shows it too, see TestTouchConcurrent). A clash
-		// on {appId, chatId} fails every attempt and is returned.
+		// on {appId, userId, chatId} fails every attempt and is returned.
 		err = write(ctx, func() (err error) {
 			res, err = s.coll.UpdateOne(ctx, key(inst.Provider, inst.SandboxID), update, opts)
 			return err
@@ -306,8 +318,8 @@ func checkInstance(inst sandbox.Instance) error {
 	switch {
 	case inst.Provider == "" || inst.SandboxID == "":
 		return fmt.Errorf("touch sandbox record: provider %q and sandboxId %q must both be set", inst.Provider, inst.SandboxID)
-	case inst.AppID == "" || inst.ChatID == "":
-		return fmt.Errorf("touch sandbox record %s/%s: appId %q and chatId %q must both be set", inst.Provider, inst.SandboxID, inst.AppID, inst.ChatID)
+	case inst.AppID == "" || inst.UserID == "" || inst.ChatID == "":
+		return fmt.Errorf("touch sandbox record %s/%s: appId %q, userId %q and chatId %q must all be set", inst.Provider, inst.SandboxID, inst.AppID, inst.UserID, inst.ChatID)
 	}
 	return nil
 }
@@ -493,7 +505,7 @@ func (s *Store) Deleted(ctx context.Context, inst sandbox.Instance) error {
 	if err != nil {
 		return fmt.Errorf("look for a deletion of the chat: %w", err)
 	}
-	chat := ChatDeletionKey(inst.AppID, inst.ChatID)
+	chat := ChatDeletionKey(inst.Scope())
 	if s.cleared.under(chat, gen) {
 		return nil
 	}
@@ -504,9 +516,12 @@ func (s *Store) Deleted(ctx context.Context, inst sandbox.Instance) error {
 	return nil
 }
 
-// deleted looks up the intents to delete the sandbox's chat and its app.
+// deleted looks up the intents to delete the sandbox's chat (also one
+// recorded before chat ids were scoped, which names no user) and its app.
 func (s *Store) deleted(ctx context.Context, inst sandbox.Instance) error {
-	for _, id := range []string{ChatDeletionKey(inst.AppID, inst.ChatID), AppDeletionKey(inst.AppID)} {
+	unscoped := inst.Scope()
+	unscoped.UserID = ""
+	for _, id := range []string{ChatDeletionKey(inst.Scope()), ChatDeletionKey(unscoped), AppDeletionKey(inst.AppID)} {
 		var d Deletion
 		err := s.deletions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
 		switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
@@ -76,7 +77,7 @@ func TestNewCreatesIndexes(t *testing.T) {
 	}{
 		{"_id_", bson.D{{Key: "_id", Value: int32(1)}}, false, false},
 		{IndexSandbox, bson.D{{Key: "provider", Value: int32(1)}, {Key: "sandboxId", Value: int32(1)}}, true, false},
-		{IndexChat, bson.D{{Key: "appId", Value: int32(1)}, {Key: "chatId", Value: int32(1)}}, true, partial},
+		{IndexChat, bson.D{{Key: "appId", Value: int32(1)}, {Key: "userId", Value: int32(1)}, {Key: "chatId", Value: int32(1)}}, true, partial},
 		{IndexIdle, bson.D{{Key: "status", Value: int32(1)}, {Key: "lastActiveAt", Value: int32(1)}}, false, false},
 	}
 
@@ -323,7 +324,8 @@ func TestDeleteIdempotent(t *testing.T) {
 }
 
 // TestOneSandboxPerChat: a second sandbox for a chat that has one, under
-// this provider or another, is refused by the {appId, chatId} index.
+// this provider or another, is refused by the {appId, userId, chatId}
+// index; another user's chat of the same id is another chat.
 func TestOneSandboxPerChat(t *testing.T) {
 	s, db := newStore(t)
 	ctx := context.Background()
@@ -339,12 +341,54 @@ func TestOneSandboxPerChat(t *testing.T) {
 			t.Errorf("Touch(%s/%s) for a chat that has a sandbox: got error %v, want a duplicate key error", inst.Provider, inst.SandboxID, err)
 		}
 	}
-	// Another chat of the same app is fine.
+	// Another chat of the same app is fine, and so is another user's
+	// chat of the same id.
 	if err := s.Touch(ctx, instance("2222222222222222", "chat2"), t0); err != nil {
 		t.Errorf("Touch for another chat: %v", err)
 	}
-	if count, err := db.Collection(Collection).CountDocuments(ctx, bson.D{}); err != nil || count != 2 {
-		t.Errorf("records = %d, %v; want 2, nil", count, err)
+	users := instance("3333333333333333", "chat1")
+	users.UserID = "user2"
+	if err := s.Touch(ctx, users, t0); err != nil {
+		t.Errorf("Touch for another user's chat1: %v", err)
+	}
+	if count, err := db.Collection(Collection).CountDocuments(ctx, bson.D{}); err != nil || count != 3 {
+		t.Errorf("records = %d, %v; want 3, nil", count, err)
+	}
+}
+
+// TestUnscopedChatIndexIsDropped: a database whose records were kept
+// under one sandbox per app and chat id (before chat ids were scoped per
+// app and user) loses that index when the store opens it, so two users'
+// chats of one id each get their sandbox; the records stay.
+func TestUnscopedChatIndexIsDropped(t *testing.T) {
+	old, db := newStore(t)
+	ctx := context.Background()
+	if err := old.Touch(ctx, instance("0123456789abcdef", "chat1"), t0); err != nil {
+		t.Fatal(err)
+	}
+	// The database as it was: the unscoped index instead of today's.
+	if err := db.Collection(Collection).Indexes().DropOne(ctx, IndexChat); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.Collection(Collection).Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys: bson.D{{Key: "appId", Value: 1}, {Key: "chatId", Value: 1}}, Options: options.Index().SetName("appId_chatId").SetUnique(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, db, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := instance("3333333333333333", "chat1")
+	users.UserID = "user2"
+	if err := s.Touch(ctx, users, t0); err != nil {
+		t.Fatalf("Touch for another user's chat1 after the upgrade: %v", err)
+	}
+	if _, err := s.Get(ctx, "docker", "0123456789abcdef"); err != nil {
+		t.Errorf("the record kept from before: %v", err)
+	}
+	if _, err := New(ctx, db, quiet); err != nil {
+		t.Errorf("opening the store again: %v", err)
 	}
 }
 

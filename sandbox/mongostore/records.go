@@ -17,15 +17,29 @@ import (
 // answers it on MongoDB; FerretDB ignores hints and decodes the whole
 // collection for every one of them.
 
-// ByChats returns the records of the chats of appID, of every provider.
-func (s *Store) ByChats(ctx context.Context, appID string, chatIDs []string) ([]sandbox.Instance, error) {
+// ByChats returns the records of the chats, of every provider. The chats
+// are of one app; a chat without a user stands for that chat id of every
+// user (an intent recorded before chat ids were scoped).
+func (s *Store) ByChats(ctx context.Context, appID string, chats []sandbox.Scope) ([]sandbox.Instance, error) {
+	ids := make([]string, len(chats))
+	want := map[sandbox.Scope]bool{}
+	for i, c := range chats {
+		ids[i] = c.ChatID
+		want[c] = true
+	}
 	filter := bson.D{
 		{Key: "appId", Value: appID},
-		{Key: "chatId", Value: bson.D{{Key: "$in", Value: chatIDs}}},
+		{Key: "chatId", Value: bson.D{{Key: "$in", Value: ids}}},
 	}
-	out, err := s.find(ctx, filter, options.Find().SetHint(IndexChat))
+	found, err := s.find(ctx, filter, options.Find().SetHint(IndexChat))
 	if err != nil {
-		return nil, fmt.Errorf("find sandbox records of %d chats of app %s: %w", len(chatIDs), appID, err)
+		return nil, fmt.Errorf("find sandbox records of %d chats of app %s: %w", len(chats), appID, err)
+	}
+	out := found[:0]
+	for _, inst := range found {
+		if want[inst.Scope()] || want[sandbox.Scope{AppID: inst.AppID, ChatID: inst.ChatID}] {
+			out = append(out, inst)
+		}
 	}
 	return out, nil
 }

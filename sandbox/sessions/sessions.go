@@ -154,21 +154,22 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// DeleteChats removes the sessions among chatIDs of an app (the deletion
-// tasks' ChatData: a session's id is its chat id).
-func (s *Store) DeleteChats(ctx context.Context, appID string, chatIDs []string) error {
-	for _, id := range chatIDs {
-		if !strings.HasPrefix(id, IDPrefix) {
+// DeleteChats removes the sessions among chats (the deletion tasks'
+// ChatData: a session's id is its chat id). A chat without a user stands
+// for every user's (an intent recorded before chat ids were scoped).
+func (s *Store) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
+	for _, chat := range chats {
+		if !strings.HasPrefix(chat.ChatID, IDPrefix) {
 			continue
 		}
-		sess, err := s.Get(ctx, id)
+		sess, err := s.Get(ctx, chat.ChatID)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		} else if err != nil {
 			return err
 		}
-		if sess.Scope().AppID == appID {
-			if err := s.Delete(ctx, id); err != nil {
+		if got := sess.Scope(); got.AppID == chat.AppID && (chat.UserID == "" || got.UserID == chat.UserID) {
+			if err := s.Delete(ctx, chat.ChatID); err != nil {
 				return err
 			}
 		}

@@ -64,13 +64,13 @@ func TestStore(t *testing.T) {
 
 	// The deletion tasks' hooks: a chat deletion of the session's app
 	// removes it, another app's does not; an app deletion removes its own.
-	if err := s.DeleteChats(ctx, "app2", []string{newer.ID}); err != nil {
+	if err := s.DeleteChats(ctx, []sandbox.Scope{{AppID: "app2", UserID: newer.OwnerID, ChatID: newer.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, newer.ID); err != nil {
 		t.Errorf("another app's chat deletion removed the session: %v", err)
 	}
-	if err := s.DeleteChats(ctx, sessions.NoApp, []string{old.ID, "a-chat"}); err != nil {
+	if err := s.DeleteChats(ctx, []sandbox.Scope{old.Scope(), {AppID: sessions.NoApp, UserID: old.OwnerID, ChatID: "a-chat"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, old.ID); !errors.Is(err, sessions.ErrNotFound) {

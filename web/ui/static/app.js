@@ -316,7 +316,7 @@ async function refreshFiles(dir) {
   if (target) target.textContent = T("uploadTo").replace("{dir}", uploadDir());
   const seq = ++filesShown;
   try {
-    const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "list", appId: app, chatId: chat, path: currentDir });
+    const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "list", appId: app, chatId: chat, userId: panel.dataset.user || undefined, path: currentDir });
     if (seq !== filesShown) return;
     list.textContent = "";
     if (currentDir !== "/workspace") {
@@ -336,7 +336,7 @@ async function openFile(path) {
   const editor = panel.querySelector("textarea");
   const status = panel.querySelector('[data-role="file-status"]');
   try {
-    const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "read", appId: panel.dataset.app, chatId: panel.dataset.chat, path });
+    const data = await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "read", appId: panel.dataset.app, chatId: panel.dataset.chat, userId: panel.dataset.user || undefined, path });
     editor.value = data.content; editor.dataset.path = path;
     status.className = "status"; status.textContent = path;
   } catch (err) { fail(status, err); }
@@ -350,7 +350,7 @@ async function saveFile() {
   const status = panel.querySelector('[data-role="file-status"]');
   if (!editor.dataset.path) return;
   try {
-    await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "write", appId: panel.dataset.app, chatId: panel.dataset.chat, path: editor.dataset.path, content: editor.value });
+    await api("POST", filesAPI() + "/api/core/ai/sandbox/file", { action: "write", appId: panel.dataset.app, chatId: panel.dataset.chat, userId: panel.dataset.user || undefined, path: editor.dataset.path, content: editor.value });
     say(status, editor.dataset.path + " — " + T("saved"), true);
   } catch (err) { fail(status, err); }
 }
@@ -375,6 +375,7 @@ function uploadDir() {
 function uploadFile(where, list, file, dir) {
   const q = new URLSearchParams({ appId: where.dataset.app });
   if (dir) q.set("dir", dir);
+  if (where.dataset.user) q.set("userId", where.dataset.user);
   const url = (where.dataset.api || "") + "/api/uploads/" + encodeURIComponent(where.dataset.chat) + "?" + q;
   const progress = el("progress", { max: "100", value: "0", "aria-label": T("uploading").replace("{name}", file.name) });
   const remove = el("button", { type: "button", class: "chip-remove", "data-role": "remove", "aria-label": named("removeFile", file.name), title: named("removeFile", file.name) }, "×");
@@ -425,6 +426,7 @@ async function removeUpload(where, chip, xhr) {
   if (state === "uploading") { xhr.abort(); chip.remove(); return; }
   if (state !== "done") { chip.remove(); return; }
   const q = new URLSearchParams({ appId: where.dataset.app, area: "uploads", path: chip.dataset.path });
+  if (where.dataset.user) q.set("userId", where.dataset.user);
   const status = chip.closest("form, aside").querySelector('[data-role="upload-status"], [data-role="file-status"]');
   try {
     await api("DELETE", (where.dataset.api || "") + "/api/uploads/" + encodeURIComponent(where.dataset.chat) + "/files?" + q);
@@ -500,7 +502,7 @@ async function download(path, name, type) {
   const resp = await fetch(filesAPI() + "/api/core/ai/sandbox/download", {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
-    body: JSON.stringify({ appId: panel.dataset.app, chatId: panel.dataset.chat, path }),
+    body: JSON.stringify({ appId: panel.dataset.app, chatId: panel.dataset.chat, userId: panel.dataset.user || undefined, path }),
   });
   if (!resp.ok) return;
   const blob = await resp.blob();
@@ -745,7 +747,7 @@ async function deleteChat(button) {
   if (!confirm(T("deleteChatConfirm"))) return;
   const app = encodeURIComponent(button.dataset.app);
   try {
-    await api("DELETE", "/api/apps/" + app + "/chats", { chatIds: [button.dataset.chat] });
+    await api("DELETE", "/api/apps/" + app + "/chats", { chatIds: [button.dataset.chat], userId: button.dataset.user || undefined });
     location.href = "/apps/" + app + "/chats";
   } catch (err) { alert(err.message); }
 }
