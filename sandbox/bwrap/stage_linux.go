@@ -187,6 +187,35 @@ func (p *Provider) unstage(id string) error {
 	return unstageAt(p.stageDir(id))
 }
 
+// Close unmounts the stages of this provider's sandboxes, when the engine
+// stops: a running namespace keeps the mounts it started with, and a
+// sandbox's next command stages it again (stage). Left mounted, a stage
+// would keep its sandbox's directories from being removed (a mount point
+// in the engine's mount namespace is busy).
+func (p *Provider) Close() error {
+	if p.ids == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(p.ids.stage)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
+			continue
+		}
+		unlock, err := p.lockNamespace(e.Name())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, unstageAt(filepath.Join(p.ids.stage, e.Name())))
+		unlock()
+	}
+	return errors.Join(errs...)
+}
+
 // moveStage moves the stage of a pool member adopted as id to its new
 // name (keep: with the same mounts); otherwise it removes it.
 func (p *Provider) moveStage(poolID, id string, keep bool) error {
