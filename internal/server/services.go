@@ -225,6 +225,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	if s.ExecTools, err = exectool.Load(cfg.Files.ExecTools...); err != nil {
 		return nil, fmt.Errorf("load the exec tools (FLOWBOX_EXEC_TOOLS, engine serve -tools): %w", err)
 	}
+	var inSandbox []string
+	for _, t := range s.ExecTools {
+		if t.Defaulted() {
+			inSandbox = append(inSandbox, t.Name())
+		}
+	}
+	if len(inSandbox) > 0 {
+		log.Info("exec tools whose declaration names no runIn run in the chat's sandbox (add \"runIn\": \"host\" to run one on this machine)", "tools", inSandbox)
+	}
 	s.MCPServers = mcptool.NewStore(db)
 	if s.MCP, err = mcptool.New(mcptool.Config{Servers: s.MCPServers, Sandbox: s.Manager, Logger: log,
 		// Admins type the servers' addresses: the engine's own networks

@@ -55,6 +55,9 @@ type Tool struct {
 	argv    []string        // exec, with a host program's relative path resolved
 	timeout time.Duration
 	source  string // the file and index it was declared at, for errors
+	// defaulted: the declaration named no runIn (the seed's format), so
+	// the tool runs in the sandbox.
+	defaulted bool
 }
 
 // Name is the tool's name as the model calls it.
@@ -69,6 +72,10 @@ func (t *Tool) InputSchema() json.RawMessage { return bytes.Clone(t.input) }
 
 // RunIn says where the tool's program runs.
 func (t *Tool) RunIn() RunIn { return t.decl.RunIn }
+
+// Defaulted reports whether the declaration named no runIn, so that the
+// tool runs in the chat's sandbox by default.
+func (t *Tool) Defaulted() bool { return t.defaulted }
 
 // Timeout is how long the program may run.
 func (t *Tool) Timeout() time.Duration { return t.timeout }

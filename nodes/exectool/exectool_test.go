@@ -137,8 +137,6 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"name: ", "must be 1 to 64"}},
 		{"name missing, description empty", map[string]string{"t.json": `{"description":"","exec":["true"],"runIn":"host"}`}, nil,
 			[]string{"t.json: ", "name: is required", "description: must not be empty"}},
-		{"runIn missing", map[string]string{"t.json": `{"name":"x","description":"d","exec":["true"]}`}, nil,
-			[]string{"t.json: runIn: is required"}},
 		{"runIn unknown", map[string]string{"t.json": `{"name":"x","description":"d","exec":["true"],"runIn":"cloud"}`}, nil,
 			[]string{"t.json: runIn: value must be one of 'host', 'sandbox'"}},
 		{"timeout too small", map[string]string{"t.json": `{"name":"x","description":"d","exec":["true"],"runIn":"host","timeout_seconds":0}`}, nil,
@@ -507,5 +505,26 @@ func TestSchemaFile(t *testing.T) {
 		if validate([]byte(bad)) == nil {
 			t.Errorf("the schema accepts %s", bad)
 		}
+	}
+}
+
+// TestSeedFormatLoads: a declaration in the seed's format (name,
+// description, input_schema, exec, timeout_seconds; no runIn) loads and
+// runs in the chat's sandbox, and says it was defaulted; a declared runIn
+// is kept.
+func TestSeedFormatLoads(t *testing.T) {
+	tools, err := loadText(t, map[string]string{"seed.json": `[
+  {"name": "word_count", "description": "Count the words of a text.",
+   "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+   "exec": ["wc", "-w"], "timeout_seconds": 10},
+  {"name": "shout", "description": "Upper-case a text.", "exec": ["tr", "a-z", "A-Z"], "runIn": "host"}]`}, "seed.json")
+	if err != nil {
+		t.Fatalf("the seed's format: %v", err)
+	}
+	if got := tools[0]; got.RunIn() != exectool.InSandbox || !got.Defaulted() || got.Timeout() != 10*time.Second {
+		t.Errorf("word_count: runIn %q, defaulted %v, timeout %v; want sandbox, true, 10s", got.RunIn(), got.Defaulted(), got.Timeout())
+	}
+	if got := tools[1]; got.RunIn() != exectool.OnHost || got.Defaulted() {
+		t.Errorf("shout: runIn %q, defaulted %v; want host as declared", got.RunIn(), got.Defaulted())
 	}
 }

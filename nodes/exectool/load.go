@@ -157,6 +157,11 @@ func build(file, source string, raw json.RawMessage) (*Tool, error) {
 	if d.TimeoutSeconds > 0 {
 		t.timeout = time.Duration(d.TimeoutSeconds) * time.Second
 	}
+	if d.RunIn == "" {
+		// The seed's format names no place: the chat's sandbox, where
+		// the policy, audit and redaction hold (Defaulted says so).
+		d.RunIn, t.decl.RunIn, t.defaulted = InSandbox, InSandbox, true
+	}
 	switch d.RunIn {
 	case OnHost:
 		// The program runs in a fresh directory: a relative path can only
