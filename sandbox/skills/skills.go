@@ -485,9 +485,11 @@ func (c *Catalog) versionDir(name string, n int) string {
 // treeID identifies a directory across renames.
 type treeID struct{ dev, ino uint64 }
 
-// readAttempts bounds how often withSkill starts again on a skill that
-// keeps being replaced under it.
-const readAttempts = 5
+// readPatience bounds how long withSkill starts again on a skill that
+// keeps being replaced under it. A time, not a count: how many
+// replacements a reader meets depends on the machine's load, not on the
+// installs alone.
+const readPatience = 5 * time.Second
 
 // withSkill validates a live skill and runs fn on it. fn reads further
 // files through root, which stays on the tree that was live when it was
@@ -496,9 +498,10 @@ const readAttempts = 5
 // name then resolves to another tree, or to none, and withSkill starts
 // again there.
 func (c *Catalog) withSkill(name string, fn func(root *os.Root, s Skill, body string) error) error {
-	for attempt := 1; ; attempt++ {
+	deadline := time.Now().Add(readPatience)
+	for {
 		id, err := c.tryWithSkill(name, fn)
-		if err == nil || attempt == readAttempts || id == (treeID{}) || !c.replaced(name, id) {
+		if err == nil || id == (treeID{}) || !c.replaced(name, id) || time.Now().After(deadline) {
 			return err
 		}
 	}
