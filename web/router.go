@@ -86,7 +86,7 @@ func New(cfg Config) http.Handler {
 		// The dashboard's own pages send no CSRF token; changes to the
 		// queues are refused unless they come from this origin.
 		queues := r.Group(QueuesPath, adminGate(auth, cfg.AdminToken, false))
-		h := gin.WrapH(cfg.Queues)
+		h := gin.WrapH(offlineDashboard(cfg.Queues))
 		queues.Any("", h)
 		queues.Any("/*path", h)
 	}
@@ -112,6 +112,7 @@ func New(cfg Config) http.Handler {
 	admin.GET("/mcp", p.UI.MCP)
 	admin.GET("/api/skills", p.Skills.List)
 	admin.POST("/api/skills", p.Skills.Install)
+	admin.POST("/api/skills/examples/:name", p.Skills.InstallExample)
 	admin.GET("/api/skills/:name", p.Skills.Get)
 	admin.DELETE("/api/skills/:name", p.Skills.Delete)
 	// MCP servers the apps' agents may use (N6).
