@@ -33,64 +33,7 @@ func StaticFiles() http.FileSystem {
 	return http.FS(sub)
 }
 
-// labels of the UI in English and Chinese.
-var labels = map[string]map[string]string{
-	"en": {
-		"apps": "Apps", "admin": "Admin", "queues": "Queues", "signIn": "Sign in", "signOut": "Sign out",
-		"userName": "User name", "password": "Password", "name": "Name", "owner": "Owner", "public": "public",
-		"newChat": "New chat", "edit": "Edit", "chats": "Chats", "builder": "App builder", "publicApp": "Every user may chat with this app",
-		"toolNode": "Tool-call node", "save": "Save", "saved": "saved", "files": "Files", "downloadZip": "Download folder (ZIP)",
-		"saveFile": "Save file", "download": "Download", "send": "Send", "askPlaceholder": "Ask, or run a command: $ ls -la",
-		"title": "Title", "updated": "Updated", "sandboxes": "Sandboxes", "provider": "Provider", "status": "Status",
-		"lastActive": "Last active", "stop": "Stop", "delete": "Delete", "newApp": "New app", "create": "Create",
-		"deleteChat": "Delete chat", "deleteChatConfirm": "Delete this chat? Its sandbox and the sandbox's files are deleted too.",
-		"otherUsersChat": "This is another user's chat: you can read it and its files, but messages go to your own chats only.",
-		"stoped":         "stopped", "running": "running", "deleting": "deleting", "success": "success", "failed": "failed", "timed out": "timed out", "refused": "refused by policy", "error": "error", "limited": "over the tool-call limit", "awaiting approval": "awaiting approval", "rejected": "rejected",
-		"approvalNeeded": "This command needs your approval", "approve": "Approve", "approveChat": "Approve for this chat", "reject": "Reject",
-		"rejectReason": "Why not? (optional, the model reads it)", "approved": "Approved", "approvedChat": "Approved for this chat",
-		"edited": "Edited and approved", "rejectedAnswer": "Rejected", "expired": "Expired: nobody approved it in time", "lapsed": "Not answered: the chat went on", "policyNotJSON": "The command policy is not valid JSON:",
-		"account": "Account", "users": "Users", "role": "Role", "roleUser": "User", "roleAdmin": "Admin", "state": "State", "created": "Created",
-		"active": "active", "disabled": "disabled", "disable": "Disable", "enable": "Enable", "resetPassword": "Reset password", "newUser": "New user",
-		"userCreated": "{name} was created.", "userDisabled": "{name} is disabled: their sessions have ended and their keys are refused.",
-		"userEnabled": "{name} is enabled again.", "resetPasswordPrompt": "New password for {name} (8 to 72 bytes); their sessions end:",
-		"passwordReset": "The password of {name} was reset; their sessions have ended.", "changePassword": "Change password",
-		"oldPassword": "Current password", "newPassword": "New password", "repeatPassword": "New password again",
-		"passwordsDiffer": "The two new passwords differ.", "passwordChanged": "Password changed; your other sessions have ended.",
-		"passwordHint": "Your other sessions end; this one stays signed in.", "apiKeys": "API keys",
-		"apiKeysHint": "Programs send a key as \"Authorization: Bearer <key>\" and act as you.", "newKey": "New key", "prefix": "Key",
-		"lastUsed": "Last used", "never": "never", "revoke": "Revoke", "noKeys": "You have no API keys.",
-		"keyShownOnce": "This is the only time the key is shown; copy it somewhere safe now.", "copy": "Copy", "hide": "Hide",
-		"revokeKeyConfirm": "Revoke the key \"{name}\"? Programs using it stop working at once.", "keyRevoked": "The key \"{name}\" was revoked.",
-	},
-	"zh": {
-		"apps": "应用", "admin": "管理", "queues": "任务队列", "signIn": "登录", "signOut": "退出",
-		"userName": "用户名", "password": "密码", "name": "名称", "owner": "所有者", "public": "公开",
-		"newChat": "新对话", "edit": "编辑", "chats": "对话", "builder": "应用编排", "publicApp": "所有用户都可以使用此应用",
-		"toolNode": "工具调用节点", "save": "保存", "saved": "已保存", "files": "文件", "downloadZip": "下载文件夹 (ZIP)",
-		"saveFile": "保存文件", "download": "下载", "send": "发送", "askPlaceholder": "提问,或运行命令:$ ls -la",
-		"title": "标题", "updated": "更新时间", "sandboxes": "沙盒", "provider": "提供者", "status": "状态",
-		"lastActive": "最后活跃", "stop": "停止", "delete": "删除", "newApp": "新建应用", "create": "创建",
-		"deleteChat": "删除对话", "deleteChatConfirm": "删除此对话?它的沙盒和沙盒中的文件也会被删除。",
-		"otherUsersChat": "这是其他用户的对话:您可以查看它和它的文件,但消息只能发送到您自己的对话。",
-		"stoped":         "已停止", "running": "运行中", "deleting": "删除中", "success": "成功", "failed": "失败", "timed out": "超时", "refused": "被策略拒绝", "error": "错误", "limited": "超出工具调用上限", "awaiting approval": "等待批准", "rejected": "已拒绝",
-		"approvalNeeded": "此命令需要你的批准", "approve": "批准", "approveChat": "在此对话中始终批准", "reject": "拒绝",
-		"rejectReason": "原因(可选,模型会看到)", "approved": "已批准", "approvedChat": "已在此对话中批准",
-		"edited": "已修改并批准", "rejectedAnswer": "已拒绝", "expired": "已过期:未及时批准", "lapsed": "未回答:对话已继续", "policyNotJSON": "命令策略不是有效的 JSON:",
-		"account": "账户", "users": "用户", "role": "角色", "roleUser": "用户", "roleAdmin": "管理员", "state": "状态", "created": "创建时间",
-		"active": "已启用", "disabled": "已停用", "disable": "停用", "enable": "启用", "resetPassword": "重置密码", "newUser": "新建用户",
-		"userCreated": "已创建 {name}。", "userDisabled": "{name} 已停用:其会话已结束,其密钥将被拒绝。",
-		"userEnabled": "{name} 已重新启用。", "resetPasswordPrompt": "{name} 的新密码(8 到 72 字节);其会话将结束:",
-		"passwordReset": "{name} 的密码已重置;其会话已结束。", "changePassword": "修改密码",
-		"oldPassword": "当前密码", "newPassword": "新密码", "repeatPassword": "再次输入新密码",
-		"passwordsDiffer": "两次输入的新密码不一致。", "passwordChanged": "密码已修改;您的其他会话已结束。",
-		"passwordHint": "您的其他会话将结束,当前会话保持登录。", "apiKeys": "API 密钥",
-		"apiKeysHint": "程序以 \"Authorization: Bearer <密钥>\" 发送密钥,以您的身份操作。", "newKey": "新建密钥", "prefix": "密钥",
-		"lastUsed": "最后使用", "never": "从未", "revoke": "吊销", "noKeys": "您还没有 API 密钥。",
-		"keyShownOnce": "密钥只显示这一次;请立即复制并妥善保存。", "copy": "复制", "hide": "隐藏",
-		"revokeKeyConfirm": "吊销密钥 \"{name}\"?使用它的程序将立即无法访问。", "keyRevoked": "密钥 \"{name}\" 已吊销。",
-	},
-}
-
+// translate is a label in lang, or in English (labels.go).
 func translate(lang, key string) string {
 	if s, ok := labels[lang][key]; ok {
 		return s
