@@ -434,6 +434,8 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/admin/mcp", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/skills", body: func(*fixture, string) any { return f.skillZip }, want: adminOnly, def: 201},
 		{method: "GET", path: "/admin/api/skills", want: adminOnly, def: 200},
+		{method: "POST", path: "/admin/api/skills/examples/csv-analyzer", want: adminOnly, def: 201},
+		{method: "POST", path: "/admin/api/skills/examples/no-such-example", want: adminOnly, def: 404},
 		{method: "GET", path: "/admin/api/skills/markdown-report", want: adminOnly, def: 200},
 		{method: "DELETE", path: "/admin/api/skills/no-such-skill", want: adminOnly, def: 404},
 		{method: "GET", path: "/api/skills", want: userRead, def: 200},
@@ -644,6 +646,7 @@ func pattern(f *fixture, path string) string {
 		"/share/"+f.link, "/share/:linkId", "/share/"+f.expired, "/share/:linkId",
 		"/chat/"+f.visited, "/chat/:chatId", "/uploads/"+f.chat, "/uploads/:chatId", "/uploads/"+f.visited, "/uploads/:chatId",
 		"/skills/markdown-report", "/skills/:name", "/skills/no-such-skill", "/skills/:name",
+		"/examples/csv-analyzer", "/examples/:name", "/examples/no-such-example", "/examples/:name",
 		"/mcp-servers/fx", "/mcp-servers/:id", "/mcp-servers/no-such-server", "/mcp-servers/:id")
 	p := sessionID.ReplaceAllString(r.Replace(path), ":id")
 	if i := strings.IndexByte(p, '?'); i >= 0 {

@@ -1,18 +1,22 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/sandbox/skills"
+	exampleskills "github.com/flowbox/flowbox/skills"
 )
 
 // SkillCatalog is the installed skills (skills.Catalog).
@@ -99,6 +103,18 @@ func (h *SkillsHandler) list(c *gin.Context, admin bool) {
 			bad[i] = gin.H{"dir": v.Dir, "reason": v.Reason}
 		}
 		resp["invalid"] = bad
+		// The examples the engine carries, and whether each is installed.
+		examples, err := exampleskills.Examples()
+		if err != nil {
+			apiError(c, http.StatusInternalServerError, "the example skills could not be read: "+err.Error())
+			return
+		}
+		wire := make([]gin.H, len(examples))
+		for i, e := range examples {
+			installed := slices.ContainsFunc(list, func(s skills.Skill) bool { return s.Name == e.Name })
+			wire[i] = gin.H{"name": e.Name, "description": e.Description, "installed": installed}
+		}
+		resp["examples"] = wire
 	}
 	c.JSON(http.StatusOK, resp)
 }
@@ -178,17 +194,38 @@ func (h *SkillsHandler) Install(c *gin.Context) {
 		apiError(c, http.StatusBadRequest, "send the skill's ZIP as the body (application/zip) or in a multipart part named \"file\"")
 		return
 	}
+	h.install(c, tmp, n)
+}
+
+// install installs the archive r of size bytes and answers the skill.
+func (h *SkillsHandler) install(c *gin.Context, r io.ReaderAt, size int64) {
 	p, _ := PrincipalOf(c)
 	by := p.UserID
 	if by == "" {
 		by = "admin-token"
 	}
-	s, err := h.Catalog.Install(c.Request.Context(), tmp, n, by)
+	s, err := h.Catalog.Install(c.Request.Context(), r, size, by)
 	if err != nil {
 		skillError(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, gin.H{"skill": wireSkill(s)})
+}
+
+// InstallExample serves POST /admin/api/skills/examples/{name}: installs
+// one of the example skills the engine carries, as an upload of its
+// folder would.
+func (h *SkillsHandler) InstallExample(c *gin.Context) {
+	name := c.Param("name")
+	archive, err := exampleskills.Zip(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		apiError(c, http.StatusNotFound, fmt.Sprintf("no example skill %q; GET /admin/api/skills lists them under examples", name))
+		return
+	} else if err != nil {
+		apiError(c, http.StatusInternalServerError, "the example skill could not be packed: "+err.Error())
+		return
+	}
+	h.install(c, bytes.NewReader(archive), int64(len(archive)))
 }
 
 // Delete serves DELETE /admin/api/skills/{name}.

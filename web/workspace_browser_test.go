@@ -436,6 +436,27 @@ func skillsPage(t *testing.T, e *browserEnv, installed skillJSONView) {
 	if len(asked) != 1 || !strings.Contains(asked[0], `Delete the skill "markdown-report"?`) {
 		t.Errorf("dialogs %q, want one confirmation of the deletion", asked)
 	}
+
+	// The examples the engine carries: csv-analyzer is installed, the
+	// deleted markdown-report is offered and installs with one click, its
+	// script executable as in the repository.
+	example := func(name string) string { return `#example-skills li[data-example="` + name + `"]` }
+	tb.do(t, chromedp.WaitVisible(chromedp.CSS(example("csv-analyzer")+` [data-role=installed]`)))
+	if got := tb.text(t, example("markdown-report")+` [data-role=install]`); got != "Install" {
+		t.Errorf("the deleted example's button says %q, want Install", got)
+	}
+	tb.do(t,
+		chromedp.Click(chromedp.CSS(example("markdown-report")+` [data-role=install]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#skills tr[data-skill="markdown-report"]`)),
+		chromedp.WaitVisible(chromedp.CSS(example("markdown-report")+` [data-role=installed]`)),
+	)
+	if got := tb.text(t, `#skills-status`); got != "markdown-report version 1 is installed." {
+		t.Errorf("after installing the example the page says %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(e.engine.Services.Skills.Dir(), "markdown-report", "scripts", "render.py")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("the example's script: %v, %v; want it executable", fi, err)
+	}
+	e.screenshot(t, tb, "skills-examples.png")
 }
 
 // skillJSONView is a skill as GET /admin/api/skills gives it.

@@ -27,6 +27,9 @@ func installExamples(t *testing.T, c *skills.Catalog) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
+		if !e.IsDir() {
+			continue // the Go file that embeds them
+		}
 		data, err := skills.ZipDir(filepath.Join(examplesDir, e.Name()))
 		if err != nil {
 			t.Fatalf("zip %s: %v", e.Name(), err)

@@ -236,3 +236,18 @@ func checkNoAliases(n *yaml.Node) error {
 	}
 	return nil
 }
+
+// Describe reads the name and description of a SKILL.md, without
+// checking the rest of the skill: for lists of skills not installed yet
+// (the examples an engine offers).
+func Describe(skillMD []byte) (name, description string, err error) {
+	front, _, ok := splitSkillMD(skillMD)
+	if !ok {
+		return "", "", fmt.Errorf("%w: SKILL.md has no front matter between two --- lines", ErrInvalid)
+	}
+	var fm frontMatter
+	if err := yaml.Unmarshal(front, &fm); err != nil {
+		return "", "", fmt.Errorf("%w: SKILL.md's front matter: %v", ErrInvalid, err)
+	}
+	return fm.Name, fm.Description, nil
+}

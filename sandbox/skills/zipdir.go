@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 )
 
 // ZipDir returns a ZIP archive of dir with its files inside one top-level
@@ -18,39 +20,44 @@ func ZipDir(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := filepath.Base(dir)
+	return ZipFS(os.DirFS(filepath.Dir(dir)), filepath.Base(dir))
+}
+
+// ZipFS is ZipDir for the directory top of fsys. A file system that keeps
+// no modes (an embedded one: every file 0444) still gives the files under
+// scripts/ their executable bit, as the Agent Skills format means them.
+func ZipFS(fsys fs.FS, top string) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, top, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(filepath.Join(top, rel))
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
 		switch {
 		case d.IsDir():
-			_, err := zw.CreateHeader(&zip.FileHeader{Name: name + "/", Modified: info.ModTime()})
+			_, err := zw.CreateHeader(&zip.FileHeader{Name: p + "/", Modified: info.ModTime()})
 			return err
 		case !info.Mode().IsRegular():
-			return fmt.Errorf("zip %s: %s is a %s; a skill archive holds only directories and regular files", dir, rel, kind(info.Mode()))
+			return fmt.Errorf("zip %s: %s is a %s; a skill archive holds only directories and regular files", top, rel, kind(info.Mode()))
 		}
 		h, err := zip.FileInfoHeader(info)
 		if err != nil {
 			return err
 		}
-		h.Name, h.Method = name, zip.Deflate
+		h.Name, h.Method = path.Clean(p), zip.Deflate
+		if strings.HasPrefix(rel, "scripts/") && info.Mode()&0o111 == 0 {
+			h.SetMode(0o755)
+		}
 		w, err := zw.CreateHeader(h)
 		if err != nil {
 			return err
 		}
-		f, err := os.Open(p)
+		f, err := fsys.Open(p)
 		if err != nil {
 			return err
 		}

@@ -1247,6 +1247,27 @@ async function loadSkills() {
     bad.append(el("tr", { "data-dir": v.dir }, el("td", { "data-role": "dir" }, el("code", {}, v.dir)), el("td", { "data-role": "reason" }, v.reason)));
   }
   invalid.querySelector('[data-role="empty"]').hidden = bad.rows.length > 0;
+  const examples = document.querySelector('#example-skills [data-role="list"]');
+  examples.textContent = "";
+  for (const x of data.examples || []) {
+    examples.append(el("li", { "data-example": x.name },
+      el("div", {}, el("code", {}, x.name), x.installed ? el("span", { class: "badge", "data-role": "installed" }, T("skillExampleInstalled")) : null),
+      el("p", { class: "hint" }, x.description),
+      el("button", { type: "button", class: x.installed ? "secondary" : "", "data-role": "install", onclick: () => installExample(x.name) },
+        x.installed ? T("skillExampleReinstall") : T("skillExampleInstall"))));
+  }
+  document.getElementById("example-skills").hidden = !(data.examples || []).length;
+}
+
+async function installExample(name) {
+  const line = document.getElementById("skills-status");
+  line.className = "status";
+  line.textContent = T("skillInstalling").replace("{name}", name);
+  try {
+    const { skill } = await api("POST", "/admin/api/skills/examples/" + encodeURIComponent(name));
+    say(line, named("skillInstalled", skill.name).replace("{version}", skill.version), true);
+  } catch (err) { fail(line, err); return; }
+  await loadSkills();
 }
 
 async function installSkill(form) {
