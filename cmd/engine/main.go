@@ -7,7 +7,7 @@
 //	engine user CMD           manage accounts (add, list, disable, enable, reset-password)
 //	engine version            print the version
 //
-// Configuration comes from FLOWBOX_* environment variables (README.md);
+// Configuration comes from FLOWBOX_* environment variables (docs/CONFIGURATION.md);
 // with none set, it runs on an embedded database, an in-process Redis and
 // the best sandbox provider this machine can run.
 package main
@@ -48,7 +48,7 @@ commands:
   sandbox-agent  run inside a sandbox: serve its commands on a Unix socket (-socket PATH)
   egress-forward run inside a sandbox: forward 127.0.0.1:3128 to the egress proxy's socket [-- CMD ARGS]
 
-Configuration is read from FLOWBOX_* environment variables; see README.md.
+Configuration is read from FLOWBOX_* environment variables; see docs/CONFIGURATION.md.
 `
 
 func main() {

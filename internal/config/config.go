@@ -16,7 +16,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
 
-// Config is the engine's configuration. README.md documents every field
+// Config is the engine's configuration. docs/CONFIGURATION.md documents every field
 // with its variable; keep the two in step.
 type Config struct {
 	Mode     string // FLOWBOX_MODE: development | production (default development)

@@ -10,28 +10,28 @@ import (
 	"github.com/flowbox/flowbox/sandbox/redact"
 )
 
-// TestReadmePolicyExample: the policy the README shows is one the engine
+// TestReadmePolicyExample: the policy docs/POLICY.md shows is one the engine
 // accepts, as an operator's file and as an app's.
 func TestReadmePolicyExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/POLICY.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(readme), "**Command policy**")
 	if !ok {
-		t.Fatal("README has no **Command policy** paragraph")
+		t.Fatal("docs/POLICY.md has no **Command policy** paragraph")
 	}
 	_, rest, ok = strings.Cut(rest, "```json\n")
 	example, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README's command policy paragraph has no JSON example")
+		t.Fatal("docs/POLICY.md's command policy paragraph has no JSON example")
 	}
 	p, rc, err := parsePolicy([]byte(example))
 	if err != nil {
-		t.Fatalf("the README's example is refused: %v", err)
+		t.Fatalf("the docs' example is refused: %v", err)
 	}
 	if _, err := redact.New(rc); err != nil {
-		t.Fatalf("the README's example's redaction is refused: %v", err)
+		t.Fatalf("the docs' example's redaction is refused: %v", err)
 	}
 	if len(p.Rules) != 2 || len(p.Egress) != 2 {
 		t.Errorf("parsed %+v", p)
@@ -42,7 +42,7 @@ func TestReadmePolicyExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ap := s.compile([]byte(example)); ap.err != nil {
-		t.Errorf("the README's example as an app's policy: %v", ap.err)
+		t.Errorf("the docs' example as an app's policy: %v", ap.err)
 	}
 }
 

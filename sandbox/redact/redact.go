@@ -216,7 +216,7 @@ func New(cfg Config) (*Redactor, error) {
 				off[g] = true
 			}
 		default:
-			return nil, fmt.Errorf("redaction config: disable: no built-in detector %q (the list is in the README's redaction section)", id)
+			return nil, fmt.Errorf("redaction config: disable: no built-in detector %q (the list is in docs/POLICY.md, under redaction)", id)
 		}
 	}
 	strategies := make(map[string]Strategy, len(cfg.Strategies))
