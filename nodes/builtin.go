@@ -70,11 +70,23 @@ func Messages(systemPrompt string, history []llm.Message, n int, question string
 	return append(out, llm.Message{Role: llm.RoleUser, Content: question})
 }
 
-// StringInput, IntInput, FloatInput and BoolInput read resolved inputs,
-// which hold JSON types (numbers are float64).
+// StringInput, StringsInput, IntInput, FloatInput and BoolInput read
+// resolved inputs, which hold JSON types (numbers are float64).
 func StringInput(in map[string]any, key string) string {
 	s, _ := in[key].(string)
 	return s
+}
+
+// StringsInput is a list input's non-empty strings.
+func StringsInput(in map[string]any, key string) []string {
+	raw, _ := in[key].([]any)
+	var out []string
+	for _, v := range raw {
+		if s, ok := v.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func IntInput(in map[string]any, key string) int {

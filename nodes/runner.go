@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/registry"
 )
 
 // NodeType runs the nodes of one type. Run returns the node's outputs (the
@@ -86,12 +87,11 @@ type ToolParams struct{ ID, Params string }
 // "stdout" or "stderr".
 type ToolOutput struct{ ID, Stream, Text string }
 
-// ToolResult ends the tool call ID. Response is the JSON the model reads;
-// Status is success | failed | timed out | error.
+// ToolResult ends the tool call ID. Response is the JSON the model reads.
 type ToolResult struct {
 	ID, Tool, Response string
 	DurationMs         int64
-	Status             string
+	Status             registry.Status
 }
 
 // NodeError says the node failed, or ended on an error it turned into

@@ -42,8 +42,30 @@ type Tool struct {
 	// ReadOnly tools change nothing; Destructive ones may destroy data;
 	// ConcurrencySafe ones may run beside other calls of one round.
 	ReadOnly, Destructive, ConcurrencySafe bool
-	// Run runs one call; params have been checked against InputSchema.
+	// ReadParams, when set, checks params the tool's own way instead of
+	// against InputSchema: leniently, taking what it can from broken JSON
+	// (models send it) and clamping what it may. It answers a
+	// *ParamsError when it cannot read them.
+	ReadParams func(params json.RawMessage) error
+	// Example is a call's params as a caller should write them, shown
+	// with a *ParamsError.
+	Example string
+	// Fail, when set, is the result a caller that must answer something
+	// (a model) reads for an error that stopped the call: a command
+	// tool's refusal reads like a command's failure (N5). nil:
+	// Result{Text: err.Error(), IsError: true}.
+	Fail func(err error) Result
+	// Run runs one call; params have been checked (Check).
 	Run func(ctx context.Context, call Call) (Result, error)
+}
+
+// Failed is the result a model reads for an error that stopped a call
+// of the tool.
+func (t Tool) Failed(err error) Result {
+	if t.Fail != nil {
+		return t.Fail(err)
+	}
+	return Result{Text: err.Error(), IsError: true, Status: StatusFailed}
 }
 
 // Call is one call of a tool in a session (a chat's sandbox, or a
@@ -55,6 +77,15 @@ type Call struct {
 	// Approved is the command line a person approved, for a tool whose
 	// command an ask rule stopped (sandbox.ExecRequest.Approved).
 	Approved string
+	// Edited is the command line a person wrote instead of the one the
+	// params make (P10): a command tool runs it as it is, approved.
+	Edited string
+	// ApprovedInChat, when set, says whether a person approved a command
+	// line for the whole chat (P10): it then runs without asking again.
+	ApprovedInChat func(ctx context.Context, command string) bool
+	// Skills are the skills the caller may use (a node's chosen ones);
+	// nil: every installed skill.
+	Skills []string
 	// OnOutput receives live output; may be nil.
 	OnOutput func(s sandbox.Stream, p []byte)
 }
@@ -69,9 +100,9 @@ type Result struct {
 	// IsError: the tool ran and failed (a command's exit code, a tool's
 	// error result). It is a result, not an error: callers never retry it.
 	IsError bool
-	// Status is the chat card's: "success", "failed" or "timed out"
-	// (empty: from IsError).
-	Status string
+	// Status is the chat card's: success, failed or timed out (empty:
+	// from IsError, see Of).
+	Status Status
 }
 
 // ErrNoTool: no tool of that name for this caller.
@@ -82,10 +113,16 @@ var ErrNoTool = errors.New("no such tool")
 type ParamsError struct {
 	Tool    string
 	Problem string
+	// Example is the tool's Example, when it has one.
+	Example string
 }
 
 func (e *ParamsError) Error() string {
-	return fmt.Sprintf("the params of %s do not match its input schema, nothing was run: %s", e.Tool, e.Problem)
+	msg := fmt.Sprintf("the params of %s do not match its input schema, nothing was run: %s", e.Tool, e.Problem)
+	if e.Example != "" {
+		msg += "; call it like " + e.Example
+	}
+	return msg
 }
 
 // Backend gives the tools of one resource.
@@ -247,22 +284,26 @@ func Params(p json.RawMessage) json.RawMessage {
 }
 
 // Check reports, as a *ParamsError, params that do not match the tool's
-// input schema. A schema that cannot be compiled (an MCP server's odd
-// one) checks only that params are a JSON object.
+// input schema, or that its ReadParams cannot read. A schema that cannot
+// be compiled (an MCP server's odd one) checks only that params are a
+// JSON object.
 func (t *Tool) Check(params json.RawMessage) error {
+	if t.ReadParams != nil {
+		return t.ReadParams(params)
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
 	if err != nil {
-		return &ParamsError{Tool: t.Name, Problem: "they are not JSON (" + err.Error() + ")"}
+		return &ParamsError{Tool: t.Name, Problem: "they are not JSON (" + err.Error() + ")", Example: t.Example}
 	}
 	if _, ok := doc.(map[string]any); !ok {
-		return &ParamsError{Tool: t.Name, Problem: "they must be a JSON object"}
+		return &ParamsError{Tool: t.Name, Problem: "they must be a JSON object", Example: t.Example}
 	}
 	schema := compiled(t.InputSchema)
 	if schema == nil {
 		return nil
 	}
 	if err := schema.Validate(doc); err != nil {
-		return &ParamsError{Tool: t.Name, Problem: schemas.Problems(err)}
+		return &ParamsError{Tool: t.Name, Problem: schemas.Problems(err), Example: t.Example}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
@@ -143,5 +144,53 @@ func TestScriptCommand(t *testing.T) {
 	}
 	if _, err := registry.ScriptCommand("/x.sh", []string{"a\x00b"}); err == nil {
 		t.Error("a NUL byte in an argument was accepted")
+	}
+}
+
+func TestParseShellArgs(t *testing.T) {
+	tests := []struct {
+		name, args string
+		want       registry.ShellArgs
+		problem    string // in the problem; "" for none
+	}{
+		{"no timeout: the default", `{"command":"ls"}`, registry.ShellArgs{Command: "ls"}, ""},
+		{"null timeout: the default", `{"command":"ls","timeout":null}`, registry.ShellArgs{Command: "ls"}, ""},
+		{"in range", `{"command":"ls","timeout":30}`, registry.ShellArgs{Command: "ls", Timeout: 30 * time.Second}, ""},
+		{"fraction", `{"command":"ls","timeout":2.5}`, registry.ShellArgs{Command: "ls", Timeout: 2500 * time.Millisecond}, ""},
+		{"lower bound", `{"command":"ls","timeout":1}`, registry.ShellArgs{Command: "ls", Timeout: time.Second}, ""},
+		{"upper bound", `{"command":"ls","timeout":300}`, registry.ShellArgs{Command: "ls", Timeout: 300 * time.Second}, ""},
+		{"zero", `{"command":"ls","timeout":0}`, registry.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
+		{"under a second", `{"command":"ls","timeout":0.5}`, registry.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
+		{"negative", `{"command":"ls","timeout":-7}`, registry.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
+		{"just above", `{"command":"ls","timeout":300.5}`, registry.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
+		{"huge", `{"command":"ls","timeout":100000}`, registry.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
+		{"overflowing", `{"command":"ls","timeout":1e999}`, registry.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
+		{"timeout as string", `{"command":"ls","timeout":"30"}`, registry.ShellArgs{}, `"timeout" must be a number of seconds from 1 to 300, not "30"`},
+		{"timeout as bool", `{"command":"ls","timeout":true}`, registry.ShellArgs{}, `"timeout" must be a number of seconds`},
+		{"no command", `{"timeout":5}`, registry.ShellArgs{}, `needs a "command" string`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, problem := registry.ParseShellArgs(tc.args)
+			if got != tc.want {
+				t.Errorf("args = %+v, want %+v", got, tc.want)
+			}
+			if (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
+				t.Errorf("problem = %q, want %q", problem, tc.problem)
+			}
+		})
+	}
+}
+
+// The service API's older name of the timeout is read when timeout is
+// absent.
+func TestParseShellArgsOlderTimeoutName(t *testing.T) {
+	got, problem := registry.ParseShellArgs(`{"command":"ls","timeoutSeconds":5}`)
+	if problem != "" || got != (registry.ShellArgs{Command: "ls", Timeout: 5 * time.Second}) {
+		t.Errorf("args = %+v, %q; want a 5 s timeout", got, problem)
+	}
+	got, _ = registry.ParseShellArgs(`{"command":"ls","timeout":2,"timeoutSeconds":5}`)
+	if got.Timeout != 2*time.Second {
+		t.Errorf("both names: timeout %s, want timeout's 2s", got.Timeout)
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/flowbox/flowbox/sandbox"
 )
@@ -20,17 +23,25 @@ type Sandboxes interface {
 	Files(ctx context.Context, scope sandbox.Scope, actor sandbox.Actor) (sandbox.Files, error)
 }
 
-// DefaultTimeout is a command's timeout when the call gives none.
-const DefaultTimeout = 60 * time.Second
-
 // MaxFileRead bounds file:read; larger files are downloaded.
 const MaxFileRead = 1 << 20
 
-// Shell is the "shell" backend: shell:exec runs a command in the
-// session's persistent shell. A session's sandbox is its per-session
-// resource: Initialize starts it, Cleanup deletes it through Delete (the
-// deletion path, which the workers carry out).
+// The tools' names as models call them (N2, K4): FastGPT's.
+const (
+	ShellModelName     = "sandbox_shell"
+	ListSkillsName     = "list_skills"
+	LoadSkillName      = "load_skill"
+	ReadSkillFileName  = "read_skill_resource"
+	RunSkillScriptName = "execute_skill_script"
+)
+
+// Shell is the "shell" backend: shell:exec (sandbox_shell to a model)
+// runs a command in the session's persistent shell. A session's sandbox
+// is its per-session resource: Initialize starts it, Cleanup deletes it
+// through Delete (the deletion path, which the workers carry out).
 type Shell struct {
+	// Sandboxes runs the commands; nil: every call answers that no
+	// sandbox is configured (sandbox.ErrUnavailable).
 	Sandboxes Sandboxes
 	// Delete deletes a session's sandbox; nil leaves it to its owner.
 	Delete func(ctx context.Context, scope sandbox.Scope) error
@@ -38,66 +49,169 @@ type Shell struct {
 
 func (Shell) Prefix() string { return "shell" }
 
-var shellExec = Tool{Name: "shell:exec", Description: "Run a bash command in the sandbox's persistent shell " +
-	"(the working directory and exported variables carry over to the next command). Output is capped; a command " +
-	"that exits non-zero or times out is a failed result.",
+// ShellTool is shell:exec without its Run: what callers are told of it.
+var ShellTool = Tool{Name: "shell:exec", ModelName: ShellModelName, ReadParams: readShellParams, Fail: commandFailed,
+	Description: "Run a bash command in your own Linux sandbox: files, code, packages. The working directory and " +
+		"exported variables persist between calls. Output is capped; a command that exits non-zero or times out is a failed result.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-		`"command":{"type":"string","minLength":1,"description":"The bash command line"},` +
-		`"timeoutSeconds":{"type":"integer","minimum":1,"maximum":300,"description":"Timeout in seconds (default 60)"}},` +
-		`"required":["command"],"additionalProperties":false}`)}
+		`"command":{"type":"string","description":"The shell command to run"},` +
+		`"timeout":{"type":"number","minimum":1,"maximum":300,"description":"Timeout in seconds (1-300, default 30)"}},` +
+		`"required":["command"]}`),
+	Example: shellExample}
+
+const shellExample = `{"command": "ls -la", "timeout": 30}`
 
 func (s Shell) Tools(ctx context.Context, scope sandbox.Scope) ([]Tool, error) {
-	t := shellExec
+	t := ShellTool
 	t.Run = s.exec
 	return []Tool{t}, nil
 }
 
 func (s Shell) exec(ctx context.Context, call Call) (Result, error) {
-	var p struct {
-		Command        string `json:"command"`
-		TimeoutSeconds int    `json:"timeoutSeconds"`
+	args, problem := ParseShellArgs(string(call.Params))
+	if problem != "" {
+		return Result{}, &ParamsError{Tool: ShellTool.Name, Problem: problem, Example: ShellTool.Example}
 	}
-	if err := json.Unmarshal(call.Params, &p); err != nil {
-		return Result{}, &ParamsError{Tool: "shell:exec", Problem: err.Error()}
-	}
-	return RunCommand(ctx, s.Sandboxes, call, p.Command, time.Duration(p.TimeoutSeconds)*time.Second)
+	return RunCommand(ctx, s.Sandboxes, call, args)
 }
 
-// ShellOutput is shell:exec's structured result.
-type ShellOutput struct {
-	Stdout      string `json:"stdout"`
-	Stderr      string `json:"stderr"`
-	ExitCode    int    `json:"exitCode"`
-	TimedOut    bool   `json:"timedOut,omitempty"`
-	Truncated   bool   `json:"truncated,omitempty"`
-	OOMKilled   bool   `json:"oomKilled,omitempty"`
-	PidsLimited bool   `json:"pidsLimited,omitempty"`
-	DurationMs  int64  `json:"durationMs"`
+func readShellParams(params json.RawMessage) error {
+	if _, problem := ParseShellArgs(string(params)); problem != "" {
+		return &ParamsError{Tool: "shell:exec", Problem: problem, Example: shellExample}
+	}
+	return nil
+}
+
+// ShellResult is what a command gave: the result of shell:exec and
+// skill:run, as the model reads it (N4) and the service API answers it.
+type ShellResult struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exitCode"`
+	DurationMs int64  `json:"durationMs"`
+	TimedOut   bool   `json:"timedOut,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	// OOMKilled and PidsLimited say the command met its sandbox's memory
+	// or process limit (sandbox.ExecResult): the model learns why it died.
+	OOMKilled   bool `json:"oomKilled,omitempty"`
+	PidsLimited bool `json:"pidsLimited,omitempty"`
+	// TimeoutClamped says the call asked for a timeout outside 1–300 s
+	// and got TimeoutSeconds instead (S6): the model learns why a command
+	// stopped sooner, or ran longer, than it asked.
+	TimeoutClamped bool `json:"timeoutClamped,omitempty"`
+	TimeoutSeconds int  `json:"timeoutSeconds,omitempty"`
+	// EditedCommand is the command a person ran instead of the caller's
+	// (P10): the output is its output.
+	EditedCommand string `json:"editedCommand,omitempty"`
+}
+
+// commandFailed is a command tool's result for an error that stopped
+// the command: exit code -1 and the reason (N5).
+func commandFailed(err error) Result {
+	return Result{Output: ShellResult{ExitCode: -1, Stderr: err.Error()}, Text: err.Error(), IsError: true, Status: StatusFailed}
+}
+
+// ShellArgs are a command's arguments as it will run.
+type ShellArgs struct {
+	Command string
+	// Timeout is zero when the call gave none: sandbox.DefaultTimeout.
+	Timeout time.Duration
+	// Clamped says the call's timeout was outside 1–300 s and Timeout is
+	// the nearer bound (S6).
+	Clamped bool
+}
+
+// ParseShellArgs reads shell:exec's params leniently (models send broken
+// JSON) and says plainly what is wrong when it cannot. A timeout out of
+// range is clamped rather than refused, so the command still runs.
+// "timeoutSeconds", the service API's older name, is read when
+// "timeout" is absent.
+func ParseShellArgs(args string) (ShellArgs, string) {
+	c := gjson.Get(args, "command")
+	switch {
+	case !c.Exists():
+		return ShellArgs{}, fmt.Sprintf("%s needs a \"command\" string, and the arguments %s have none", ShellModelName, clip(args))
+	case c.Type != gjson.String:
+		return ShellArgs{}, fmt.Sprintf("\"command\" must be a string, got %s", c.Raw)
+	case strings.TrimSpace(c.String()) == "":
+		return ShellArgs{}, "\"command\" is empty"
+	}
+	out := ShellArgs{Command: c.String()}
+	timeout, clamped, problem := timeoutParam(args)
+	if problem != "" {
+		return ShellArgs{}, problem
+	}
+	out.Timeout, out.Clamped = timeout, clamped
+	return out, ""
+}
+
+// timeoutParam reads a call's "timeout" (or "timeoutSeconds") in
+// seconds: zero when it gives none, clamped to 1–300 s.
+func timeoutParam(args string) (timeout time.Duration, clamped bool, problem string) {
+	name := "timeout"
+	t := gjson.Get(args, name)
+	if !t.Exists() {
+		name = "timeoutSeconds"
+		t = gjson.Get(args, name)
+	}
+	if !t.Exists() || t.Type == gjson.Null {
+		return 0, false, ""
+	}
+	if t.Type != gjson.Number {
+		return 0, false, fmt.Sprintf("%q must be a number of seconds from 1 to 300, not %s", name, t.Raw)
+	}
+	secs := t.Float() // ±Inf for huge exponents, which the bounds catch
+	switch {
+	case secs < sandbox.MinTimeout.Seconds():
+		return sandbox.MinTimeout, true, ""
+	case secs > sandbox.MaxTimeout.Seconds():
+		return sandbox.MaxTimeout, true, ""
+	}
+	return time.Duration(secs * float64(time.Second)), false, ""
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // RunCommand runs a command line in the call's sandbox, as shell:exec
-// and skill:run do. A zero timeout is DefaultTimeout.
-func RunCommand(ctx context.Context, sb Sandboxes, call Call, command string, timeout time.Duration) (Result, error) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+// and skill:run do: a person's edit (Call.Edited) instead, approved; a
+// command approved for the whole chat without asking again. The errors
+// are the sandbox layer's: a refusal (*sandbox.RefusedError), a question
+// for a person (*policy.AskError), the sandbox unavailable
+// (sandbox.ErrUnavailable) or a cap reached (*sandbox.LimitError).
+func RunCommand(ctx context.Context, sb Sandboxes, call Call, args ShellArgs) (Result, error) {
+	if sb == nil {
+		return Result{}, fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
 	}
-	res, err := sb.Exec(ctx, call.Scope, sandbox.ExecRequest{Command: command, Timeout: timeout, OnOutput: call.OnOutput,
-		Actor: call.Actor, Approved: call.Approved})
+	cmd, approved := args.Command, call.Approved
+	if call.Edited != "" {
+		cmd, approved = call.Edited, call.Edited
+	}
+	if approved == "" && call.ApprovedInChat != nil && call.ApprovedInChat(ctx, cmd) {
+		approved = cmd
+	}
+	timeout := sandbox.ClampTimeout(args.Timeout)
+	res, err := sb.Exec(ctx, call.Scope, sandbox.ExecRequest{Command: cmd, Timeout: timeout, OnOutput: call.OnOutput,
+		Actor: call.Actor, Approved: approved})
 	if err != nil {
 		return Result{}, err
 	}
-	out := ShellOutput{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
-		Truncated: res.Truncated, OOMKilled: res.OOMKilled, PidsLimited: res.PidsLimited, DurationMs: res.Duration.Milliseconds()}
-	r := Result{Output: out, Text: res.Stdout, Status: "success"}
-	if res.Stderr != "" {
-		r.Text += res.Stderr
+	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(),
+		TimedOut: res.TimedOut, Truncated: res.Truncated, OOMKilled: res.OOMKilled, PidsLimited: res.PidsLimited, EditedCommand: call.Edited}
+	if args.Clamped {
+		out.TimeoutClamped, out.TimeoutSeconds = true, int(timeout/time.Second)
 	}
+	r := Result{Output: out, Text: res.Stdout + res.Stderr, Status: StatusSuccess}
 	switch {
 	case res.TimedOut:
-		r.IsError, r.Status = true, "timed out"
+		r.IsError, r.Status = true, StatusTimedOut
 		r.Text += fmt.Sprintf("\n[timed out after %s]", timeout)
 	case res.ExitCode != 0:
-		r.IsError, r.Status = true, "failed"
+		r.IsError, r.Status = true, StatusFailed
 		r.Text += fmt.Sprintf("\n[exit code %d]", res.ExitCode)
 	}
 	return r, nil
@@ -106,6 +220,9 @@ func RunCommand(ctx context.Context, sb Sandboxes, call Call, command string, ti
 // Initialize creates and starts the session's sandbox ahead of its first
 // call.
 func (s Shell) Initialize(ctx context.Context, scope sandbox.Scope) error {
+	if s.Sandboxes == nil {
+		return fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
+	}
 	_, err := s.Sandboxes.Ensure(ctx, scope)
 	return err
 }
@@ -246,7 +363,7 @@ func (f Files) list(ctx context.Context, call Call) (Result, error) {
 func fileFailure(err error) (Result, error) {
 	for _, e := range []error{sandbox.ErrNotFound, sandbox.ErrInvalidPath, sandbox.ErrTooLarge, sandbox.ErrReadOnly} {
 		if errors.Is(err, e) {
-			return Result{Text: err.Error(), IsError: true, Status: "failed"}, nil
+			return failure(err.Error()), nil
 		}
 	}
 	return Result{}, err

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/flowbox/flowbox/sandbox"
@@ -26,49 +27,60 @@ type Skills struct {
 
 func (Skills) Prefix() string { return "skill" }
 
-const skillName = `"name":{"type":"string","minLength":1,"description":"The skill's name, as skill:list gives it"}`
+const skillName = `"name":{"type":"string","minLength":1,"description":"The skill's name, as list_skills gives it"}`
 
+// The skill tools, without their Run: what callers are told of them.
 var (
-	skillList = Tool{Name: "skill:list", ReadOnly: true, ConcurrencySafe: true,
-		Description: "List the installed skills: their names and what each is for.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}
-	skillLoad = Tool{Name: "skill:load", ReadOnly: true, ConcurrencySafe: true,
-		Description: "Load a skill's instructions (its SKILL.md without the front matter) and the list of its files.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` + skillName + `},"required":["name"],"additionalProperties":false}`)}
-	skillRead = Tool{Name: "skill:read", ReadOnly: true, ConcurrencySafe: true,
-		Description: "Read one of a skill's text files (a reference, a template) by its path in the skill.",
+	SkillListTool = Tool{Name: "skill:list", ModelName: ListSkillsName, ReadOnly: true, ConcurrencySafe: true,
+		Description: "List the skills you may use: their names and what each is for.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`), Example: `{}`}
+	SkillLoadTool = Tool{Name: "skill:load", ModelName: LoadSkillName, ReadOnly: true, ConcurrencySafe: true,
+		Description: "Load a skill's instructions (its SKILL.md) and the list of its files. Load a skill before you use it.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{` + skillName + `},"required":["name"]}`),
+		Example:     `{"name": "csv-analyzer"}`}
+	SkillReadTool = Tool{Name: "skill:read", ModelName: ReadSkillFileName, ReadOnly: true, ConcurrencySafe: true,
+		Description: "Read one of a skill's files (a reference, a template), by its path as load_skill lists it.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` + skillName + `,` +
 			`"path":{"type":"string","minLength":1,"description":"The file's path in the skill, e.g. references/format.md"}},` +
-			`"required":["name","path"],"additionalProperties":false}`)}
-	skillRun = Tool{Name: "skill:run",
-		Description: "Run one of a skill's scripts in the sandbox, in /workspace/intermediate; each argument is passed as it is, never through a shell.",
+			`"required":["name","path"]}`),
+		Example: `{"name": "csv-analyzer", "path": "references/format.md"}`}
+	SkillRunTool = Tool{Name: "skill:run", ModelName: RunSkillScriptName, ReadParams: readRunParams, Fail: commandFailed,
+		Description: "Run one of a skill's scripts in your sandbox, in /workspace/intermediate (write results there). " +
+			"Arguments are passed as they are, one per element, never through a shell.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` + skillName + `,` +
 			`"script":{"type":"string","minLength":1,"description":"The script's path in the skill, e.g. scripts/analyze.py"},` +
 			`"args":{"type":"array","items":{"type":"string"},"description":"The script's arguments"},` +
-			`"timeoutSeconds":{"type":"integer","minimum":1,"maximum":300,"description":"Timeout in seconds (default 60)"}},` +
-			`"required":["name","script"],"additionalProperties":false}`)}
+			`"timeout":{"type":"number","minimum":1,"maximum":300,"description":"Timeout in seconds (1-300, default 30)"}},` +
+			`"required":["name","script"]}`),
+		Example: skillRunExample}
 )
 
 func (s Skills) Tools(ctx context.Context, scope sandbox.Scope) ([]Tool, error) {
-	list, load, read, run := skillList, skillLoad, skillRead, skillRun
+	list, load, read, run := SkillListTool, SkillLoadTool, SkillReadTool, SkillRunTool
 	list.Run, load.Run, read.Run, run.Run = s.list, s.load, s.read, s.run
 	return []Tool{list, load, read, run}, nil
 }
 
 type skillParams struct {
-	Name           string   `json:"name"`
-	Path           string   `json:"path"`
-	Script         string   `json:"script"`
-	Args           []string `json:"args"`
-	TimeoutSeconds int      `json:"timeoutSeconds"`
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
-// SkillInfo is a skill as skill:list and skill:load give it.
+// SkillInfo is a skill as list_skills and load_skill give it.
 type SkillInfo struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description"`
 	Files       []string `json:"files,omitempty"`
-	Body        string   `json:"body,omitempty"`
+	// Body is its SKILL.md without the front matter: its instructions
+	// (load_skill).
+	Body string `json:"body,omitempty"`
+	// Location is where the skill is in the sandbox (load_skill).
+	Location string `json:"location,omitempty"`
+}
+
+// SkillList is list_skills' result.
+type SkillList struct {
+	Skills []SkillInfo `json:"skills"`
 }
 
 func (s Skills) list(ctx context.Context, call Call) (Result, error) {
@@ -76,17 +88,30 @@ func (s Skills) list(ctx context.Context, call Call) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	out := make([]SkillInfo, len(list))
-	for i, sk := range list {
-		out[i] = SkillInfo{Name: sk.Name, Description: sk.Description, Files: sk.Files}
+	out := SkillList{Skills: []SkillInfo{}}
+	for _, sk := range list {
+		if call.Skills == nil || slices.Contains(call.Skills, sk.Name) {
+			out.Skills = append(out.Skills, SkillInfo{Name: sk.Name, Description: sk.Description, Files: sk.Files})
+		}
 	}
-	text, _ := json.Marshal(out)
-	return Result{Output: map[string]any{"skills": out}, Text: string(text)}, nil
+	text, _ := json.Marshal(out.Skills)
+	return Result{Output: out, Text: string(text)}, nil
+}
+
+// allowed is a failed result when the caller may not use the skill.
+func allowed(call Call, name string) (Result, bool) {
+	if call.Skills == nil || slices.Contains(call.Skills, name) {
+		return Result{}, true
+	}
+	return failure(fmt.Sprintf("no skill %q for you; %s lists those you may use", name, ListSkillsName)), false
 }
 
 func (s Skills) load(ctx context.Context, call Call) (Result, error) {
 	var p skillParams
 	_ = json.Unmarshal(call.Params, &p)
+	if r, ok := allowed(call, p.Name); !ok {
+		return r, nil
+	}
 	sk, err := s.Catalog.Get(ctx, p.Name)
 	if err != nil {
 		return skillFailure(err)
@@ -95,43 +120,113 @@ func (s Skills) load(ctx context.Context, call Call) (Result, error) {
 	if err != nil {
 		return skillFailure(err)
 	}
-	return Result{Output: SkillInfo{Name: sk.Name, Description: sk.Description, Files: sk.Files, Body: body}, Text: body}, nil
+	out := SkillInfo{Name: sk.Name, Description: sk.Description, Files: sk.Files, Body: body,
+		Location: path.Join(sandbox.SkillsDir, sk.Name)}
+	return Result{Output: out, Text: body}, nil
+}
+
+// SkillFile is read_skill_resource's result.
+type SkillFile struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Content string `json:"content"`
 }
 
 func (s Skills) read(ctx context.Context, call Call) (Result, error) {
 	var p skillParams
 	_ = json.Unmarshal(call.Params, &p)
+	if r, ok := allowed(call, p.Name); !ok {
+		return r, nil
+	}
 	b, err := s.Catalog.ReadResource(ctx, p.Name, p.Path)
 	if err != nil {
 		return skillFailure(err)
 	}
 	if !utf8.Valid(b) {
-		return Result{IsError: true, Status: "failed", Text: fmt.Sprintf("%s is not text; use it from the sandbox at %s",
-			p.Path, path.Join(sandbox.SkillsDir, p.Name, p.Path))}, nil
+		return failure(fmt.Sprintf("%s is not text; use it from the sandbox at %s", p.Path, path.Join(sandbox.SkillsDir, p.Name, p.Path))), nil
 	}
-	return Result{Output: map[string]any{"name": p.Name, "path": p.Path, "content": string(b)}, Text: string(b)}, nil
+	return Result{Output: SkillFile{Name: p.Name, Path: p.Path, Content: string(b)}, Text: string(b)}, nil
+}
+
+const skillRunExample = `{"name": "csv-analyzer", "script": "scripts/analyze.py", "args": ["/workspace/uploads/data.csv"]}`
+
+// runParams are skill:run's params as the script will run.
+type runParams struct {
+	name, script string
+	args         []string
+	timeout      ShellArgs
+}
+
+// parseRunParams reads skill:run's params leniently, like shell:exec's.
+func parseRunParams(params json.RawMessage) (runParams, error) {
+	args := string(params)
+	bad := func(problem string) (runParams, error) {
+		return runParams{}, &ParamsError{Tool: "skill:run", Problem: problem, Example: skillRunExample}
+	}
+	if !gjson.Valid(args) || !gjson.Parse(args).IsObject() {
+		return bad("they are not a JSON object")
+	}
+	p := runParams{name: gjson.Get(args, "name").String(), script: gjson.Get(args, "script").String()}
+	switch {
+	case p.name == "":
+		return bad("name is required")
+	case p.script == "":
+		return bad("script is required")
+	}
+	for _, a := range gjson.Get(args, "args").Array() {
+		if a.Type != gjson.String {
+			return bad("args must be an array of strings")
+		}
+		p.args = append(p.args, a.String())
+	}
+	timeout, clamped, problem := timeoutParam(args)
+	if problem != "" {
+		return bad(problem)
+	}
+	p.timeout = ShellArgs{Timeout: timeout, Clamped: clamped}
+	return p, nil
+}
+
+func readRunParams(params json.RawMessage) error {
+	_, err := parseRunParams(params)
+	return err
 }
 
 func (s Skills) run(ctx context.Context, call Call) (Result, error) {
-	var p skillParams
-	_ = json.Unmarshal(call.Params, &p)
-	inSandbox, err := s.Catalog.ScriptPath(ctx, p.Name, p.Script)
+	p, err := parseRunParams(call.Params)
+	if err != nil {
+		return Result{}, err
+	}
+	if r, ok := allowed(call, p.name); !ok {
+		return r, nil
+	}
+	inSandbox, err := s.Catalog.ScriptPath(ctx, p.name, p.script)
 	if err != nil {
 		return skillFailure(err)
 	}
-	cmd, err := ScriptCommand(inSandbox, p.Args)
+	cmd, err := ScriptCommand(inSandbox, p.args)
 	if err != nil {
-		return Result{}, &ParamsError{Tool: "skill:run", Problem: err.Error()}
+		return Result{}, &ParamsError{Tool: SkillRunTool.Name, Problem: err.Error(), Example: SkillRunTool.Example}
 	}
-	call.Actor.Tool = "skill:run"
-	return RunCommand(ctx, s.Sandboxes, call, cmd, time.Duration(p.TimeoutSeconds)*time.Second)
+	if call.Actor.Tool == "" {
+		call.Actor.Tool = SkillRunTool.Name
+	}
+	args := p.timeout
+	args.Command = cmd
+	return RunCommand(ctx, s.Sandboxes, call, args)
+}
+
+// failure is a call that was wrong (a skill that is not there, a file
+// that is not text): a result the caller reads, nothing ran.
+func failure(msg string) Result {
+	return Result{IsError: true, Status: StatusError, Text: msg}
 }
 
 // skillFailure makes a missing skill or file a failed result.
 func skillFailure(err error) (Result, error) {
 	if errors.Is(err, skills.ErrNotFound) || errors.Is(err, skills.ErrInvalid) ||
 		errors.Is(err, skills.ErrInvalidPath) || errors.Is(err, skills.ErrTooLarge) {
-		return Result{IsError: true, Status: "failed", Text: err.Error()}, nil
+		return failure(err.Error()), nil
 	}
 	return Result{}, err
 }

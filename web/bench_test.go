@@ -26,6 +26,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
@@ -160,7 +161,7 @@ func newChatEnv(tb testing.TB, replies ...llmtest.Reply) *chatEnv {
 		tb.Fatal(err)
 	}
 	types := nodes.Builtins(resolver)
-	types["tools"] = toolcall.New(toolcall.Config{Models: resolver, Sandbox: manager})
+	types["tools"] = toolcall.New(toolcall.Config{Models: resolver, Tools: registry.New(nil, registry.Shell{Sandboxes: manager})})
 	appStore := apps.New(db, ts)
 	if err := appStore.EnsureDemo(ctx, "admin", time.Now()); err != nil {
 		tb.Fatal(err)

@@ -528,3 +528,87 @@ func TestDestructiveTools(t *testing.T) {
 	expect(t, alice, "POST", "/api/sandbox/v1/sessions", map[string]any{"appId": strict.ID}, 201).JSON(t, &own)
 	wantError(t, alice.Do(t, "POST", "/api/sandbox/v1/sessions/"+own.ID+"/execute", map[string]any{"tool": "exec:wipe", "params": map[string]any{}}), 403, "refused")
 }
+
+// TestShellToolIsOneTool: a chat's agent (sandbox_shell) and a service
+// API caller (shell:exec) reach one tool: the same parameters, the same
+// clamping of a timeout out of range, the same result, the same
+// message for params it cannot read.
+func TestShellToolIsOneTool(t *testing.T) {
+	t.Parallel()
+	model := llmtest.New(t,
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_long", "sandbox_shell", `{"command":"echo agent","timeout":100000}`)}},
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_bad", "sandbox_shell", `{"command":5}`)}},
+		llmtest.Reply{Text: "Done."})
+	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	user := env.CreateUser(t, "one-tool", auth.RoleUser)
+	c := env.Login(t, "one-tool", servertest.Password("one-tool"))
+	graph := apps.DemoGraph()
+	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
+	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, c, "POST", "/api/apps", map[string]any{"name": "one tool", "public": false, "graph": graph}, 201).JSON(t, &app)
+	if _, answer := sendTurn(t, c, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "c-one", "messages": message("go")}, 200); answer != "Done." {
+		t.Fatalf("answer %q", answer)
+	}
+	reqs := model.Requests()
+	toolMessage := func(i int) string { m := reqs[i].Messages; return m[len(m)-1].Content }
+
+	prog := env.Bearer(env.APIKey(t, user))
+	var tools struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+	}
+	expect(t, prog, "GET", "/api/sandbox/v1/tools", nil, 200).JSON(t, &tools)
+	offered := reqs[0].Tools[0].Function
+	if tools.Tools[0].Name != "shell:exec" || offered.Name != "sandbox_shell" || tools.Tools[0].Description != offered.Description ||
+		!bytes.Equal(tools.Tools[0].InputSchema, offered.Parameters) {
+		t.Errorf("the service API's %s (%s, %s) and the model's %s (%s, %s) differ", tools.Tools[0].Name, tools.Tools[0].Description,
+			tools.Tools[0].InputSchema, offered.Name, offered.Description, offered.Parameters)
+	}
+
+	var s sessionView
+	expect(t, prog, "POST", "/api/sandbox/v1/sessions", map[string]any{}, 201).JSON(t, &s)
+	type clampedResult struct {
+		Stdout         string `json:"stdout"`
+		ExitCode       int    `json:"exitCode"`
+		TimeoutClamped bool   `json:"timeoutClamped"`
+		TimeoutSeconds int    `json:"timeoutSeconds"`
+	}
+	var agent, caller, older clampedResult
+	if err := json.Unmarshal([]byte(toolMessage(1)), &agent); err != nil {
+		t.Fatalf("the agent's result %s: %v", toolMessage(1), err)
+	}
+	res := execute(t, prog, s.ID, "shell:exec", map[string]any{"command": "echo caller", "timeout": 100000})
+	if err := json.Unmarshal(res.Output, &caller); err != nil {
+		t.Fatalf("the caller's result %s: %v", res.Output, err)
+	}
+	// The service API's older name of the timeout is still read.
+	res = execute(t, prog, s.ID, "shell:exec", map[string]any{"command": "echo older", "timeoutSeconds": 100000})
+	if err := json.Unmarshal(res.Output, &older); err != nil {
+		t.Fatalf("the older call's result %s: %v", res.Output, err)
+	}
+	for _, r := range []struct {
+		who  string
+		got  clampedResult
+		echo string
+	}{{"agent", agent, "agent\n"}, {"caller", caller, "caller\n"}, {"older caller", older, "older\n"}} {
+		if r.got != (clampedResult{Stdout: r.echo, TimeoutClamped: true, TimeoutSeconds: 300}) {
+			t.Errorf("%s: %+v, want the command run with its timeout clamped to 300 s and said so", r.who, r.got)
+		}
+	}
+
+	// Params it cannot read: the same problem and example for both.
+	bad := prog.Do(t, "POST", "/api/sandbox/v1/sessions/"+s.ID+"/execute", map[string]any{"tool": "shell:exec", "params": map[string]any{"command": 5}})
+	e := wantError(t, bad, http.StatusBadRequest, "bad_params")
+	want := `"command" must be a string, got 5; call it like {"command": "ls -la", "timeout": 30}`
+	var agentBad map[string]string
+	_ = json.Unmarshal([]byte(toolMessage(2)), &agentBad)
+	if !strings.Contains(e.Message, want) || agentBad["error"] != want {
+		t.Errorf("bad params: the caller read %q, the agent %q; want both to say %s", e.Message, agentBad["error"], want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web/auth"
 )
@@ -339,9 +340,9 @@ func callSummary(tool, arguments string) string {
 	switch {
 	case args.Command != "":
 		return args.Command
-	case tool == toolcall.RunSkillScriptTool && args.Name != "":
+	case tool == registry.RunSkillScriptName && args.Name != "":
 		return strings.Join(append([]string{args.Name, args.Script}, args.Args...), " ")
-	case tool == toolcall.LoadSkillTool || tool == toolcall.ReadSkillFileTool:
+	case tool == registry.LoadSkillName || tool == registry.ReadSkillFileName:
 		if args.Name != "" {
 			return strings.TrimSpace(args.Name + " " + args.Path)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -41,7 +42,7 @@ func chatToolCalls(chats *history.Store) func(ctx context.Context, chat sandbox.
 			var calls []toolcall.Call
 			_ = json.Unmarshal(it.ToolCalls, &calls)
 			for _, c := range calls {
-				if c.Status != toolcall.StatusAwaiting && c.Status != toolcall.StatusLimited {
+				if c.Status != registry.StatusAwaiting && c.Status != registry.StatusLimited {
 					n++
 				}
 			}

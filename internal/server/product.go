@@ -45,10 +45,9 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		log.Info("moved stored chats to keys scoped per app and user", "chats", n)
 	}
 	approvals := svc.Approvals
-	types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: svc.Manager, Env: env,
+	types["tools"] = toolcall.New(toolcall.Config{Models: models, Tools: e.Tools, Env: env,
 		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),
-		Workspace: promptWorkspace{svc.Workspace}, Skills: nodeSkills{svc.Skills},
-		Extra: toolcall.Registry{Tools: e.Tools}})
+		Workspace: promptWorkspace{svc.Workspace}})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)

@@ -169,12 +169,12 @@ func (b *execBackend) run(ctx context.Context, t *exectool.Tool, call registry.C
 	if err != nil {
 		return registry.Result{}, err
 	}
-	status := "success"
+	status := registry.StatusSuccess
 	switch {
 	case res.TimedOut:
-		status = "timed out"
+		status = registry.StatusTimedOut
 	case res.IsError:
-		status = "failed"
+		status = registry.StatusFailed
 	}
 	return registry.Result{Text: res.Output, IsError: res.IsError, Status: status}, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/nodes/history"
-	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
@@ -95,43 +94,6 @@ func (p promptWorkspace) Summary(ctx context.Context, scope sandbox.Scope) (stri
 		return "", err
 	}
 	return sum.String(), nil
-}
-
-// nodeSkills gives the tool-call node the installed skills.
-type nodeSkills struct{ cat *skills.Catalog }
-
-var _ toolcall.Skills = nodeSkills{}
-
-func (n nodeSkills) List(ctx context.Context) ([]toolcall.Skill, error) {
-	list, _, err := n.cat.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]toolcall.Skill, len(list))
-	for i, s := range list {
-		out[i] = toolcall.Skill{Name: s.Name, Description: s.Description}
-	}
-	return out, nil
-}
-
-func (n nodeSkills) Body(ctx context.Context, name string) (toolcall.Skill, string, error) {
-	s, err := n.cat.Get(ctx, name)
-	if err != nil {
-		return toolcall.Skill{}, "", err
-	}
-	body, err := n.cat.Body(ctx, name)
-	if err != nil {
-		return toolcall.Skill{}, "", err
-	}
-	return toolcall.Skill{Name: s.Name, Description: s.Description, Files: s.Files}, body, nil
-}
-
-func (n nodeSkills) Resource(ctx context.Context, name, file string) ([]byte, error) {
-	return n.cat.ReadResource(ctx, name, file)
-}
-
-func (n nodeSkills) Script(ctx context.Context, name, script string) (string, error) {
-	return n.cat.ScriptPath(ctx, name, script)
 }
 
 // workspaceData deletes the files of deleted chats and apps (the

@@ -24,7 +24,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
@@ -366,7 +366,7 @@ func RejectionRecord(a Approval, by, reason string, at time.Time) audit.Record {
 		Time: at, Instance: audit.DefaultInstance(), Kind: audit.KindCommand,
 		ActorID: by, ActorKind: string(sandbox.ActorAgent), ToolCallID: a.ToolCallID,
 		AppID: a.AppID, ChatID: a.ChatID, UserID: a.UserID, SandboxID: scope.SandboxID(),
-		Tool: toolcall.ShellToolName, Command: a.Command,
+		Tool: registry.ShellModelName, Command: a.Command,
 		Decision: audit.Rejected, Rule: a.Rule, Reason: reason, Status: audit.StatusRejected, ExitCode: -1,
 	}
 }

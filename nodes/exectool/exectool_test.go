@@ -19,7 +19,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/nodes/exectool"
-	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/schemas"
@@ -69,7 +69,7 @@ func TestLoadTestdata(t *testing.T) {
 // TestReservedNames keeps the exec tools off the engine's own tools'
 // names.
 func TestReservedNames(t *testing.T) {
-	for _, name := range []string{toolcall.ShellToolName, toolcall.ListSkillsTool, toolcall.LoadSkillTool, toolcall.ReadSkillFileTool, toolcall.RunSkillScriptTool} {
+	for _, name := range []string{registry.ShellModelName, registry.ListSkillsName, registry.LoadSkillName, registry.ReadSkillFileName, registry.RunSkillScriptName} {
 		if !exectool.Reserved(name) {
 			t.Errorf("Reserved(%q) = false, want true: it is one of the engine's own tools", name)
 		}

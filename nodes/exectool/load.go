@@ -20,6 +20,7 @@ import (
 	"golang.org/x/text/message"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/schemas"
 )
 
@@ -40,9 +41,9 @@ type declaration struct {
 	AuditOperation  string          `json:"auditOperation"`
 }
 
-// reserved are the engine's own tools' names (package nodes/toolcall),
-// which an exec tool would shadow. The schema lists them too.
-var reserved = []string{"sandbox_shell", "list_skills", "load_skill", "read_skill_resource", "execute_skill_script"}
+// reserved are the model names of the engine's own tools, which an exec
+// tool would shadow. The schema lists them too.
+var reserved = []string{registry.ShellModelName, registry.ListSkillsName, registry.LoadSkillName, registry.ReadSkillFileName, registry.RunSkillScriptName}
 
 // Reserved reports whether name is taken by one of the engine's own
 // tools.

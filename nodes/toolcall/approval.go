@@ -10,20 +10,6 @@ import (
 
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/policy"
-)
-
-// Statuses of a call a person was asked about.
-const (
-	// StatusAwaiting: an ask rule matched; the command waits for a
-	// person's answer and has not run.
-	StatusAwaiting = "awaiting approval"
-	// StatusRejected: a person rejected the command, or nobody answered
-	// in time; it did not run.
-	StatusRejected = "rejected"
-	// StatusLimited: the policy's tool-call limits (P9) left no room
-	// for the call; it did not run and does not count.
-	StatusLimited = "limited"
 )
 
 // Approval is what a person was asked about a command, and their answer.
@@ -55,12 +41,6 @@ type AwaitingResult struct {
 type Approvals interface {
 	ApprovedInChat(ctx context.Context, chat sandbox.Scope, command string) (bool, error)
 	ApproveInChat(ctx context.Context, chat sandbox.Scope, command string) error
-}
-
-// askedCommand is a command an ask rule stopped.
-type askedCommand struct {
-	*policy.AskError
-	command string
 }
 
 func newApprovalID() string {

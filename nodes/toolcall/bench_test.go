@@ -13,6 +13,7 @@ import (
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -37,14 +38,14 @@ type timedModels struct {
 func (t timedModels) Model(string) (llm.Model, error) { return timedModel{t.m, t.spent}, nil }
 
 type timedSandbox struct {
-	s     toolcall.Sandbox
+	*sandbox.Manager
 	spent *atomic.Int64
 }
 
 func (t timedSandbox) Exec(ctx context.Context, scope sandbox.Scope, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	start := time.Now()
 	defer func() { t.spent.Add(int64(time.Since(start))) }()
-	return t.s.Exec(ctx, scope, req)
+	return t.Manager.Exec(ctx, scope, req)
 }
 
 // BenchmarkToolRoundOverhead runs chats of one tool round each (the model
@@ -78,7 +79,7 @@ func BenchmarkToolRoundOverhead(b *testing.B) {
 		r := runner{model: new(atomic.Int64), shell: new(atomic.Int64)}
 		models := timedModels{client, r.model}
 		types := nodes.Builtins(models)
-		types["tools"] = toolcall.New(toolcall.Config{Models: models, Sandbox: timedSandbox{m, r.shell}})
+		types["tools"] = toolcall.New(toolcall.Config{Models: models, Tools: registry.New(nil, registry.Shell{Sandboxes: timedSandbox{m, r.shell}})})
 		r.engine = &nodes.Engine{Templates: ts, Types: types}
 		runners[i] = r
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -32,14 +33,12 @@ type probe struct {
 	started  chan struct{}
 }
 
-func (p *probe) Definition() llm.Tool {
-	return llm.Tool{Type: "function", Function: llm.FunctionDef{Name: p.name, Description: "a probe",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}}}`)}}
+func (p *probe) tool() registry.Tool {
+	return registry.Tool{Name: "probe:" + p.name, ModelName: p.name, Description: "a probe", ConcurrencySafe: p.safe,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}}}`), Run: p.run}
 }
 
-func (p *probe) ConcurrencySafe() bool { return p.safe }
-
-func (p *probe) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.ExtraResult, error) {
+func (p *probe) run(ctx context.Context, call registry.Call) (registry.Result, error) {
 	p.mu.Lock()
 	p.inFlight++
 	p.most = max(p.most, p.inFlight)
@@ -57,23 +56,30 @@ func (p *probe) Run(ctx context.Context, call toolcall.ExtraCall) (toolcall.Extr
 			}
 			select {
 			case <-deadline:
-				return toolcall.ExtraResult{Output: "alone"}, nil
+				return registry.Result{Text: "alone"}, nil
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	} else {
 		time.Sleep(30 * time.Millisecond) // room for an overlap to show
 	}
-	if p.fail && strings.Contains(call.Arguments, `"n":2`) {
-		return toolcall.ExtraResult{Output: "call 2 failed", IsError: true}, nil
+	if p.fail && strings.Contains(string(call.Params), `"n":2`) {
+		return registry.Result{Text: "call 2 failed", IsError: true}, nil
 	}
-	return toolcall.ExtraResult{Output: "done " + call.Arguments}, nil
+	return registry.Result{Text: "done " + string(call.Params)}, nil
 }
 
-type probes []toolcall.Extra
+// probes is a registry backend of probes, found by their bare names.
+type probes []*probe
 
-func (ps probes) For(context.Context, sandbox.Scope, []string) ([]toolcall.Extra, error) {
-	return ps, nil
+func (probes) Prefix() string { return "probe" }
+
+func (ps probes) Tools(context.Context, sandbox.Scope) ([]registry.Tool, error) {
+	var out []registry.Tool
+	for _, p := range ps {
+		out = append(out, p.tool())
+	}
+	return out, nil
 }
 
 // TestParallelToolCalls: concurrency-safe calls of one round run
@@ -89,7 +95,7 @@ func TestParallelToolCalls(t *testing.T) {
 		}
 		return out
 	}
-	f := newFixtureWith(t, nil, func(c *toolcall.Config) { c.Extra = probes{safe, unsafe} },
+	f := newFixtureWith(t, nil, func(c *toolcall.Config) { ps := probes{safe, unsafe}; c.Tools = registry.New(ps, ps) },
 		llmtest.Reply{ToolCalls: append(calls("lookup", 3), calls("write_db", 2)...)},
 		llmtest.Reply{Text: "ok"})
 	res, events := f.run(t, app(t, `{"model":"m","useAgentSandbox":false,"tools":["lookup","write_db"]}`), nodes.Chat{ChatID: "c"})
@@ -117,7 +123,7 @@ func TestParallelToolCalls(t *testing.T) {
 		t.Errorf("results %v", got)
 	}
 	// Every call has its card: started and ended.
-	ended := map[string]string{}
+	ended := map[string]registry.Status{}
 	for _, ev := range events {
 		if r, ok := ev.Data.(nodes.ToolResult); ok {
 			ended[r.ID] = r.Status

@@ -14,31 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/policy"
 )
-
-// ShellToolName is the built-in sandbox tool's name (N2).
-const ShellToolName = "sandbox_shell"
-
-// ShellTool is the sandbox_shell declaration sent to the model (N2).
-var ShellTool = llm.Tool{Type: "function", Function: llm.FunctionDef{
-	Name:        ShellToolName,
-	Description: "Run a shell command in your own Linux sandbox for this chat: files, code, packages. The working directory and exported variables persist between calls.",
-	Parameters: json.RawMessage(`{"type":"object","properties":{` +
-		`"command":{"type":"string","description":"The shell command to run"},` +
-		`"timeout":{"type":"number","minimum":1,"maximum":300,"description":"Timeout in seconds (1-300, default 30)"}},` +
-		`"required":["command"]}`),
-}}
-
-// Sandbox runs commands in chats' sandboxes; *sandbox.Manager is one.
-type Sandbox interface {
-	Exec(ctx context.Context, scope sandbox.Scope, req sandbox.ExecRequest) (sandbox.ExecResult, error)
-}
 
 // Environment is what the prompt suffix tells the model about its sandbox.
 // It must be true of the image and provider in use.
@@ -60,9 +41,13 @@ type Environment struct {
 
 // Config configures the node type.
 type Config struct {
-	Models  nodes.Models
-	Sandbox Sandbox // nil: sandbox_shell answers that no sandbox is configured
-	Env     Environment
+	Models nodes.Models
+	// Tools are the engine's tools: sandbox_shell and the skill tools
+	// are the registry's shell:exec and skill:*, and the builder's
+	// choices come from it too (N6). nil: a registry whose sandbox_shell
+	// answers that no sandbox is configured.
+	Tools *registry.Registry
+	Env   Environment
 	// Approvals remembers the commands a person approved for a whole
 	// chat (P10); nil: none are remembered.
 	Approvals Approvals
@@ -75,12 +60,6 @@ type Config struct {
 	// Workspace lists the chat's files in the prompt (K3); nil: the
 	// prompt does not.
 	Workspace Workspace
-	// Skills are the installed skills the apps may choose from (K4);
-	// nil: no skill tools.
-	Skills Skills
-	// Extra gives the exec and MCP tools the apps choose from (N6);
-	// nil: none.
-	Extra ExtraTools
 	// Now is the clock for tool durations; default time.Now.
 	Now func() time.Time
 }
@@ -95,6 +74,9 @@ func New(cfg Config) *Node {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Tools == nil {
+		cfg.Tools = registry.New(nil, registry.Shell{})
+	}
 	return &Node{cfg: cfg}
 }
 
@@ -106,7 +88,7 @@ func (n *Node) PromptSuffix() string {
 	if e.System != "" {
 		fmt.Fprintf(&b, " (%s)", e.System)
 	}
-	b.WriteString(". Run shell commands in it with the sandbox_shell tool.\n")
+	fmt.Fprintf(&b, ". Run shell commands in it with the %s tool.\n", registry.ShellModelName)
 	if len(e.Tools) > 0 {
 		fmt.Fprintf(&b, "- Preinstalled: %s\n", strings.Join(e.Tools, ", "))
 	}
@@ -121,7 +103,8 @@ func (n *Node) PromptSuffix() string {
 	default:
 		b.WriteString("- Network: none, so packages cannot be downloaded; work with what is installed\n")
 	}
-	b.WriteString("- Each command has no input and times out after 30 seconds unless you pass timeout (at most 300)\n")
+	fmt.Fprintf(&b, "- Each command has no input and times out after %d seconds unless you pass timeout (at most %d)\n",
+		int(sandbox.DefaultTimeout.Seconds()), int(sandbox.MaxTimeout.Seconds()))
 	if e.Unsafe {
 		b.WriteString("- WARNING: this sandbox is not isolated: commands run directly on the server\n")
 	}
@@ -136,12 +119,12 @@ type Detail struct {
 
 // Call is one tool call as recorded in the node's response and the chat.
 type Call struct {
-	ID         string `json:"id"`
-	Tool       string `json:"toolName"`
-	Arguments  string `json:"params"`
-	Response   string `json:"response"` // the JSON the model read
-	DurationMs int64  `json:"durationMs"`
-	Status     string `json:"status"` // success | failed | timed out | refused | limited | rejected | awaiting approval | error
+	ID         string          `json:"id"`
+	Tool       string          `json:"toolName"`
+	Arguments  string          `json:"params"`
+	Response   string          `json:"response"` // the JSON the model read
+	DurationMs int64           `json:"durationMs"`
+	Status     registry.Status `json:"status"`
 	// Approval is set on a command a person was asked about: the call
 	// that paused the run (Decision empty), and the same call once
 	// answered, in the run that resumed it.
@@ -162,17 +145,12 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 	}
 	system := nodes.StringInput(in, "systemPrompt")
 	useSandbox := nodes.BoolInput(in, "useAgentSandbox")
-	tb := &toolbox{extra: map[string]Extra{}}
+	tb := n.toolbox(ctx, run, useSandbox)
 	if useSandbox {
-		tb.defs = append(tb.defs, ShellTool)
 		system += n.PromptSuffix()
 	}
-	allowed := allowedSkills(in)
-	tb.defs = append(tb.defs, n.skillTools(allowed, useSandbox)...)
-	n.addExtra(ctx, run, tb)
 	if run.Resume == nil {
-		scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
-		if extra := n.workspacePrompt(ctx, scope, allowed, useSandbox); extra != "" {
+		if extra := n.workspacePrompt(ctx, chatScope(run), tb.skills, useSandbox); extra != "" {
 			if !useSandbox {
 				extra = "\n" + extra
 			}
@@ -292,7 +270,7 @@ func (n *Node) round(ctx context.Context, run *nodes.NodeRun, st *roundState, tb
 			i, tc, call := batch[j], group[j], o.call
 			if o.ask != nil {
 				if len(asked) == 0 {
-					first = nodes.ApprovalRequest{ID: newApprovalID(), ToolCallID: tc.ID, Tool: tc.Function.Name, Command: o.ask.command,
+					first = nodes.ApprovalRequest{ID: newApprovalID(), ToolCallID: tc.ID, Tool: tc.Function.Name, Command: o.ask.Command,
 						Rule: o.ask.Verdict.Rule, Justification: o.ask.Verdict.Justification, Hint: o.ask.Verdict.Hint}
 					call.Approval = &Approval{ID: first.ID, Command: first.Command, Rule: first.Rule, Justification: first.Justification}
 				}
@@ -345,7 +323,7 @@ func (n *Node) answered(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall
 	case nodes.Approve, nodes.ApproveChat:
 		tr.approved = true
 		if a.Decision == nodes.ApproveChat && n.cfg.Approvals != nil {
-			if err := n.cfg.Approvals.ApproveInChat(ctx, sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}, r.Request.Command); err != nil {
+			if err := n.cfg.Approvals.ApproveInChat(ctx, chatScope(run), r.Request.Command); err != nil {
 				// The command still runs once; it will be asked about
 				// again next time.
 				tr.approval.Reason = "not remembered for the chat: " + err.Error()
@@ -366,10 +344,10 @@ func (n *Node) answered(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall
 	return tr
 }
 
-// runTool runs one tool call and reports it. ask is set when the command
+// runTool runs one tool call and reports it. ask is set when the call
 // waits for a person's approval (and did not run); unavailable when the
 // sandbox service could not run it.
-func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tb *toolbox, st *roundState, lim *limits, tr toolRun) (call Call, ask *askedCommand, unavailable error) {
+func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tb *toolbox, st *roundState, lim *limits, tr toolRun) (call Call, ask *policy.AskError, unavailable error) {
 	call = Call{ID: tc.ID, Tool: tc.Function.Name, Arguments: tc.Function.Arguments, Approval: tr.approval}
 	if tr.command != "" {
 		call.Arguments = editedArgs(tc.Function.Arguments, tr.command)
@@ -390,28 +368,24 @@ func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 		st.RunCalls++
 	}
 	tb.mu.Unlock()
+	t, known := tb.tools[tc.Function.Name]
 	switch {
 	case tr.rejected != "":
-		call.Status = StatusRejected
-		resp = ShellResult{ExitCode: -1, Stderr: tr.rejected}
+		call.Status = registry.StatusRejected
+		resp = modelView(t.Failed(errors.New(tr.rejected)))
 	case limit != "":
-		call.Status = StatusLimited
+		call.Status = registry.StatusLimited
 		resp = toolError(limit)
-	case !offered(tb.defs, tc.Function.Name):
-		call.Status = "error"
+	case !known:
+		call.Status = registry.StatusError
 		resp = toolError(fmt.Sprintf("unknown tool %q; the tools you have are: %s", tc.Function.Name, names(tb.defs)))
-	case tc.Function.Name == ShellToolName:
-		resp, call.Status, ask, unavailable = n.shell(ctx, run, tc, tr)
-	case tb.extra[tc.Function.Name] != nil:
-		resp, call.Status, ask, unavailable = n.extraTool(ctx, run, tc, tb, tr)
 	default:
-		resp, call.Status, ask, unavailable = n.skillTool(ctx, run, tc, tr)
+		resp, call.Status, ask, unavailable = n.callTool(ctx, run, tc, t, tb, tr)
 	}
 	if ask != nil {
 		tb.mu.Lock()
 		st.RunCalls--
 		tb.mu.Unlock()
-		call.Status = StatusAwaiting
 	}
 	call.DurationMs = n.cfg.Now().Sub(start).Milliseconds()
 	b, _ := json.Marshal(resp)
@@ -420,174 +394,7 @@ func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 	return call, ask, unavailable
 }
 
-// ShellResult is what the model reads back from sandbox_shell (N4).
-type ShellResult struct {
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   int    `json:"exitCode"`
-	DurationMs int64  `json:"durationMs"`
-	TimedOut   bool   `json:"timedOut,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	// OOMKilled and PidsLimited say the command met its sandbox's memory
-	// or process limit (sandbox.ExecResult): the model learns why it died.
-	OOMKilled   bool `json:"oomKilled,omitempty"`
-	PidsLimited bool `json:"pidsLimited,omitempty"`
-	// TimeoutClamped says the model asked for a timeout outside 1–300 s
-	// and got TimeoutSeconds instead (S6): the model learns why a command
-	// stopped sooner, or ran longer, than it asked.
-	TimeoutClamped bool `json:"timeoutClamped,omitempty"`
-	TimeoutSeconds int  `json:"timeoutSeconds,omitempty"`
-	// EditedCommand is the command a person ran instead of the model's
-	// (P10): the output is its output.
-	EditedCommand string `json:"editedCommand,omitempty"`
-}
-
-func (n *Node) shell(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tr toolRun) (resp any, status string, ask *askedCommand, unavailable error) {
-	args, problem := ParseShellArgs(tc.Function.Arguments)
-	if problem != "" {
-		return toolError(problem), "error", nil, nil
-	}
-	return n.command(ctx, run, tc, tr, args)
-}
-
-// command runs a command line in the chat's sandbox for a tool call:
-// sandbox_shell's, or the one execute_skill_script makes.
-func (n *Node) command(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall, tr toolRun, args ShellArgs) (resp any, status string, ask *askedCommand, unavailable error) {
-	cmd, timeout := args.Command, args.Timeout
-	if tr.command != "" {
-		cmd = tr.command
-	}
-	defer func() {
-		if r, ok := resp.(ShellResult); ok {
-			if args.Clamped {
-				r.TimeoutClamped, r.TimeoutSeconds = true, int(timeout/time.Second)
-			}
-			if tr.command != "" {
-				r.EditedCommand = tr.command
-			}
-			resp = r
-		}
-	}()
-	if n.cfg.Sandbox == nil {
-		err := fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
-		return ShellResult{ExitCode: -1, Stderr: sandbox.ErrUnavailable.Error()}, "failed", nil, err
-	}
-	approved := tr.approved
-	if !approved && n.cfg.Approvals != nil {
-		// Approved for the whole chat earlier: an unreadable store only
-		// means the person is asked again.
-		approved, _ = n.cfg.Approvals.ApprovedInChat(ctx, sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}, cmd)
-	}
-	req := sandbox.ExecRequest{
-		Command: cmd, Timeout: timeout,
-		Actor: sandbox.Actor{UserID: run.Chat.UserID, Kind: sandbox.ActorAgent, ToolCallID: tc.ID, Via: run.Chat.Via, Tool: toolName(tc.Function.Name)},
-		OnOutput: func(s sandbox.Stream, p []byte) {
-			stream := "stdout"
-			if s == sandbox.Stderr {
-				stream = "stderr"
-			}
-			run.Emit(nodes.ToolOutput{ID: tc.ID, Stream: stream, Text: string(p)})
-		},
-	}
-	if approved {
-		req.Approved = cmd
-	}
-	scope := sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}
-	res, err := n.cfg.Sandbox.Exec(ctx, scope, req)
-	out := ShellResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), TimedOut: res.TimedOut, Truncated: res.Truncated,
-		OOMKilled: res.OOMKilled, PidsLimited: res.PidsLimited}
-	var limit *sandbox.LimitError
-	var refused *sandbox.RefusedError
-	var asks *policy.AskError
-	switch {
-	case errors.As(err, &asks):
-		// An ask rule matched: the command waits for a person. The
-		// model reads nothing yet; the run pauses after the round.
-		return AwaitingResult{AwaitingApproval: true, Rule: asks.Verdict.Rule, Justification: asks.Verdict.Justification},
-			StatusAwaiting, &askedCommand{AskError: asks, command: cmd}, nil
-	case errors.As(err, &refused):
-		// The policy refused the command; it did not run. The model reads
-		// the rule, why, and what is allowed.
-		return ShellResult{ExitCode: -1, Stderr: refused.Error()}, "refused", nil, nil
-	case errors.Is(err, sandbox.ErrUnavailable):
-		return out, "failed", nil, err
-	case errors.As(err, &limit):
-		// A cap refused to start the sandbox: the model reads which, and
-		// what the user may do.
-		return ShellResult{ExitCode: -1, Stderr: limit.Error()}, "failed", nil, nil
-	case err != nil:
-		// Cancelled, or the scope was refused: the model sees why.
-		return ShellResult{ExitCode: -1, Stderr: err.Error()}, "failed", nil, nil
-	case res.TimedOut:
-		return out, "timed out", nil, nil
-	case res.ExitCode != 0:
-		return out, "failed", nil, nil
-	}
-	return out, "success", nil, nil
-}
-
-// toolName is the tool a command is audited under: "" for sandbox_shell
-// (the audit's default for the agent).
-func toolName(name string) string {
-	if name == ShellToolName {
-		return ""
-	}
-	return name
-}
-
-// ShellArgs are sandbox_shell's arguments as the command will run.
-type ShellArgs struct {
-	Command string
-	// Timeout is zero when the model gave none: the sandbox's default.
-	Timeout time.Duration
-	// Clamped says the model's timeout was outside 1–300 s and Timeout is
-	// the nearer bound (S6).
-	Clamped bool
-}
-
-// ParseShellArgs reads sandbox_shell's arguments leniently (models send
-// broken JSON) and says plainly what is wrong when it cannot. A timeout
-// out of range is clamped rather than refused, so the command still runs.
-func ParseShellArgs(args string) (ShellArgs, string) {
-	example := `; call it like {"command": "ls -la", "timeout": 30}`
-	c := gjson.Get(args, "command")
-	switch {
-	case !c.Exists():
-		return ShellArgs{}, fmt.Sprintf("sandbox_shell needs a \"command\" string, and the arguments %s have none%s", clipArgs(args), example)
-	case c.Type != gjson.String:
-		return ShellArgs{}, fmt.Sprintf("\"command\" must be a string, got %s%s", c.Raw, example)
-	case strings.TrimSpace(c.String()) == "":
-		return ShellArgs{}, "\"command\" is empty" + example
-	}
-	out := ShellArgs{Command: c.String()}
-	t := gjson.Get(args, "timeout")
-	if t.Exists() && t.Type != gjson.Null {
-		if t.Type != gjson.Number {
-			return ShellArgs{}, fmt.Sprintf("\"timeout\" must be a number of seconds from 1 to 300, not %s%s", t.Raw, example)
-		}
-		secs := t.Float() // ±Inf for huge exponents, which the bounds catch
-		switch {
-		case secs < sandbox.MinTimeout.Seconds():
-			out.Timeout, out.Clamped = sandbox.MinTimeout, true
-		case secs > sandbox.MaxTimeout.Seconds():
-			out.Timeout, out.Clamped = sandbox.MaxTimeout, true
-		default:
-			out.Timeout = time.Duration(secs * float64(time.Second))
-		}
-	}
-	return out, ""
-}
-
 func toolError(msg string) map[string]string { return map[string]string{"error": msg} }
-
-func offered(tools []llm.Tool, name string) bool {
-	for _, t := range tools {
-		if t.Function.Name == name {
-			return true
-		}
-	}
-	return false
-}
 
 func names(tools []llm.Tool) string {
 	if len(tools) == 0 {
@@ -598,11 +405,4 @@ func names(tools []llm.Tool) string {
 		out = append(out, t.Function.Name)
 	}
 	return strings.Join(out, ", ")
-}
-
-func clipArgs(s string) string {
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

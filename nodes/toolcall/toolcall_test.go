@@ -15,6 +15,7 @@ import (
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
@@ -73,7 +74,7 @@ func newFixtureWith(t *testing.T, manager *sandbox.Manager, change func(*toolcal
 	types := nodes.Builtins(endpoint{client})
 	cfg := toolcall.Config{Models: endpoint{client}, Env: toolcall.Environment{System: "Debian 12 (bookworm)", Tools: []string{"bash", "python3"}}}
 	if manager != nil {
-		cfg.Sandbox = manager
+		cfg.Tools = registry.New(nil, registry.Shell{Sandboxes: manager})
 	}
 	if change != nil {
 		change(&cfg)
@@ -176,7 +177,7 @@ func TestTurnsShareTheChatsSandbox(t *testing.T) {
 	f.run(t, g, nodes.Chat{ChatID: "chat-a", Question: "read back"})
 	f.run(t, g, nodes.Chat{ChatID: "chat-b", Question: "look"})
 	reqs := f.model.Requests()
-	var second, other toolcall.ShellResult
+	var second, other registry.ShellResult
 	json.Unmarshal([]byte(toolMessages(reqs[3])[0].Content), &second)
 	json.Unmarshal([]byte(toolMessages(reqs[5])[0].Content), &other)
 	if second.Stdout != "data\n42\n/tmp\n" || second.ExitCode != 0 {
@@ -198,7 +199,7 @@ func TestSandboxDownEndsNodeWithTheError(t *testing.T) {
 		t.Fatalf("agent response = %+v, want the unavailable error as its output", agent)
 	}
 	calls := agent.Detail.(toolcall.Detail).ToolCalls
-	var result toolcall.ShellResult
+	var result registry.ShellResult
 	json.Unmarshal([]byte(calls[0].Response), &result)
 	if result.ExitCode != -1 || !strings.Contains(result.Stderr, "sandbox service temporarily unavailable, retry later") {
 		t.Fatalf("tool result = %+v, want exitCode -1 and the retry message", result)
@@ -224,8 +225,8 @@ func TestBrokenArgumentsBecomeToolErrors(t *testing.T) {
 	m := newManager(t, "")
 	tests := []struct {
 		name, tool, args string
-		want             string // in the tool message the model gets
-		status           string // of the call, as the chat card shows it
+		want             string          // in the tool message the model gets
+		status           registry.Status // of the call, as the chat card shows it
 	}{
 		{"not JSON", "sandbox_shell", `run ls please`, `needs a \"command\" string`, "error"},
 		{"command not a string", "sandbox_shell", `{"command": 5}`, `\"command\" must be a string`, "error"},
@@ -270,16 +271,16 @@ func TestTimeoutOutOfRangeIsClamped(t *testing.T) {
 	m := newManager(t, "")
 	tests := []struct {
 		name, args string
-		want       toolcall.ShellResult // DurationMs and Stderr not compared
+		want       registry.ShellResult // DurationMs and Stderr not compared
 		stderr     string               // in Stderr
-		status     string
+		status     registry.Status
 	}{
 		{"above 300", `{"command":"echo ran","timeout":100000}`,
-			toolcall.ShellResult{Stdout: "ran\n", TimeoutClamped: true, TimeoutSeconds: 300}, "", "success"},
+			registry.ShellResult{Stdout: "ran\n", TimeoutClamped: true, TimeoutSeconds: 300}, "", "success"},
 		{"below 1 stops the command after 1 s", `{"command":"sleep 5; echo late","timeout":0}`,
-			toolcall.ShellResult{ExitCode: 124, TimedOut: true, TimeoutClamped: true, TimeoutSeconds: 1}, "timed out after 1s", "timed out"},
+			registry.ShellResult{ExitCode: 124, TimedOut: true, TimeoutClamped: true, TimeoutSeconds: 1}, "timed out after 1s", "timed out"},
 		{"in range is not marked", `{"command":"echo ran","timeout":30}`,
-			toolcall.ShellResult{Stdout: "ran\n"}, "", "success"},
+			registry.ShellResult{Stdout: "ran\n"}, "", "success"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,7 +293,7 @@ func TestTimeoutOutOfRangeIsClamped(t *testing.T) {
 			if len(msgs) != 1 {
 				t.Fatalf("tool messages = %+v, want one", msgs)
 			}
-			var got toolcall.ShellResult
+			var got registry.ShellResult
 			if err := json.Unmarshal([]byte(msgs[0].Content), &got); err != nil {
 				t.Fatalf("tool message %s: %v", msgs[0].Content, err)
 			}
@@ -308,41 +309,6 @@ func TestTimeoutOutOfRangeIsClamped(t *testing.T) {
 			}
 			if calls := res.Responses[1].Detail.(toolcall.Detail).ToolCalls; len(calls) != 1 || calls[0].Status != tc.status {
 				t.Errorf("recorded calls = %+v, want one with status %q", calls, tc.status)
-			}
-		})
-	}
-}
-
-func TestParseShellArgs(t *testing.T) {
-	tests := []struct {
-		name, args string
-		want       toolcall.ShellArgs
-		problem    string // in the problem; "" for none
-	}{
-		{"no timeout: the default", `{"command":"ls"}`, toolcall.ShellArgs{Command: "ls"}, ""},
-		{"null timeout: the default", `{"command":"ls","timeout":null}`, toolcall.ShellArgs{Command: "ls"}, ""},
-		{"in range", `{"command":"ls","timeout":30}`, toolcall.ShellArgs{Command: "ls", Timeout: 30 * time.Second}, ""},
-		{"fraction", `{"command":"ls","timeout":2.5}`, toolcall.ShellArgs{Command: "ls", Timeout: 2500 * time.Millisecond}, ""},
-		{"lower bound", `{"command":"ls","timeout":1}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second}, ""},
-		{"upper bound", `{"command":"ls","timeout":300}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second}, ""},
-		{"zero", `{"command":"ls","timeout":0}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
-		{"under a second", `{"command":"ls","timeout":0.5}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
-		{"negative", `{"command":"ls","timeout":-7}`, toolcall.ShellArgs{Command: "ls", Timeout: time.Second, Clamped: true}, ""},
-		{"just above", `{"command":"ls","timeout":300.5}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
-		{"huge", `{"command":"ls","timeout":100000}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
-		{"overflowing", `{"command":"ls","timeout":1e999}`, toolcall.ShellArgs{Command: "ls", Timeout: 300 * time.Second, Clamped: true}, ""},
-		{"timeout as string", `{"command":"ls","timeout":"30"}`, toolcall.ShellArgs{}, `"timeout" must be a number of seconds from 1 to 300, not "30"`},
-		{"timeout as bool", `{"command":"ls","timeout":true}`, toolcall.ShellArgs{}, `"timeout" must be a number of seconds`},
-		{"no command", `{"timeout":5}`, toolcall.ShellArgs{}, `needs a "command" string`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, problem := toolcall.ParseShellArgs(tc.args)
-			if got != tc.want {
-				t.Errorf("args = %+v, want %+v", got, tc.want)
-			}
-			if (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
-				t.Errorf("problem = %q, want %q", problem, tc.problem)
 			}
 		})
 	}
@@ -435,7 +401,7 @@ func TestEventSequence(t *testing.T) {
 			}
 			output[d.Stream] += d.Text
 		case nodes.ToolResult:
-			var r toolcall.ShellResult
+			var r registry.ShellResult
 			json.Unmarshal([]byte(d.Response), &r)
 			if d.ID != "c1" || d.Tool != "sandbox_shell" || d.Status != "success" || d.DurationMs < 900 ||
 				r.Stdout != "one\n" || r.Stderr != "two\n" {
