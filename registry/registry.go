@@ -2,9 +2,15 @@
 // shell, the workspace's files, the skills, the operator's exec tools and
 // the admins' MCP servers, each under a resource-prefixed name
 // ("shell:exec", "file:read", "skill:run", "exec:weather",
-// "mcp:docs/search") with its JSON Schema and metadata. The tool-call
-// node and the sandbox service API (and its MCP server) both run tools
-// from it, so a tool added once reaches both.
+// "mcp:docs/search") with its JSON Schema and metadata, and the name a
+// model calls it by ("sandbox_shell", "execute_skill_script"). The
+// tool-call node and the sandbox service API (and its MCP server) both
+// run tools from it, so a tool is defined once and reaches both.
+//
+// The shell, file and skill backends are here; the exec tools' and the
+// MCP servers' are in registry/exectool and registry/mcptool. Guard is
+// what a call that passes no sandbox chain meets instead: the app's
+// command policy, its redaction and the audit.
 //
 // Tools come from backends. A backend owns one resource prefix and may
 // hook into the lifecycle: Warmup and Shutdown for what it shares among

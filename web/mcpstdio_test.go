@@ -23,7 +23,7 @@ import (
 func TestStdioMCPThroughChat(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "mcp-echo")
-	build := exec.Command("go", "build", "-o", bin, "../nodes/mcptool/testdata/mcp-echo")
+	build := exec.Command("go", "build", "-o", bin, "../registry/mcptool/testdata/mcp-echo")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the test MCP server: %v\n%s", err, out)

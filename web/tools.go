@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/nodes/mcptool"
+	"github.com/flowbox/flowbox/registry/mcptool"
 )
 
 // MCPServers is the registry of MCP servers (mcptool.Store).

@@ -19,7 +19,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/testenv"
-	"github.com/flowbox/flowbox/nodes/exectool"
+	"github.com/flowbox/flowbox/registry/exectool"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/docker"

@@ -1,4 +1,4 @@
-// Package mcptool is the client side of MCP (B7) for the tool-call node:
+// Package mcptool is the client side of MCP (B7) for the tool registry:
 // the registry of the MCP servers admins register (Store), and a Client
 // that lists their tools under names a model may use and calls them.
 //

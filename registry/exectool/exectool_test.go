@@ -18,8 +18,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/flowbox/flowbox/internal/testenv"
-	"github.com/flowbox/flowbox/nodes/exectool"
 	"github.com/flowbox/flowbox/registry"
+	"github.com/flowbox/flowbox/registry/exectool"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/schemas"

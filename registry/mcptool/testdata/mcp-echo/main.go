@@ -1,5 +1,5 @@
 // Command mcp-echo is a tiny MCP server on stdio for the tests of
-// nodes/mcptool: they build it statically and run it inside real
+// registry/mcptool: they build it statically and run it inside real
 // sandboxes. It offers echo, add, big, sleep and count (which says how
 // many times it was called by this process). With -mute it reads its input
 // to the end and exits without a word, as a broken server would.
