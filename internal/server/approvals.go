@@ -11,17 +11,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 )
 
-// toolCallLimits are the app's limits on tool calls (P9), from its
-// merged policy; an app whose policy cannot be read gets none here (its
-// commands are refused by the policy link).
-func (s *shellPolicy) toolCallLimits(ctx context.Context, appID string) (perRun, perChat int) {
-	ap, err := s.forApp(ctx, appID)
-	if err != nil {
-		return 0, 0
-	}
-	return ap.policy.Limits.ToolCallsPerRun, ap.policy.Limits.ToolCallsPerChat
-}
-
 // chatToolCalls counts the tool calls of a chat's stored turns, for the
 // per-chat limit. A call that paused for approval counts once: in the
 // turn that answered it; a call the limits refused does not count.

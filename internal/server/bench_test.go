@@ -14,6 +14,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/policy"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
@@ -132,7 +133,7 @@ func benchChain(b *testing.B) (*mongostore.Store, []sandbox.Middleware) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol, err := loadShellPolicy("", noApps{})
+	pol, err := policy.NewResolver(nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func benchChain(b *testing.B) (*mongostore.Store, []sandbox.Middleware) {
 	}
 	w := audit.NewWriter(audit.WriterConfig{Store: records})
 	b.Cleanup(w.Close)
-	return store, append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: w, Redact: pol.redactCommand})}, pol.middleware()...)
+	return store, append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: w, Redact: pol.RedactCommand})}, pol.Middleware()...)
 }
 
 // memProvider answers every command with the same output, streamed in

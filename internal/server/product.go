@@ -46,7 +46,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	}
 	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Tools: e.Tools, Env: env,
-		Approvals: approvals, Limits: svc.Policy.toolCallLimits, ChatToolCalls: chatToolCalls(chats),
+		Approvals: approvals, Limits: svc.Policy.ToolCallLimits, ChatToolCalls: chatToolCalls(chats),
 		Workspace: promptWorkspace{svc.Workspace}})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
@@ -95,7 +95,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
 		Apps: &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
-			CheckGraph: svc.Policy.CheckGraph, Now: time.Now},
+			CheckGraph: func(g nodes.Graph) []string { return apps.CheckPolicies(g, svc.Policy.Check) }, Now: time.Now},
 		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},

@@ -34,6 +34,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/host"
 	"github.com/flowbox/flowbox/sandbox/kubernetes"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
@@ -66,7 +67,7 @@ type Services struct {
 	AlertMetrics *workers.AlertMetrics
 	// Policy is the shell policy: the operator's command rules, limits
 	// and redaction, tightened per app.
-	Policy *shellPolicy
+	Policy *policy.Resolver
 	// Approvals keeps the runs paused for a person's approval.
 	Approvals *approval.Store
 	// Workspace keeps the chats' uploaded and intermediate files, Skills
@@ -172,11 +173,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	// Then the shell policy: a refused command never runs, and what runs
 	// has its output redacted before anything else sees it.
 	appsReader := apps.New(db, nil)
-	if s.Policy, err = loadShellPolicy(cfg.Sandbox.PolicyFile, appsReader); err != nil {
+	if s.Policy, err = policy.LoadResolver(cfg.Sandbox.PolicyFile, appsReader.PolicyDocument); err != nil {
 		return nil, err
 	}
 	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
-		Redact: s.Policy.redactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.middleware()...), middleware...)
+		Redact: s.Policy.RedactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.Middleware()...), middleware...)
 	s.DataDisk = &datadisk.Guard{Paths: []string{cfg.DataDir, cfg.Files.Dir, cfg.Sandbox.Root}, Min: cfg.DataDiskMinFree}
 	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files, s.Provider.Name(), log); err != nil {
 		return nil, err

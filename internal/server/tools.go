@@ -18,7 +18,7 @@ import (
 func newRegistry(svc *Services, deleteSession func(ctx context.Context, scope sandbox.Scope) error) *registry.Registry {
 	guard := registry.Guard{Audit: svc.AuditWriter, Instance: audit.DefaultInstance()}
 	if svc.Policy != nil {
-		guard.Redactor, guard.Judge, guard.JudgeTool = svc.Policy.RedactorFor, svc.Policy.judgeHost, svc.Policy.judgeTool
+		guard.Redactor, guard.Judge, guard.JudgeTool = svc.Policy.RedactorFor, svc.Policy.JudgeHost, svc.Policy.JudgeTool
 	}
 	exec := exectool.NewBackend(svc.ExecTools, svc.Manager, guard)
 	reg := registry.New(exec,
@@ -40,4 +40,3 @@ func execToolInfo(tools []*exectool.Tool) []web.ExecToolInfo {
 	}
 	return out
 }
-

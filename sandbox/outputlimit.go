@@ -1,27 +1,26 @@
-package server
+package sandbox
 
 import (
 	"context"
 	"fmt"
 	"unicode/utf8"
-
-	"github.com/flowbox/flowbox/sandbox"
 )
 
-// outputLimit is the chain link that applies an app's limits.outputBytes
-// (below the sandbox's own cap): each stream of a command passes its
-// first bytes up to the limit, live and in the result, then a note of how
-// much was left out.
-func outputLimit(limit func(ctx context.Context, call *sandbox.Call) int64) sandbox.Middleware {
-	return sandbox.Middleware{Exec: func(next sandbox.ExecFunc) sandbox.ExecFunc {
-		return func(ctx context.Context, call *sandbox.Call) (sandbox.ExecResult, error) {
+// OutputLimit is the chain link that applies a per-call output limit
+// (an app's limits.outputBytes, below the sandbox's own cap): each stream
+// of a command passes its first bytes up to the limit, live and in the
+// result, then a note of how much was left out. A limit of zero, or at
+// or above DefaultOutputLimit, leaves the output alone.
+func OutputLimit(limit func(ctx context.Context, call *Call) int64) Middleware {
+	return Middleware{Exec: func(next ExecFunc) ExecFunc {
+		return func(ctx context.Context, call *Call) (ExecResult, error) {
 			n := limit(ctx, call)
 			// A long-lived program's output is its conversation with the
 			// caller, which limits what it keeps of it.
-			if n <= 0 || n >= sandbox.DefaultOutputLimit || call.Request.LongLived() {
+			if n <= 0 || n >= DefaultOutputLimit || call.Request.LongLived() {
 				return next(ctx, call)
 			}
-			cut := sandbox.TransformOutput(func(sandbox.Stream) sandbox.StreamTransformer { return &headOnly{left: n, limit: n} })
+			cut := TransformOutput(func(Stream) StreamTransformer { return &headOnly{left: n, limit: n} })
 			return cut.Exec(next)(ctx, call)
 		}
 	}}

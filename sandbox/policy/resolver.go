@@ -1,35 +1,34 @@
-package server
+package policy
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 
-	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/sandbox/redact"
 )
 
-// shellPolicy is the operator's shell policy (FLOWBOX_POLICY_FILE) with
-// each app's tightening (the tool-call node's policy input): the command
-// rules and limits (sandbox/policy) and the output redaction
-// (sandbox/redact) every sandbox call goes through.
-type shellPolicy struct {
-	base       policy.Policy
+// Documents gives an app's policy document (the tool-call node's policy
+// input): nil for an app without one, or no such app. An error leaves
+// the app's policy unreadable, and its commands refused.
+type Documents func(ctx context.Context, appID string) ([]byte, error)
+
+// Resolver is the operator's policy (FLOWBOX_POLICY_FILE) with each
+// app's tightening: the command rules and limits and the output
+// redaction (sandbox/redact) every sandbox call goes through, resolved
+// per app and kept while the app's document stays the same.
+type Resolver struct {
+	base       Policy
 	baseRedact redact.Config
 	// Redactor is the operator's alone: for the audit's commands, which
 	// are written for every app.
 	Redactor *redact.Redactor
-	apps     interface {
-		Get(ctx context.Context, id string) (apps.App, error)
-	}
+	docs     Documents
 
 	mu        sync.Mutex
 	perApp    map[string]appPolicy     // by app id, valid while the app's policy input is the same
@@ -39,7 +38,7 @@ type shellPolicy struct {
 type appPolicy struct {
 	raw      [32]byte // the input's hash
 	files    bool     // the file API's reads and downloads are redacted
-	policy   policy.Policy
+	policy   Policy
 	egress   []string // the app's own egress list; nil: the operator's
 	redactor *redact.Redactor
 	err      error
@@ -49,7 +48,7 @@ type appPolicy struct {
 // functions defined earlier), kept for the chats this process served
 // last.
 type chatCommands struct {
-	h *policy.History
+	h *History
 }
 
 // maxRedactedFile bounds a file read or downloaded with file redaction on
@@ -59,12 +58,10 @@ const maxRedactedFile = 8 << 20
 // maxHistories bounds the chats whose earlier commands are remembered.
 const maxHistories = 10000
 
-// loadShellPolicy reads the operator's policy file; empty: the built-in
+// LoadResolver reads the operator's policy file; empty: the built-in
 // denylist and the built-in secret detectors. A bad file is an error
 // naming the file and the field.
-func loadShellPolicy(file string, appsReader interface {
-	Get(ctx context.Context, id string) (apps.App, error)
-}) (*shellPolicy, error) {
+func LoadResolver(file string, docs Documents) (*Resolver, error) {
 	raw := []byte("{}")
 	if file != "" {
 		var err error
@@ -72,44 +69,60 @@ func loadShellPolicy(file string, appsReader interface {
 			return nil, fmt.Errorf("read the shell policy (FLOWBOX_POLICY_FILE): %w", err)
 		}
 	}
-	base, redaction, err := parsePolicy(raw)
+	r, err := NewResolver(raw, docs)
 	if err != nil {
 		return nil, fmt.Errorf("the shell policy %s: %w", file, err)
 	}
+	return r, nil
+}
+
+// NewResolver is the resolver of the operator's policy document (nil:
+// "{}") and the apps' documents.
+func NewResolver(operator []byte, docs Documents) (*Resolver, error) {
+	if operator == nil {
+		operator = []byte("{}")
+	}
+	base, redaction, err := ParseDocument(operator)
+	if err != nil {
+		return nil, err
+	}
 	r, err := redact.New(redaction)
 	if err != nil {
-		return nil, fmt.Errorf("the shell policy %s: redaction: %w", file, err)
+		return nil, fmt.Errorf("redaction: %w", err)
 	}
-	return &shellPolicy{base: base, baseRedact: redaction, Redactor: r, apps: appsReader,
+	return &Resolver{base: base, baseRedact: redaction, Redactor: r, docs: docs,
 		perApp: map[string]appPolicy{}, histories: map[string]*chatCommands{}}, nil
 }
 
-// parsePolicy reads a policy document with its redaction section.
-func parsePolicy(raw []byte) (policy.Policy, redact.Config, error) {
-	p, err := policy.Parse(raw)
+// ParseDocument reads a policy document with its redaction section.
+func ParseDocument(raw []byte) (Policy, redact.Config, error) {
+	p, err := Parse(raw)
 	if err != nil {
-		return policy.Policy{}, redact.Config{}, err
+		return Policy{}, redact.Config{}, err
 	}
 	var rc redact.Config
 	if len(p.Redaction) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(p.Redaction))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rc); err != nil {
-			return policy.Policy{}, redact.Config{}, fmt.Errorf("redaction: %w", err)
+			return Policy{}, redact.Config{}, fmt.Errorf("redaction: %w", err)
 		}
 	}
 	return p, rc, nil
 }
 
 // forApp is the operator's policy tightened by the app's.
-func (s *shellPolicy) forApp(ctx context.Context, appID string) (appPolicy, error) {
-	a, err := s.apps.Get(ctx, appID)
-	if errors.Is(err, apps.ErrNotFound) {
-		return appPolicy{policy: s.base, redactor: s.Redactor, files: s.baseRedact.Files}, nil
-	} else if err != nil {
-		return appPolicy{}, fmt.Errorf("read the app's policy: %w", err)
+func (s *Resolver) forApp(ctx context.Context, appID string) (appPolicy, error) {
+	var raw []byte
+	if s.docs != nil {
+		var err error
+		if raw, err = s.docs(ctx, appID); err != nil {
+			return appPolicy{}, fmt.Errorf("read the app's policy: %w", err)
+		}
 	}
-	raw := appPolicyInput(a.Graph)
+	if raw == nil {
+		return appPolicy{policy: s.base, redactor: s.Redactor, files: s.baseRedact.Files}, nil
+	}
 	sum := sha256.Sum256(raw)
 	s.mu.Lock()
 	cached, ok := s.perApp[appID]
@@ -138,7 +151,7 @@ type resolved struct {
 // forCall is forApp for a call going through the chain: the policy the
 // first link resolved, so that the links below do not each read the app
 // again on the exec path.
-func (s *shellPolicy) forCall(ctx context.Context, appID string) (appPolicy, error) {
+func (s *Resolver) forCall(ctx context.Context, appID string) (appPolicy, error) {
 	if r, ok := ctx.Value(resolvedKey{}).(*resolved); ok && r.appID == appID {
 		return r.ap, r.err
 	}
@@ -147,7 +160,7 @@ func (s *shellPolicy) forCall(ctx context.Context, appID string) (appPolicy, err
 
 // resolve is the first policy link: it reads the app's policy once for
 // the call and the file operation.
-func (s *shellPolicy) resolve() sandbox.Middleware {
+func (s *Resolver) resolve() sandbox.Middleware {
 	with := func(ctx context.Context, appID string) context.Context {
 		ap, err := s.forApp(ctx, appID)
 		return context.WithValue(ctx, resolvedKey{}, &resolved{appID: appID, ap: ap, err: err})
@@ -166,16 +179,13 @@ func (s *shellPolicy) resolve() sandbox.Middleware {
 	}
 }
 
-// compile merges an app's policy input (nil: none) into the operator's.
-func (s *shellPolicy) compile(raw []byte) appPolicy {
-	if raw == nil {
-		return appPolicy{policy: s.base, redactor: s.Redactor, files: s.baseRedact.Files}
-	}
-	p, rc, err := parsePolicy(raw)
+// compile merges an app's policy document into the operator's.
+func (s *Resolver) compile(raw []byte) appPolicy {
+	p, rc, err := ParseDocument(raw)
 	if err != nil {
 		return appPolicy{err: fmt.Errorf("the app's command policy: %w", err)}
 	}
-	merged, err := policy.Merge(s.base, p)
+	merged, err := Merge(s.base, p)
 	if err != nil {
 		return appPolicy{err: fmt.Errorf("the app's command policy loosens the operator's: %w", err)}
 	}
@@ -191,7 +201,7 @@ func (s *shellPolicy) compile(raw []byte) appPolicy {
 
 // EgressFor is the app's egress allowlist (nil: the operator's), for the
 // sandbox manager to narrow; an app whose policy cannot be read gets none.
-func (s *shellPolicy) EgressFor(ctx context.Context, scope sandbox.Scope) []string {
+func (s *Resolver) EgressFor(ctx context.Context, scope sandbox.Scope) []string {
 	ap, err := s.forApp(ctx, scope.AppID)
 	if err != nil {
 		return []string{}
@@ -199,35 +209,14 @@ func (s *shellPolicy) EgressFor(ctx context.Context, scope sandbox.Scope) []stri
 	return ap.egress
 }
 
-// appPolicyInput is the policy input of the graph's tool-call node (the
-// first one that has it), or nil.
-func appPolicyInput(g nodes.Graph) []byte {
-	for _, n := range g.Nodes {
-		if raw, ok := n.Inputs["policy"]; ok && n.Type == "tools" && len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-			return raw
-		}
-	}
-	return nil
-}
-
-// CheckGraph says what is wrong with the command policies of a graph
-// about to be saved: not valid, or looser than the operator's.
-func (s *shellPolicy) CheckGraph(g nodes.Graph) []string {
-	var problems []string
-	for _, n := range g.Nodes {
-		raw, ok := n.Inputs["policy"]
-		if n.Type != "tools" || !ok || string(bytes.TrimSpace(raw)) == "null" {
-			continue
-		}
-		if ap := s.compile(raw); ap.err != nil {
-			problems = append(problems, fmt.Sprintf("node %s: %v", n.NodeID, ap.err))
-		}
-	}
-	return problems
+// Check says what is wrong with an app's policy document about to be
+// saved: not valid, or looser than the operator's.
+func (s *Resolver) Check(raw []byte) error {
+	return s.compile(raw).err
 }
 
 // history is the chat's earlier commands, made on first use.
-func (s *shellPolicy) history(sandboxID string) *policy.History {
+func (s *Resolver) history(sandboxID string) *History {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.histories[sandboxID]; ok {
@@ -242,19 +231,20 @@ func (s *shellPolicy) history(sandboxID string) *policy.History {
 			break
 		}
 	}
-	h := policy.NewHistory()
+	h := NewHistory()
 	s.histories[sandboxID] = &chatCommands{h: h}
 	return h
 }
 
-// middleware is the policy's and the redaction's links of the sandbox
-// chain, in that order: a refused command never runs; what runs has its
-// output redacted before anything else sees it.
-func (s *shellPolicy) middleware() []sandbox.Middleware {
-	judge := policy.Middleware(func(ctx context.Context, call *sandbox.Call) (policy.Policy, *policy.History, error) {
+// Middleware is the policy's links of the sandbox chain, in this order:
+// the app's policy resolved once for the call, the judge (a refused
+// command never runs), the app's output limit, and the redaction (what
+// runs has its output redacted before anything else sees it).
+func (s *Resolver) Middleware() []sandbox.Middleware {
+	judge := Middleware(func(ctx context.Context, call *sandbox.Call) (Policy, *History, error) {
 		ap, err := s.forCall(ctx, call.Scope.AppID)
 		if err != nil {
-			return policy.Policy{}, nil, err
+			return Policy{}, nil, err
 		}
 		return ap.policy, s.history(call.SandboxID), nil
 	})
@@ -268,7 +258,7 @@ func (s *shellPolicy) middleware() []sandbox.Middleware {
 		}
 		return nil
 	}, maxRedactedFile))
-	limit := outputLimit(func(ctx context.Context, call *sandbox.Call) int64 {
+	limit := sandbox.OutputLimit(func(ctx context.Context, call *sandbox.Call) int64 {
 		ap, err := s.forCall(ctx, call.Scope.AppID)
 		if err != nil {
 			return 0 // the judge refuses the call before it runs
@@ -282,13 +272,13 @@ func (s *shellPolicy) middleware() []sandbox.Middleware {
 
 // RedactorFor is the app's redaction (the operator's when the app's
 // policy cannot be read).
-func (s *shellPolicy) RedactorFor(ctx context.Context, appID string) *redact.Redactor {
+func (s *Resolver) RedactorFor(ctx context.Context, appID string) *redact.Redactor {
 	return s.redactorOf(s.forApp(ctx, appID))
 }
 
 // redactorOf is an app policy's redactor, or the operator's when the
 // app's policy cannot be read.
-func (s *shellPolicy) redactorOf(ap appPolicy, err error) *redact.Redactor {
+func (s *Resolver) redactorOf(ap appPolicy, err error) *redact.Redactor {
 	if err == nil && ap.redactor != nil {
 		return ap.redactor
 	}
@@ -298,7 +288,7 @@ func (s *shellPolicy) redactorOf(ap appPolicy, err error) *redact.Redactor {
 // LimitsFor is the app's sandbox limits (memory, CPUs, processes) from
 // its merged policy; the manager keeps the lower of these and the
 // operator's settings.
-func (s *shellPolicy) LimitsFor(ctx context.Context, scope sandbox.Scope) sandbox.Limits {
+func (s *Resolver) LimitsFor(ctx context.Context, scope sandbox.Scope) sandbox.Limits {
 	ap, err := s.forApp(ctx, scope.AppID)
 	if err != nil {
 		return sandbox.Limits{}
@@ -306,38 +296,55 @@ func (s *shellPolicy) LimitsFor(ctx context.Context, scope sandbox.Scope) sandbo
 	return ap.policy.Limits.Sandbox()
 }
 
-// redactCommand is the audit's view of a command: the operator's
+// RedactCommand is the audit's view of a command: the operator's
 // detectors applied.
-func (s *shellPolicy) redactCommand(cmd string) string {
+func (s *Resolver) RedactCommand(cmd string) string {
 	out, _ := s.Redactor.Redact(cmd)
 	return out
 }
 
-// judgeHost judges a command line the engine runs on its host for an
+// JudgeHost judges a command line the engine runs on its host for an
 // app (a host exec tool's program) by the app's command policy, as a
 // sandbox command would be; an app whose policy cannot be read is
 // refused.
-func (s *shellPolicy) judgeHost(ctx context.Context, appID, command string) policy.Verdict {
+func (s *Resolver) JudgeHost(ctx context.Context, appID, command string) Verdict {
 	ap, err := s.forApp(ctx, appID)
 	if err != nil {
-		return policy.Verdict{Decision: policy.Forbid, Rule: "policy-unreadable", Justification: err.Error()}
+		return unreadable(err)
 	}
 	return ap.policy.Judge(command, nil)
 }
 
-// judgeTool is the app's decision on a call of a destructive tool; an
+// JudgeTool is the app's decision on a call of a destructive tool; an
 // app whose policy cannot be read is refused.
-func (s *shellPolicy) judgeTool(ctx context.Context, appID string) policy.Verdict {
+func (s *Resolver) JudgeTool(ctx context.Context, appID string) Verdict {
 	ap, err := s.forApp(ctx, appID)
 	if err != nil {
-		return policy.Verdict{Decision: policy.Forbid, Rule: "policy-unreadable", Justification: err.Error()}
+		return unreadable(err)
 	}
-	v := policy.Verdict{Decision: ap.policy.ForDestructiveTools(), Rule: "destructiveTools"}
+	v := Verdict{Decision: ap.policy.ForDestructiveTools(), Rule: "destructiveTools"}
 	switch v.Decision {
-	case policy.Ask:
+	case Ask:
 		v.Justification = "the policy asks a person to approve every call of a destructive tool"
-	case policy.Forbid:
+	case Forbid:
 		v.Justification = "the policy forbids destructive tools"
 	}
 	return v
+}
+
+// unreadable is the verdict on a call of an app whose policy cannot be
+// read: refused.
+func unreadable(err error) Verdict {
+	return Verdict{Decision: Forbid, Rule: "policy-unreadable", Justification: err.Error()}
+}
+
+// ToolCallLimits are the app's limits on tool calls (P9), per run and
+// per chat; an app whose policy cannot be read gets none here (its
+// commands are refused by the judge).
+func (s *Resolver) ToolCallLimits(ctx context.Context, appID string) (perRun, perChat int) {
+	ap, err := s.forApp(ctx, appID)
+	if err != nil {
+		return 0, 0
+	}
+	return ap.policy.Limits.ToolCallsPerRun, ap.policy.Limits.ToolCallsPerChat
 }
