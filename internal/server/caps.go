@@ -1,15 +1,11 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/flowbox/flowbox/internal/config"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/share"
 )
 
 // sandboxCaps are the manager's caps on running sandboxes; a share link's
@@ -26,29 +22,4 @@ func runLimits(svc *Services, c config.Caps, log *slog.Logger) *web.RunLimits {
 	return &web.RunLimits{Redis: svc.Redis, Namespace: svc.DB.Name(),
 		Global: c.Runs, PerUser: c.UserRuns, PerGroup: c.LinkRuns, PerApp: c.AppRuns, PerOwner: c.OwnerRuns,
 		Group: sandbox.UserGroup, Owner: svc.Owners.Owner, Log: log}
-}
-
-// newOwners reads apps' owners and share links' apps for the owner caps.
-// An app or link that is gone (or a link that expired: its visitors'
-// sandboxes may still run) is no error.
-func newOwners(appStore *apps.Store, links *share.Store) *sandbox.Owners {
-	return &sandbox.Owners{
-		AppOwner: func(ctx context.Context, appID string) (string, error) {
-			a, err := appStore.Get(ctx, appID)
-			if errors.Is(err, apps.ErrNotFound) {
-				return "", nil
-			}
-			return a.OwnerID, err
-		},
-		LinkApp: func(ctx context.Context, linkID string) (string, error) {
-			l, err := links.Get(ctx, linkID)
-			switch {
-			case errors.Is(err, share.ErrNotFound):
-				return "", nil
-			case errors.Is(err, share.ErrExpired):
-				return l.AppID, nil
-			}
-			return l.AppID, err
-		},
-	}
 }

@@ -46,7 +46,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	}
 	approvals := svc.Approvals
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Tools: e.Tools, Env: env,
-		Approvals: approvals, Limits: svc.Policy.ToolCallLimits, ChatToolCalls: chatToolCalls(chats),
+		Approvals: approvals, Limits: svc.Policy.ToolCallLimits, History: chats,
 		Workspace: promptWorkspace{svc.Workspace}})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -190,7 +189,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	if s.Sessions, err = sessions.New(ctx, db); err != nil {
 		return nil, err
 	}
-	s.Owners = newOwners(appsReader, share.New(db))
+	s.Owners = &sandbox.Owners{AppOwner: appsReader.OwnerOf, LinkApp: share.New(db).AppOf}
 	s.Manager, err = sandbox.New(sandbox.Config{
 		Provider: s.Provider,
 		// The chat's uploads and intermediate files, and the skills.
@@ -207,7 +206,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		Caps:      sandboxCaps(cfg.Caps, s.Owners),
 		// The apps' startup and shutdown commands, read as the sandboxes
 		// need them (the workers' stops and deletions included).
-		Lifecycle:  appLifecycle{apps: appsReader},
+		Lifecycle:  apps.Lifecycle{Apps: appsReader},
 		Middleware: middleware,
 		// Started sandboxes of the operator's shape wait for new chats;
 		// the workers refill the pool, asked by each adoption.
@@ -365,37 +364,11 @@ func (s *Services) readyChecks() []web.Check {
 
 // limitsFor is an app's limits, lowered by a service API session's own.
 func (s *Services) limitsFor(ctx context.Context, scope sandbox.Scope) sandbox.Limits {
-	l := s.Policy.LimitsFor(ctx, scope)
-	sess, err := s.Sessions.ForScope(ctx, scope)
-	if err != nil {
-		return l
-	}
-	lower := func(a, b float64) float64 {
-		if a == 0 || b != 0 && b < a {
-			return b
-		}
-		return a
-	}
-	l.CPUCount = lower(l.CPUCount, sess.Limits.CPUCount)
-	l.MemoryMiB = int64(lower(float64(l.MemoryMiB), float64(sess.Limits.MemoryMiB)))
-	l.Pids = int64(lower(float64(l.Pids), float64(sess.Limits.Pids)))
-	return l
+	return s.Sessions.Limits(ctx, scope, s.Policy.LimitsFor(ctx, scope))
 }
 
 // egressFor is an app's egress allowlist, narrowed by a service API
-// session's: none unless the session asked for egress, and then only the
-// patterns the app allows too.
+// session's.
 func (s *Services) egressFor(ctx context.Context, scope sandbox.Scope) []string {
-	app := s.Policy.EgressFor(ctx, scope)
-	sess, err := s.Sessions.ForScope(ctx, scope)
-	if err != nil {
-		return app
-	}
-	out := []string{}
-	for _, p := range sess.Egress {
-		if app == nil || slices.Contains(app, p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return s.Sessions.Egress(ctx, scope, s.Policy.EgressFor(ctx, scope))
 }

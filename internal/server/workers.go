@@ -13,6 +13,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/sessions"
+	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/workers"
 )
@@ -51,7 +52,7 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		IdleTimeouts: svc.Sessions.IdleTimeouts,
 		MinIdle:      sessions.MinIdle,
 		ChatData: []workers.ChatData{svc.Approvals, svc.Sessions,
-			workspaceData{ws: svc.Workspace, chats: history.New(svc.DB), sandbox: svc.Store, provider: svc.Provider.Name()}},
+			workspace.ChatData{Files: svc.Workspace, Chats: history.New(svc.DB), Records: svc.Store, Provider: svc.Provider.Name()}},
 		Logger: log,
 	})
 	if err != nil {

@@ -2,19 +2,15 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"time"
 
 	"github.com/flowbox/flowbox/internal/config"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
-	"github.com/flowbox/flowbox/workers"
 )
 
 // promptFiles is how many of a chat's files the system prompt lists.
@@ -94,73 +90,4 @@ func (p promptWorkspace) Summary(ctx context.Context, scope sandbox.Scope) (stri
 		return "", err
 	}
 	return sum.String(), nil
-}
-
-// workspaceData deletes the files of deleted chats and apps (the
-// deletion tasks' ChatData) and, in reconciliation, those no chat owns.
-// A chat's directory is named after its sandbox, which the chat's user
-// names too: the owners are read from the directories.
-type workspaceData struct {
-	ws       *workspace.Store
-	chats    *history.Store
-	sandbox  sandbox.Store
-	provider string
-}
-
-var _ workers.OrphanedData = workspaceData{}
-
-// RemoveOrphans removes the directories older than before whose chat is
-// not recorded and whose sandbox has no record either (a chat's first
-// turn is recorded when it ends, its sandbox when it starts), and those
-// whose owner is unknown.
-func (w workspaceData) RemoveOrphans(ctx context.Context, before time.Time) (int, error) {
-	dirs, err := w.ws.Dirs(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, o := range dirs {
-		if !o.CreatedAt.Before(before) {
-			continue
-		}
-		if o.Known() {
-			if _, err := w.chats.Get(ctx, o.Scope()); !errors.Is(err, history.ErrNotFound) {
-				continue // the chat exists, or it cannot be told now
-			}
-			if _, err := w.sandbox.Get(ctx, w.provider, o.SandboxID); !errors.Is(err, sandbox.ErrNotFound) {
-				continue
-			}
-		}
-		if err := w.ws.DeleteID(ctx, o.SandboxID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
-}
-
-// DeleteChats deletes the chats' directories; a chat without a user
-// stands for that chat id of every user of its app.
-func (w workspaceData) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
-	want := map[sandbox.Scope]bool{}
-	for _, c := range chats {
-		want[c] = true
-	}
-	dirs, err := w.ws.Dirs(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, o := range dirs {
-		if o.Known() && (want[o.Scope()] || want[sandbox.Scope{AppID: o.AppID, ChatID: o.ChatID}]) {
-			errs = append(errs, w.ws.DeleteID(ctx, o.SandboxID))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (w workspaceData) DeleteApp(ctx context.Context, appID string) error {
-	return w.ws.DeleteApp(ctx, appID)
 }

@@ -329,6 +329,37 @@ func (s *Store) Items(ctx context.Context, chat Chat, from, limit int) ([]Item, 
 	return out, nil
 }
 
+// Exists says whether a chat is recorded.
+func (s *Store) Exists(ctx context.Context, scope sandbox.Scope) (bool, error) {
+	_, err := s.Get(ctx, scope)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// StoredToolCalls is the tool calls of a chat's stored items, each as the
+// tool-call node recorded them (JSON); none for a chat not stored.
+func (s *Store) StoredToolCalls(ctx context.Context, scope sandbox.Scope) ([]json.RawMessage, error) {
+	chat, err := s.Get(ctx, scope)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	items, err := s.Items(ctx, chat, 0, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	for _, it := range items {
+		if len(it.ToolCalls) > 0 {
+			out = append(out, it.ToolCalls)
+		}
+	}
+	return out, nil
+}
+
 func (s *Store) item(ctx context.Context, key string, seq int) (itemDoc, error) {
 	var d itemDoc
 	err := s.items.FindOne(ctx, bson.D{{Key: "_id", Value: itemID(key, seq)}}).Decode(&d)

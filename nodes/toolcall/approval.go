@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -70,11 +71,34 @@ type limits struct {
 	// resumedAt is RunCalls when a paused run resumed: the calls before
 	// are in the chat's stored turns already.
 	resumedAt int
-	count     func(ctx context.Context, chat sandbox.Scope) (int, error)
+	history   StoredCalls
+}
+
+// StoredCalls gives the tool calls of a chat's stored turns, each as
+// the node recorded them (a JSON list of Call); none for a new chat.
+type StoredCalls interface {
+	StoredToolCalls(ctx context.Context, chat sandbox.Scope) ([]json.RawMessage, error)
+}
+
+// countCalls counts the calls of stored turns toward the per-chat limit:
+// a call that paused for approval counts once, in the turn that answered
+// it; a call the limits refused does not count.
+func countCalls(turns []json.RawMessage) int {
+	n := 0
+	for _, raw := range turns {
+		var calls []Call
+		_ = json.Unmarshal(raw, &calls)
+		for _, c := range calls {
+			if c.Status != registry.StatusAwaiting && c.Status != registry.StatusLimited {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (n *Node) limits(ctx context.Context, run *nodes.NodeRun) *limits {
-	l := &limits{earlier: -1, count: n.cfg.ChatToolCalls}
+	l := &limits{earlier: -1, history: n.cfg.History}
 	if n.cfg.Limits != nil {
 		l.perRun, l.perChat = n.cfg.Limits(ctx, run.Chat.AppID)
 	}
@@ -91,11 +115,11 @@ func (l *limits) reached(ctx context.Context, run *nodes.NodeRun, st *roundState
 	}
 	if l.earlier < 0 {
 		l.earlier = 0
-		if l.count != nil {
+		if l.history != nil {
 			// Unreadable, the chat's earlier calls count as none: the
 			// per-run limit and the sandbox still bound what runs.
-			if n, err := l.count(ctx, sandbox.Scope{AppID: run.Chat.AppID, UserID: run.Chat.UserID, ChatID: run.Chat.ChatID}); err == nil {
-				l.earlier = n
+			if turns, err := l.history.StoredToolCalls(ctx, chatScope(run)); err == nil {
+				l.earlier = countCalls(turns)
 			}
 		}
 	}

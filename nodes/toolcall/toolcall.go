@@ -54,9 +54,9 @@ type Config struct {
 	// Limits gives the app's tool-call limits (P9): per run and per chat,
 	// zero for none; nil: no limits.
 	Limits func(ctx context.Context, appID string) (perRun, perChat int)
-	// ChatToolCalls counts the tool calls of a chat's earlier turns, for
-	// the per-chat limit; nil: they are not counted.
-	ChatToolCalls func(ctx context.Context, chat sandbox.Scope) (int, error)
+	// History gives the tool calls of a chat's earlier turns, for the
+	// per-chat limit (history.Store); nil: they are not counted.
+	History StoredCalls
 	// Workspace lists the chat's files in the prompt (K3); nil: the
 	// prompt does not.
 	Workspace Workspace

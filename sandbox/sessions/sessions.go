@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,6 +127,44 @@ func (s *Store) ForScope(ctx context.Context, scope sandbox.Scope) (Session, err
 		return Session{}, ErrNotFound
 	}
 	return sess, nil
+}
+
+// Limits is an app's limits lowered by the session's own, for the
+// sandbox of a service API session; a chat's sandbox keeps the app's.
+func (s *Store) Limits(ctx context.Context, scope sandbox.Scope, app sandbox.Limits) sandbox.Limits {
+	sess, err := s.ForScope(ctx, scope)
+	if err != nil {
+		return app
+	}
+	lower := func(a, b float64) float64 {
+		if a == 0 || b != 0 && b < a {
+			return b
+		}
+		return a
+	}
+	l := app
+	l.CPUCount = lower(l.CPUCount, sess.Limits.CPUCount)
+	l.MemoryMiB = int64(lower(float64(l.MemoryMiB), float64(sess.Limits.MemoryMiB)))
+	l.Pids = int64(lower(float64(l.Pids), float64(sess.Limits.Pids)))
+	return l
+}
+
+// Egress is an app's egress allowlist (nil: the operator's) narrowed by
+// a service API session's: none unless the session asked for egress, and
+// then only the patterns the app allows too. A chat's sandbox keeps the
+// app's.
+func (s *Store) Egress(ctx context.Context, scope sandbox.Scope, app []string) []string {
+	sess, err := s.ForScope(ctx, scope)
+	if err != nil {
+		return app
+	}
+	out := []string{}
+	for _, p := range sess.Egress {
+		if app == nil || slices.Contains(app, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // List returns an owner's sessions, newest first, those with every label

@@ -83,3 +83,42 @@ func TestStore(t *testing.T) {
 		t.Errorf("after the app's deletion: %+v", list)
 	}
 }
+
+// TestNarrowing: a session's sandbox gets the lower of the app's limits
+// and its own, and only the egress both allow; a chat's keeps the app's.
+func TestNarrowing(t *testing.T) {
+	ctx := context.Background()
+	s, err := sessions.New(ctx, mongotest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := sessions.Session{ID: sessions.NewID(), OwnerID: "u1", AppID: "app1", CreatedAt: time.Now().UTC(),
+		Limits: sandbox.Limits{MemoryMiB: 256, CPUCount: 2}, Egress: []string{"pypi.org", "evil.example"}}
+	if err := s.Create(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	quiet := sessions.Session{ID: sessions.NewID(), OwnerID: "u1", AppID: "app1", CreatedAt: time.Now().UTC()}
+	if err := s.Create(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	app := sandbox.Limits{MemoryMiB: 512, CPUCount: 1, Pids: 64}
+	if got := s.Limits(ctx, sess.Scope(), app); got != (sandbox.Limits{MemoryMiB: 256, CPUCount: 1, Pids: 64}) {
+		t.Errorf("session limits %+v, want the lower of each", got)
+	}
+	chat := sandbox.Scope{AppID: "app1", UserID: "u1", ChatID: "a-chat"}
+	if got := s.Limits(ctx, chat, app); got != app {
+		t.Errorf("a chat's limits %+v, want the app's", got)
+	}
+	if got := s.Egress(ctx, sess.Scope(), []string{"pypi.org"}); len(got) != 1 || got[0] != "pypi.org" {
+		t.Errorf("session egress %v, want only what the app allows too", got)
+	}
+	if got := s.Egress(ctx, sess.Scope(), nil); len(got) != 2 {
+		t.Errorf("session egress under the operator's list %v, want the session's own", got)
+	}
+	if got := s.Egress(ctx, quiet.Scope(), nil); got == nil || len(got) != 0 {
+		t.Errorf("a session that asked for no egress: %v, want none", got)
+	}
+	if got := s.Egress(ctx, chat, []string{"x.org"}); len(got) != 1 {
+		t.Errorf("a chat's egress %v, want the app's", got)
+	}
+}

@@ -258,6 +258,20 @@ func (s *Store) Get(ctx context.Context, id string) (Link, error) {
 	return l, nil
 }
 
+// AppOf is the app a link shares, for the owner caps; "" for a link that
+// is gone. An expired link still names its app: its visitors' sandboxes
+// may still run (sandbox.Owners.LinkApp).
+func (s *Store) AppOf(ctx context.Context, id string) (string, error) {
+	l, err := s.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", nil
+	case errors.Is(err, ErrExpired):
+		return l.AppID, nil
+	}
+	return l.AppID, err
+}
+
 // Revoke deletes one of the app's links and its visitor sessions.
 func (s *Store) Revoke(ctx context.Context, appID, id string) error {
 	res, err := s.links.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "appId", Value: appID}})

@@ -1,4 +1,4 @@
-package server
+package workspace_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 )
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
 
 // TestWorkspaceOrphans: reconciliation removes the chat directories that
 // no chat and no sandbox record owns, once past the grace period, and
@@ -33,7 +35,7 @@ func TestWorkspaceOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := workspaceData{ws: ws, chats: chats, sandbox: records, provider: "bwrap"}
+	data := workspace.ChatData{Files: ws, Chats: chats, Records: records, Provider: "bwrap"}
 	scope := func(chat string) sandbox.Scope { return sandbox.Scope{AppID: "app", UserID: "u", ChatID: chat} }
 	dirs := func() []string {
 		owners, err := ws.Dirs(ctx)

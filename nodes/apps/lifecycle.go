@@ -1,4 +1,4 @@
-package server
+package apps
 
 import (
 	"context"
@@ -6,32 +6,27 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
-// appLifecycle gives the sandbox manager an app's startup and shutdown
+// Lifecycle gives the sandbox manager an app's startup and shutdown
 // commands (P4), from the inputs startupCommands and shutdownCommands of
 // the app's tool-call nodes, in the graph's order.
-type appLifecycle struct {
-	apps interface {
-		Get(ctx context.Context, id string) (apps.App, error)
-	}
-}
+type Lifecycle struct{ Apps *Store }
 
-var _ sandbox.Lifecycle = appLifecycle{}
+var _ sandbox.Lifecycle = Lifecycle{}
 
-func (l appLifecycle) StartupCommands(ctx context.Context, scope sandbox.Scope) ([]string, error) {
+func (l Lifecycle) StartupCommands(ctx context.Context, scope sandbox.Scope) ([]string, error) {
 	return l.commands(ctx, scope.AppID, "startupCommands")
 }
 
-func (l appLifecycle) ShutdownCommands(ctx context.Context, scope sandbox.Scope) ([]string, error) {
+func (l Lifecycle) ShutdownCommands(ctx context.Context, scope sandbox.Scope) ([]string, error) {
 	return l.commands(ctx, scope.AppID, "shutdownCommands")
 }
 
-func (l appLifecycle) commands(ctx context.Context, appID, input string) ([]string, error) {
-	a, err := l.apps.Get(ctx, appID)
-	if errors.Is(err, apps.ErrNotFound) {
+func (l Lifecycle) commands(ctx context.Context, appID, input string) ([]string, error) {
+	a, err := l.Apps.Get(ctx, appID)
+	if errors.Is(err, ErrNotFound) {
 		return nil, nil // the app is gone; its sandboxes are on their way out
 	} else if err != nil {
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
@@ -49,4 +44,14 @@ func (l appLifecycle) commands(ctx context.Context, appID, input string) ([]stri
 		all = append(all, cmds...)
 	}
 	return all, nil
+}
+
+// OwnerOf is the account that owns an app, for the owner caps; "" for
+// an app that is gone (sandbox.Owners.AppOwner).
+func (s *Store) OwnerOf(ctx context.Context, appID string) (string, error) {
+	a, err := s.Get(ctx, appID)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return a.OwnerID, err
 }
