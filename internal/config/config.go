@@ -165,6 +165,11 @@ type Kube struct {
 	Shell        string // FLOWBOX_KUBE_SHELL (default /bin/bash)
 	StorageClass string // FLOWBOX_KUBE_STORAGE_CLASS: the class of the sandboxes' claims (default: the cluster's default class)
 	RuntimeClass string // FLOWBOX_KUBE_RUNTIME_CLASS: the pods' runtimeClassName, such as gvisor or kata (default: the cluster's default runtime)
+	// HostUsers runs the sandboxes' pods without a user namespace of their
+	// own (spec.hostUsers unset), for clusters whose runtime cannot give
+	// them one: root in a sandbox is then the node's uid 0.
+	// FLOWBOX_KUBE_HOST_USERS (default false: spec.hostUsers: false).
+	HostUsers bool
 	// FilesClaim is the claim (ReadWriteMany) holding the files directory
 	// (uploads, intermediate files, skills), which the engine's pods mount
 	// at FLOWBOX_FILES_DIR and the sandboxes' pods mount from.
@@ -403,6 +408,7 @@ func Parse(getenv func(string) string) (Config, error) {
 		Shell:         str("FLOWBOX_KUBE_SHELL", "/bin/bash"),
 		StorageClass:  str("FLOWBOX_KUBE_STORAGE_CLASS", ""),
 		RuntimeClass:  str("FLOWBOX_KUBE_RUNTIME_CLASS", ""),
+		HostUsers:     boolean("FLOWBOX_KUBE_HOST_USERS", false),
 		FilesClaim:    str("FLOWBOX_KUBE_FILES_CLAIM", ""),
 		FilesHostPath: str("FLOWBOX_KUBE_FILES_HOST_PATH", ""),
 	}

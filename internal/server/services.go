@@ -326,7 +326,7 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 		"kubernetes": func() (sandbox.Provider, error) {
 			k := sc.Kube
 			return kubernetes.New(kubernetes.Config{Kubeconfig: k.Config, Namespace: k.Namespace, Image: k.Image, AgentImage: k.AgentImage,
-				PullPolicy: corev1.PullPolicy(k.PullPolicy), Shell: k.Shell, StorageClass: k.StorageClass, RuntimeClass: k.RuntimeClass,
+				PullPolicy: corev1.PullPolicy(k.PullPolicy), Shell: k.Shell, StorageClass: k.StorageClass, RuntimeClass: k.RuntimeClass, HostUsers: k.HostUsers,
 				DefaultLimits: sandbox.Limits{DiskGiB: sc.DiskGiB},
 				FilesRoot:     cfg.Files.Dir, FilesClaim: k.FilesClaim, FilesHostPath: k.FilesHostPath, Logger: log})
 		},

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
@@ -261,6 +262,12 @@ func (p *Provider) podFor(id string, rec specRecord, mode string) (*corev1.Pod, 
 	if p.cfg.RuntimeClass != "" {
 		pod.Spec.RuntimeClassName = &p.cfg.RuntimeClass
 	}
+	if !p.cfg.HostUsers {
+		// A user namespace of the pod's own: root in the sandbox is an
+		// unprivileged uid of the node, and the volumes reach it as
+		// ID-mapped mounts (files keep their owners on disk).
+		pod.Spec.HostUsers = &no
+	}
 	if mode == modeFiles {
 		// Nothing stops a files pod but its deadline: the stop scan
 		// sees a stopped sandbox.
@@ -289,12 +296,55 @@ func failedStart(pod *corev1.Pod) string {
 		if w := cs.State.Waiting; w != nil {
 			switch w.Reason {
 			case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-				return fmt.Sprintf("container %s cannot start: %s: %s", cs.Name, w.Reason, w.Message)
+				return fmt.Sprintf("container %s cannot start: %s: %s", cs.Name, w.Reason, w.Message) + usernsAdvice(pod, w.Message)
 			}
 		}
 	}
 	// An unschedulable pod may still be placed: the scheduler tries
 	// again, and the deadline's error says why it was not.
+	return ""
+}
+
+// hostUsersSetting is the setting that turns the pods' user namespaces
+// off, named in the errors that ask for it.
+const hostUsersSetting = "FLOWBOX_KUBE_HOST_USERS=true"
+
+// usernsAdvice, for a pod in a user namespace of its own whose start
+// failed with msg, says what to do when msg is about user namespaces or
+// ID-mapped mounts; otherwise "".
+func usernsAdvice(pod *corev1.Pod, msg string) string {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return ""
+	}
+	m := strings.ToLower(msg)
+	if !strings.Contains(m, "user namespace") && !strings.Contains(m, "userns") &&
+		!strings.Contains(m, "hostusers") && !strings.Contains(m, "idmap") && !strings.Contains(m, "id-map") {
+		return ""
+	}
+	return ". Sandbox pods run in a user namespace of their own (spec.hostUsers: false), so that root in a " +
+		"sandbox is not root on the node, and this node cannot give it one: that needs Kubernetes 1.33 or later " +
+		"with containerd 2.0+ and runc 1.2+ (or CRI-O 1.25+) on the node, and volumes on file systems that support " +
+		"ID-mapped mounts (Linux 6.3+ for tmpfs). Upgrade the nodes' runtime, or set " + hostUsersSetting +
+		" (Config.HostUsers) to run sandbox pods without user namespaces: their root is then the node's uid 0, " +
+		"without capabilities"
+}
+
+// sandboxRefusal is why the kubelet could not create the pod's sandbox
+// because of its user namespace, from the pod's FailedCreatePodSandBox
+// events, with what to do; "" when there is no such event, or when the
+// provider may not list events.
+func (p *Provider) sandboxRefusal(ctx context.Context, pod *corev1.Pod) string {
+	evs, err := p.cli.CoreV1().Events(p.cfg.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.uid": string(pod.UID), "reason": "FailedCreatePodSandBox"}.String(),
+	})
+	if err != nil {
+		return ""
+	}
+	for _, e := range evs.Items {
+		if advice := usernsAdvice(pod, e.Message); advice != "" {
+			return "the node cannot create the pod: " + strings.TrimSuffix(e.Message, ".") + advice
+		}
+	}
 	return ""
 }
 
@@ -333,6 +383,9 @@ func (p *Provider) waitAgent(ctx context.Context, id, mode string) (endpoint, er
 	pods := p.cli.CoreV1().Pods(p.cfg.Namespace)
 	var token []byte
 	var last *corev1.Pod
+	// When the pod's sandbox is not made, its events may say why; read
+	// them at most once a second.
+	var eventsRead time.Time
 	for wait := 10 * time.Millisecond; ; wait = min(wait*3/2, 250*time.Millisecond) {
 		pod, err := pods.Get(ctx, name(id), metav1.GetOptions{})
 		switch {
@@ -347,6 +400,18 @@ func (p *Provider) waitAgent(ctx context.Context, id, mode string) (endpoint, er
 			last = pod
 			if why := failedStart(pod); why != "" {
 				return endpoint{}, fmt.Errorf("kubernetes sandbox %s: %w: %s", id, sandbox.ErrUnavailable, why)
+			}
+			if pod.Status.PodIP == "" && pod.Spec.NodeName != "" && pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers &&
+				time.Since(eventsRead) >= time.Second {
+				eventsRead = time.Now()
+				if why := p.sandboxRefusal(ctx, pod); why != "" {
+					// The pod never starts on its node: remove it, so that
+					// the next start makes one with the settings of then.
+					if err := p.deletePod(ctx, id); err != nil {
+						p.log.Warn("kubernetes sandbox: delete a pod that cannot start", "sandbox", id, "err", err)
+					}
+					return endpoint{}, fmt.Errorf("kubernetes sandbox %s: %w: %s", id, sandbox.ErrUnavailable, why)
+				}
 			}
 			// The agent answers as soon as its container started, which
 			// the kubelet reports a relist (about a second) later: an

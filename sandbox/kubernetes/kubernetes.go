@@ -124,6 +124,14 @@ type Config struct {
 	// RuntimeClass is the pods' runtimeClassName (gVisor, Kata); empty:
 	// the cluster's default runtime.
 	RuntimeClass string
+	// HostUsers runs the pods in the node's user namespace, for clusters
+	// whose runtime cannot give a pod one of its own: root in a sandbox
+	// is then uid 0 of the node (without capabilities). By default
+	// (false) every pod has a user namespace of its own
+	// (spec.hostUsers: false, Kubernetes 1.33 or later with containerd
+	// 2.0+ and runc 1.2+, or CRI-O 1.25+), so that its root is an
+	// unprivileged uid of the node.
+	HostUsers bool
 	// DefaultLimits fill the zero fields of a spec's Limits; DiskGiB is
 	// the claim's size. Limits.Pids is not set per pod (Kubernetes has no
 	// such field): the kubelet's podPidsLimit bounds every pod.

@@ -52,6 +52,20 @@ func TestConformance(t *testing.T) {
 // pod as the node sees them: the members of the pod's cgroups.
 func processes(t *testing.T, cli *k8s.Clientset, p *kubernetes.Provider, id string) []string {
 	t.Helper()
+	var out []string
+	for _, pid := range podPIDs(t, cli, p, id) {
+		line, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err == nil && len(line) > 0 {
+			out = append(out, strings.TrimSpace(string(bytes.ReplaceAll(line, []byte{0}, []byte{' '}))))
+		}
+	}
+	return out
+}
+
+// podPIDs lists the node's process ids of the processes in the
+// sandbox's pod: the members of the pod's cgroups.
+func podPIDs(t *testing.T, cli *k8s.Clientset, p *kubernetes.Provider, id string) []string {
+	t.Helper()
 	pod, err := cli.CoreV1().Pods(p.Namespace()).Get(context.Background(), kubernetes.ObjectName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -76,12 +90,7 @@ func processes(t *testing.T, cli *k8s.Clientset, p *kubernetes.Provider, id stri
 			return nil
 		}
 		data, _ := os.ReadFile(path)
-		for _, pid := range strings.Fields(string(data)) {
-			line, err := os.ReadFile("/proc/" + pid + "/cmdline")
-			if err == nil && len(line) > 0 {
-				out = append(out, strings.TrimSpace(string(bytes.ReplaceAll(line, []byte{0}, []byte{' '}))))
-			}
-		}
+		out = append(out, strings.Fields(string(data))...)
 		return nil
 	})
 	return out
@@ -163,6 +172,9 @@ func TestPodShape(t *testing.T) {
 	pod := podOf(t, cli, p, id)
 	if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
 		t.Error("the pod mounts a service-account token")
+	}
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		t.Error("the pod shares the node's user namespace; want spec.hostUsers: false")
 	}
 	if got := pod.Labels[kubernetes.LabelNetwork]; got != "off" {
 		t.Errorf("label %s = %q, want off", kubernetes.LabelNetwork, got)

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	k8s "k8s.io/client-go/kubernetes"
@@ -56,51 +57,16 @@ func TestShippedRoleSuffices(t *testing.T) {
 	admin := kubetest.Client(t)
 	ns := kubetest.Namespace(t, admin)
 	ctx := testCtx(t)
-	role := shippedRole(t)
-	role.Namespace, role.ResourceVersion = ns, ""
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "flowbox-engine"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "flowbox-engine"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc = rest.CopyConfig(rc)
-	rc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa.Name}
-	engine, err := k8s.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The role reaches the cluster once its binding is seen.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := engine.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service account cannot list pods with the shipped Role: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	engine := engineClient(t, admin, ns)
 	// What the Role does not give.
 	if _, err := engine.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("the service account lists pods in another namespace")
 	}
 	if _, err := engine.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("the service account lists config maps, which the provider never uses")
+	}
+	if _, err := engine.CoreV1().Events(ns).Get(ctx, "any", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get events: %v; want it forbidden (the provider only lists them)", err)
 	}
 
 	cfg := kubetest.Config(ns)
@@ -142,7 +108,7 @@ func TestShippedRoleSuffices(t *testing.T) {
 	if err := admin.RbacV1().RoleBindings(ns).Delete(ctx, "flowbox-engine", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := p.Fingerprint(ctx)
 		if err != nil {
@@ -156,4 +122,52 @@ func TestShippedRoleSuffices(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// engineClient gives the service account flowbox-engine of namespace ns
+// the shipped Role there, and returns a client acting as that account
+// once the Role is in force.
+func engineClient(t *testing.T, admin *k8s.Clientset, ns string) *k8s.Clientset {
+	t.Helper()
+	ctx := testCtx(t)
+	role := shippedRole(t)
+	role.Namespace, role.ResourceVersion = ns, ""
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "flowbox-engine"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "flowbox-engine"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc = rest.CopyConfig(rc)
+	rc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa.Name}
+	engine, err := k8s.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The role reaches the cluster once its binding is seen.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := engine.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the service account cannot list pods with the shipped Role: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return engine
 }

@@ -4,6 +4,9 @@
 #   - a PersistentVolumeClaim binds (StorageClass flowbox-hostpath, the
 #     default), a pod writes into it, and a second pod reads the data back
 #     after the first is deleted;
+#   - a pod with hostUsers: false runs in a user namespace of its own (its
+#     uid_map is not the node's) and reads and writes the same volume
+#     through an ID-mapped mount (files keep their owners on disk);
 #   - a pod with resources.limits.memory 64Mi sees that limit in its
 #     memory cgroup; a fork bomb stops at the pod's pids.max, 1024
 #     (podPidsLimit);
@@ -31,7 +34,8 @@ ok() { printf 'ok   %s\n' "$*" >&2; }
 fail() { die "FAILED: $*"; }
 
 # pod creates a pod in the check namespace running a shell script; $3 is
-# extra YAML for the container (indented by 4).
+# extra YAML for the container (indented by 4), $4 for the pod's spec
+# (indented by 2).
 pod() {
 	kc apply -n "$ns" -f - >/dev/null <<EOF
 apiVersion: v1
@@ -39,6 +43,7 @@ kind: Pod
 metadata:
   name: $1
 spec:
+${4:-}
   terminationGracePeriodSeconds: 1
   restartPolicy: Never
   volumes:
@@ -97,6 +102,24 @@ pod reader "cat /data/stamp"
 [ "$(cat "$path/stamp")" = "$stamp" ] || fail "the data is not in $path on the host"
 ok "data written by one pod was read by the next, and is in $path"
 kc delete pod -n "$ns" reader --wait=true >/dev/null
+
+# A pod in a user namespace of its own: root there is not the node's, and
+# the volume reaches it ID-mapped: it reads the node's files as their
+# owners' and what it writes as root is root's on disk.
+pod userns "cat /proc/self/uid_map; cat /data/stamp; echo userns > /data/userns && /bin/busybox stat -c owner=%u /data/stamp" "" "  hostUsers: false"
+out=$(finished userns)
+printf '%s\n' "$out" | sed 's/^/     /' >&2
+map=$(printf '%s\n' "$out" | head -1 | tr -s ' ' | sed 's/^ //')
+case "$map" in
+"0 0 "* | "") fail "the pod with hostUsers: false has the node's uid map ($map)" ;;
+"0 "*) ;;
+*) fail "unexpected uid map in the pod with hostUsers: false: $map" ;;
+esac
+printf '%s\n' "$out" | grep -qx "$stamp" || fail "the pod in a user namespace did not read the volume"
+printf '%s\n' "$out" | grep -qx "owner=0" || fail "the pod in a user namespace does not see the volume's root-owned file as root's"
+[ "$(stat -c %u "$path/userns")" = 0 ] || fail "the file the pod's root wrote belongs to uid $(stat -c %u "$path/userns") on disk, not 0 (no ID-mapped mount?)"
+ok "hostUsers: false: uid map '$map', the volume read and written through an ID-mapped mount"
+kc delete pod -n "$ns" userns --wait=true >/dev/null
 
 # The memory limit reaches the container's cgroup; the pod's cgroup has
 # the pids limit.

@@ -19,6 +19,9 @@ bridge=flowbox-kube0
 cni_network=flowbox-kube
 cgroup_root=flowbox-kube
 pause_image=flowbox.local/pause:3.10
+# A RuntimeClass, and its containerd runtime, on Debian's runc 1.1: pods
+# there cannot have user namespaces.
+nouserns_class=flowbox-nouserns
 # What the kubelet writes outside its root directory whatever its flags.
 # kube-up notes which of these existed before it started; kube-down
 # removes the ones that did not and only its own entries in the others.
@@ -64,9 +67,9 @@ pid_of() {
 	echo "$pid"
 }
 
-# ctr_k8s runs ctr against the cluster's private containerd, in the
-# namespace the CRI plugin uses.
-ctr_k8s() { ctr --address "$kube_dir/containerd/containerd.sock" --namespace k8s.io "$@"; }
+# ctr_k8s runs the built ctr (kube-up links its directory) against the
+# cluster's private containerd, in the namespace the CRI plugin uses.
+ctr_k8s() { "$kube_dir/containerd/bin/ctr" --address "$kube_dir/containerd/containerd.sock" --namespace k8s.io "$@"; }
 
 # cgroup_mounts prints the mount points of every cgroup hierarchy (v1
 # controllers, named ones like name=systemd, and a cgroup2 one).
