@@ -341,8 +341,9 @@ type Files interface {
 
 // CheckNetwork says why spec's network or egress allowlist cannot be
 // served by a provider that has the engine's egress proxy (proxy) or not:
-// both go through it (T1). A provider adds what else it needs.
-func CheckNetwork(spec Spec, proxy bool) error {
+// both go through it (T1), and through the forwarder inside the sandbox.
+// noForwarder, when set, says why the provider cannot run that forwarder.
+func CheckNetwork(spec Spec, proxy bool, noForwarder error) error {
 	switch {
 	case !spec.Network && len(spec.Egress) == 0:
 		return nil
@@ -352,6 +353,8 @@ func CheckNetwork(spec Spec, proxy bool) error {
 		return fmt.Errorf("%w: the spec asks for the network, which goes through the engine's egress proxy, and the provider has none", ErrUnavailable)
 	case !proxy:
 		return fmt.Errorf("%w: the spec has an egress allowlist but the provider has no egress proxy", ErrUnavailable)
+	case noForwarder != nil:
+		return fmt.Errorf("%w: %w", ErrUnavailable, noForwarder)
 	}
 	return nil
 }

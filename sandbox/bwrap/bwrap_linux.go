@@ -217,19 +217,14 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("bwrap ensure %s: %w: %w", id, sandbox.ErrUnavailable, mkErr)
 	}
 
-	var cleanup []func() error
+	var undo sandbox.Cleanup
 	defer func() {
-		if err == nil {
-			return
+		if err != nil {
+			err = fmt.Errorf("bwrap ensure %s: %w", id, errors.Join(err, undo.Run(context.WithoutCancel(ctx))))
 		}
-		errs := []error{err}
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			errs = append(errs, cleanup[i]())
-		}
-		err = fmt.Errorf("bwrap ensure %s: %w", id, errors.Join(errs...))
 	}()
 	if fresh {
-		cleanup = append(cleanup, func() error { return os.RemoveAll(p.dir(id)) })
+		undo.Add("remove the sandbox's directory", func(context.Context) error { return os.RemoveAll(p.dir(id)) })
 	}
 
 	lim := p.cfg.limits(spec.Limits)
@@ -237,7 +232,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if fresh {
-		cleanup = append(cleanup, func() error { return p.cg.remove(id) })
+		undo.Add("remove the cgroups", func(context.Context) error { return p.cg.remove(id) })
 	}
 	// Every writable directory on a filesystem of its own when there is
 	// a disk limit: made with the sandbox, mounted whenever it starts.
@@ -246,7 +241,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		gib = lim.DiskGiB
 	}
 	if fresh {
-		cleanup = append(cleanup, func() error { return p.unmountDisk(id) })
+		undo.Add("unmount the disk", func(context.Context) error { return p.unmountDisk(id) })
 	}
 	if err := p.mountDisk(id, gib); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
@@ -269,7 +264,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if fresh {
-		cleanup = append(cleanup, func() error { return p.closeEgress(id) })
+		undo.Add("close the egress socket", func(context.Context) error { return p.closeEgress(id) })
 	}
 	// After the disk's mount, which the stage takes in.
 	m, err := p.readMeta(id)
@@ -280,7 +275,7 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if fresh {
-		cleanup = append(cleanup, func() error { return p.unstage(id) })
+		undo.Add("unstage the root", func(context.Context) error { return p.unstage(id) })
 	}
 	if err := os.Remove(p.stoppedMark(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)

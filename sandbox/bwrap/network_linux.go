@@ -1,7 +1,7 @@
 package bwrap
 
 import (
-	"fmt"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,13 +39,11 @@ func (m meta) proxied() bool { return len(m.Egress) > 0 || m.Network }
 
 // checkNetwork says why spec's network cannot be served.
 func (p *Provider) checkNetwork(spec sandbox.Spec) error {
-	if err := sandbox.CheckNetwork(spec, p.cfg.Egress != nil); err != nil || !spec.Network && len(spec.Egress) == 0 {
-		return err
-	}
+	var noForwarder error
 	if p.cfg.ForwarderBinary == "" {
-		return fmt.Errorf("%w: no engine binary to run the egress forwarder (set Config.ForwarderBinary)", sandbox.ErrUnavailable)
+		noForwarder = errors.New("no engine binary to run the egress forwarder (set Config.ForwarderBinary)")
 	}
-	return nil
+	return sandbox.CheckNetwork(spec, p.cfg.Egress != nil, noForwarder)
 }
 
 // openEgress serves the sandbox's egress: any public host when it was

@@ -120,16 +120,11 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	// ones lead to the chat's through the caller's links.
 	keep := sameMounts(m.Mounts, mounts)
 
-	var undo []func() error
+	var undo sandbox.Cleanup
 	defer func() {
-		if err == nil {
-			return
+		if err != nil {
+			err = fmt.Errorf("bwrap adopt %s as %s: %w", poolID, id, errors.Join(err, undo.Run(context.WithoutCancel(ctx))))
 		}
-		errs := []error{err}
-		for i := len(undo) - 1; i >= 0; i-- {
-			errs = append(errs, undo[i]())
-		}
-		err = fmt.Errorf("bwrap adopt %s as %s: %w", poolID, id, errors.Join(errs...))
 	}()
 
 	// The member's egress socket goes with its directory; the proxy
@@ -139,7 +134,7 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 			if err := p.closeEgress(poolID); err != nil {
 				return err
 			}
-			undo = append(undo, func() error {
+			undo.Add("serve the member's egress again", func(context.Context) error {
 				return p.cfg.Egress.Restore(poolID, filepath.Join(p.egressDir(poolID), egress.SocketName), allow)
 			})
 		}
@@ -147,11 +142,11 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	if err := p.cg.rename(p.ctls, poolID, id); err != nil {
 		return err
 	}
-	undo = append(undo, func() error { return p.cg.rename(p.ctls, id, poolID) })
+	undo.Add("rename the cgroups back", func(context.Context) error { return p.cg.rename(p.ctls, id, poolID) })
 	if err := renameNoReplace(p.dir(poolID), p.dir(id)); err != nil {
 		return fmt.Errorf("rename the sandbox's directory: %w", err)
 	}
-	undo = append(undo, func() error { return renameNoReplace(p.dir(id), p.dir(poolID)) })
+	undo.Add("move the directory back", func(context.Context) error { return renameNoReplace(p.dir(id), p.dir(poolID)) })
 
 	adopted := m
 	adopted.Labels, adopted.Mounts, adopted.Pool = spec.Labels, mounts, false
@@ -164,11 +159,11 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	if err := writeJSONAtomic(filepath.Join(p.dir(id), "meta.json"), adopted); err != nil {
 		return err
 	}
-	undo = append(undo, func() error { return writeJSONAtomic(filepath.Join(p.dir(id), "meta.json"), m) })
+	undo.Add("restore the member's meta.json", func(context.Context) error { return writeJSONAtomic(filepath.Join(p.dir(id), "meta.json"), m) })
 	if err := p.openEgress(id, spec); err != nil {
 		return err
 	}
-	undo = append(undo, func() error { return p.closeEgress(id) })
+	undo.Add("close the egress socket", func(context.Context) error { return p.closeEgress(id) })
 	if !keep {
 		// The namespace binds the member's mounts, not spec's: it ends
 		// (nothing of a chat's runs in it yet), and the next command

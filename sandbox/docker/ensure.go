@@ -180,7 +180,7 @@ func (p *Provider) makeDirs(id string) error {
 // first, create starts that one instead.
 func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	id := spec.ID
-	var undo cleanup
+	var undo sandbox.Cleanup
 	defer func() {
 		if err == nil {
 			return
@@ -188,7 +188,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		// Undo even when ctx is what failed.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if uerr := undo.run(uctx); uerr != nil {
+		if uerr := undo.Run(uctx); uerr != nil {
 			p.log.Warn("sandbox creation was not fully rolled back", "sandbox", id, "err", uerr)
 			err = errors.Join(err, fmt.Errorf("roll back: %w", uerr))
 		}
@@ -215,7 +215,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 		if err := os.Mkdir(dir, d.mode); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("create the sandbox's directory: %w", err)
 		}
-		undo.add("remove "+dir, func(context.Context) error {
+		undo.Add("remove "+dir, func(context.Context) error {
 			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
 				return err
 			}
@@ -231,19 +231,19 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 				"(FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT is set); leave FLOWBOX_SANDBOX_DISK_GIB unset here", gib)
 		}
 		img := p.diskImage(id)
-		undo.add("remove the workspace's image", func(context.Context) error {
+		undo.Add("remove the workspace's image", func(context.Context) error {
 			return errors.Join(ignoreMissing(os.Remove(img)), ignoreMissing(os.Remove(img+".lock")))
 		})
 		if err := diskimage.Ensure(img, p.workspaceDir(id), gib); err != nil {
 			return err
 		}
-		undo.add("unmount the workspace", func(context.Context) error { return diskimage.Unmount(p.workspaceDir(id)) })
+		undo.Add("unmount the workspace", func(context.Context) error { return diskimage.Unmount(p.workspaceDir(id)) })
 	}
 
 	created, err := p.cli.ContainerCreate(ctx, p.createOptions(spec, gvisor))
 	if cerrdefs.IsConflict(err) {
 		// Another caller, maybe another engine, created it: use theirs.
-		undo = cleanup{}
+		undo.Forget()
 		return p.start(ctx, id)
 	}
 	if err != nil {
@@ -257,7 +257,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	for _, w := range created.Warnings {
 		p.log.Warn("docker warned while creating a sandbox", "sandbox", id, "warning", w)
 	}
-	undo.add("remove the container", func(ctx context.Context) error {
+	undo.Add("remove the container", func(ctx context.Context) error {
 		_, err := p.cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if cerrdefs.IsNotFound(err) {
 			return nil
@@ -268,7 +268,7 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := p.writeRecord(id, record{Mounts: spec.Mounts}); err != nil {
 		return err
 	}
-	undo.add("remove the sandbox's record", func(context.Context) error {
+	undo.Add("remove the sandbox's record", func(context.Context) error {
 		return ignoreMissing(os.Remove(filepath.Join(p.hostDir(id), recordFile)))
 	})
 	if p.agent != "" {
@@ -385,30 +385,4 @@ func (p *Provider) createOptions(spec sandbox.Spec, gvisor bool) client.Containe
 			LogConfig: container.LogConfig{Type: "none"},
 		},
 	}
-}
-
-// cleanup is a stack of undo steps, run in reverse order of addition.
-type cleanup struct {
-	steps []cleanupStep
-}
-
-type cleanupStep struct {
-	name string
-	fn   func(context.Context) error
-}
-
-func (c *cleanup) add(name string, fn func(context.Context) error) {
-	c.steps = append(c.steps, cleanupStep{name, fn})
-}
-
-// run runs every step, last first, whatever fails, and joins the errors.
-func (c *cleanup) run(ctx context.Context) error {
-	var errs []error
-	for i := len(c.steps) - 1; i >= 0; i-- {
-		if err := c.steps[i].fn(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.steps[i].name, err))
-		}
-	}
-	c.steps = nil
-	return errors.Join(errs...)
 }

@@ -2,7 +2,7 @@ package docker
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"path/filepath"
 
 	"github.com/moby/moby/api/types/container"
@@ -28,13 +28,11 @@ import (
 // checkEgress says why spec's network or allowlist cannot be served: the
 // forwarder runs in the agent, and the proxy is Config.Egress.
 func (p *Provider) checkEgress(spec sandbox.Spec) error {
-	if err := sandbox.CheckNetwork(spec, p.cfg.Egress != nil); err != nil || !spec.Network && len(spec.Egress) == 0 {
-		return err
-	}
+	var noAgent error
 	if p.agent == "" {
-		return fmt.Errorf("%w: the network and egress allowlists need the in-sandbox agent, which runs the forwarder (set FLOWBOX_DOCKER_AGENT_BINARY to a static engine binary)", sandbox.ErrUnavailable)
+		noAgent = errors.New("the network and egress allowlists need the in-sandbox agent, which runs the forwarder (set FLOWBOX_DOCKER_AGENT_BINARY to a static engine binary)")
 	}
-	return nil
+	return sandbox.CheckNetwork(spec, p.cfg.Egress != nil, noAgent)
 }
 
 // openEgress serves the sandbox's egress: any public host with the

@@ -109,14 +109,14 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 		return fail(err)
 	}
 
-	var undo cleanup
+	var undo sandbox.Cleanup
 	defer func() {
 		if err == nil {
 			return
 		}
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if uerr := undo.run(uctx); uerr != nil {
+		if uerr := undo.Run(uctx); uerr != nil {
 			p.log.Error("warm pool adoption was not fully rolled back", "poolId", poolID, "sandbox", id, "err", uerr)
 			err = errors.Join(err, fmt.Errorf("roll back: %w", uerr))
 		}
@@ -127,7 +127,7 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	if p.cfg.Egress != nil {
 		if allow := p.cfg.Egress.Allowlist(poolID); allow != nil {
 			p.closeEgress(poolID)
-			undo.add("serve the member's egress again", func(context.Context) error {
+			undo.Add("serve the member's egress again", func(context.Context) error {
 				return p.cfg.Egress.Restore(poolID, filepath.Join(p.egressDir(poolID), egress.SocketName), allow)
 			})
 		}
@@ -140,18 +140,18 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	if err := os.Rename(p.hostDir(poolID), p.hostDir(id)); err != nil {
 		return fmt.Errorf("move the member's directory: %w", err)
 	}
-	undo.add("move the directory back", func(context.Context) error {
+	undo.Add("move the directory back", func(context.Context) error {
 		return os.Rename(p.hostDir(id), p.hostDir(poolID))
 	})
 	if err := os.Symlink(id, p.hostDir(poolID)); err != nil {
 		return fmt.Errorf("link the member's directory to the sandbox's: %w", err)
 	}
-	undo.add("remove the link", func(context.Context) error { return os.Remove(p.hostDir(poolID)) })
+	undo.Add("remove the link", func(context.Context) error { return os.Remove(p.hostDir(poolID)) })
 	rec := record{Mounts: mergeMounts(old.Mounts, spec.Mounts), Pool: poolID, Labels: ownerLabels(spec.Labels)}
 	if err := p.writeRecord(id, rec); err != nil {
 		return err
 	}
-	undo.add("restore the member's record", func(context.Context) error {
+	undo.Add("restore the member's record", func(context.Context) error {
 		if !hadOld {
 			return ignoreMissing(os.Remove(filepath.Join(p.hostDir(id), recordFile)))
 		}
@@ -163,7 +163,7 @@ func (p *Provider) Adopt(ctx context.Context, poolID string, spec sandbox.Spec) 
 	if _, err := p.cli.ContainerRename(ctx, ContainerName(poolID), client.ContainerRenameOptions{NewName: ContainerName(id)}); err != nil {
 		return p.apiErr("rename the container", err)
 	}
-	undo.add("rename the container back", func(ctx context.Context) error {
+	undo.Add("rename the container back", func(ctx context.Context) error {
 		_, err := p.cli.ContainerRename(ctx, ContainerName(id), client.ContainerRenameOptions{NewName: ContainerName(poolID)})
 		return err
 	})
