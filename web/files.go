@@ -113,36 +113,6 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fi
 	return req, sandbox.Scope{AppID: req.AppID, UserID: owner, ChatID: req.ChatID}, true
 }
 
-// sandboxError answers an error of the sandbox layer.
-func sandboxError(c *gin.Context, err error) {
-	var limit *sandbox.LimitError
-	if status, msg, ok := storageFailure(err); ok {
-		apiError(c, status, msg)
-		return
-	}
-	switch {
-	case errors.Is(err, sandbox.ErrInvalidPath):
-		apiError(c, http.StatusBadRequest, err.Error())
-	case errors.Is(err, sandbox.ErrNotFound):
-		apiError(c, http.StatusNotFound, err.Error())
-	case errors.Is(err, sandbox.ErrTooLarge):
-		apiError(c, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, sandbox.ErrUnavailable):
-		apiError(c, http.StatusServiceUnavailable, sandbox.ErrUnavailable.Error())
-	case errors.Is(err, sandbox.ErrDeleted):
-		apiError(c, http.StatusGone, "this chat was deleted, and its sandbox and files with it")
-	case errors.Is(err, sandbox.ErrRefused), errors.Is(err, sandbox.ErrReadOnly):
-		apiError(c, http.StatusForbidden, err.Error())
-	case errors.Is(err, sandbox.ErrBusy):
-		apiError(c, http.StatusServiceUnavailable, "the sandbox is being stopped or repaired; retry in a few seconds")
-	case errors.As(err, &limit):
-		c.Header("Retry-After", "60")
-		apiError(c, http.StatusTooManyRequests, limit.Error())
-	default:
-		apiError(c, http.StatusInternalServerError, "the sandbox could not do it; retry later")
-	}
-}
-
 // File serves POST /api/core/ai/sandbox/file (F1). Opening a chat's files
 // creates or wakes its sandbox (S2).
 func (h *FilesHandler) File(c *gin.Context) {
@@ -163,27 +133,27 @@ func (h *FilesHandler) File(c *gin.Context) {
 		return
 	}
 	if _, err := sandbox.WorkspaceRel(req.Path); err != nil {
-		sandboxError(c, err)
+		fail(c, err, "the sandbox could not do it")
 		return
 	}
 	p, _ := PrincipalOf(c)
 	files, err := h.Sandboxes.Files(ctx, scope, sandbox.Actor{UserID: p.UserID, Kind: sandbox.ActorFiles})
 	if err != nil {
-		sandboxError(c, err)
+		fail(c, err, "the sandbox could not do it")
 		return
 	}
 	switch req.Action {
 	case "list":
 		list, err := files.List(ctx, req.Path)
 		if err != nil {
-			sandboxError(c, err)
+			fail(c, err, "the sandbox could not do it")
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"action": "list", "files": list})
 	case "read":
 		data, err := files.ReadFile(ctx, req.Path, maxRead)
 		if err != nil {
-			sandboxError(c, err)
+			fail(c, err, "the sandbox could not do it")
 			return
 		}
 		if isBinary(data) {
@@ -197,11 +167,11 @@ func (h *FilesHandler) File(c *gin.Context) {
 			return
 		}
 		if err := h.Storage.CheckWrite(ctx, scope, req.Path, int64(len(*req.Content))); err != nil {
-			sandboxError(c, err)
+			fail(c, err, "the sandbox could not do it")
 			return
 		}
 		if err := files.WriteFile(ctx, req.Path, []byte(*req.Content)); err != nil {
-			sandboxError(c, err)
+			fail(c, err, "the sandbox could not do it")
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"action": "write", "success": true})
@@ -220,7 +190,7 @@ func (h *FilesHandler) Download(c *gin.Context) {
 	p, _ := PrincipalOf(c)
 	files, err := h.Sandboxes.Files(ctx, scope, sandbox.Actor{UserID: p.UserID, Kind: sandbox.ActorFiles})
 	if err != nil {
-		sandboxError(c, err)
+		fail(c, err, "the sandbox could not do it")
 		return
 	}
 	sendFile(c, files, req.Path)
@@ -232,7 +202,7 @@ func sendFile(c *gin.Context, files sandbox.Files, at string) {
 	ctx := c.Request.Context()
 	info, err := files.Stat(ctx, at)
 	if err != nil {
-		sandboxError(c, err)
+		fail(c, err, "the sandbox could not do it")
 		return
 	}
 	if info.Type == "directory" {
@@ -245,13 +215,13 @@ func sendFile(c *gin.Context, files sandbox.Files, at string) {
 		// client sees as a broken ZIP.
 		if err := files.Zip(ctx, at, c.Writer); err != nil && !c.Writer.Written() {
 			c.Writer.Header().Del("Content-Disposition")
-			sandboxError(c, err)
+			fail(c, err, "the sandbox could not do it")
 		}
 		return
 	}
 	rc, fi, err := files.Open(ctx, at)
 	if err != nil {
-		sandboxError(c, err)
+		fail(c, err, "the sandbox could not do it")
 		return
 	}
 	defer rc.Close()
@@ -280,7 +250,7 @@ func (h *FilesHandler) Status(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		sandboxError(c, err)
+		fail(c, err, "the sandbox could not do it")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"exists": true, "status": inst.Status, "lastActiveAt": inst.LastActiveAt, "provider": inst.Provider})

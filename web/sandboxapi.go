@@ -22,7 +22,6 @@ import (
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/egress"
-	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 )
 
@@ -64,58 +63,6 @@ type SandboxAPI struct {
 	mcpHandler *mcp.StreamableHTTPHandler
 }
 
-// serviceError writes the API's one error shape with a kind a program
-// can switch on.
-func serviceError(c *gin.Context, status int, kind, msg string) {
-	c.AbortWithStatusJSON(status, gin.H{"code": status, "statusText": http.StatusText(status), "error": kind, "message": msg})
-}
-
-// errorKind is the kind of an error answer by its status alone.
-func errorKind(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "bad_request"
-	case http.StatusUnauthorized:
-		return "unauthorized"
-	case http.StatusForbidden:
-		return "forbidden"
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusConflict:
-		return "conflict"
-	case http.StatusGone:
-		return "gone"
-	case http.StatusRequestEntityTooLarge:
-		return "too_large"
-	case http.StatusUnprocessableEntity:
-		return "unprocessable"
-	case http.StatusTooManyRequests:
-		return "rate_limited"
-	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return "unavailable"
-	}
-	return "internal"
-}
-
-// apiFailure is an error as the API answers it.
-type apiFailure struct {
-	status     int
-	kind, msg  string
-	retryAfter string
-}
-
-func (f apiFailure) write(c *gin.Context) {
-	if f.retryAfter != "" {
-		c.Header("Retry-After", f.retryAfter)
-	}
-	serviceError(c, f.status, f.kind, f.msg)
-}
-
-// body is the failure in the one error shape.
-func (f apiFailure) body() gin.H {
-	return gin.H{"code": f.status, "statusText": http.StatusText(f.status), "error": f.kind, "message": f.msg}
-}
-
 // toolError answers an error of running a tool.
 func (h *SandboxAPI) toolError(c *gin.Context, err error) {
 	if errors.Is(err, context.Canceled) {
@@ -130,41 +77,11 @@ func (h *SandboxAPI) sandboxFailure(c *gin.Context, err error) {
 	h.classify(c.FullPath(), err).write(c)
 }
 
-// classify maps an error of a call to the API's answer: the caller's
-// mistakes, the policy's refusals, the sandbox layer's errors.
+// classify maps an error of a call to the API's answer (failureOf); an
+// error the table does not know is logged and answered 500.
 func (h *SandboxAPI) classify(where string, err error) apiFailure {
-	var bad *registry.ParamsError
-	var refused *sandbox.RefusedError
-	var ask *policy.AskError
-	var limit *sandbox.LimitError
-	if status, msg, ok := storageFailure(err); ok {
-		return apiFailure{status: status, kind: "insufficient_storage", msg: msg}
-	}
-	switch {
-	case errors.Is(err, registry.ErrNoTool):
-		return apiFailure{status: http.StatusBadRequest, kind: "no_such_tool", msg: err.Error() + "; GET /api/sandbox/v1/tools lists the tools"}
-	case errors.As(err, &bad):
-		return apiFailure{status: http.StatusBadRequest, kind: "bad_params", msg: bad.Error()}
-	case errors.As(err, &ask):
-		return apiFailure{status: http.StatusForbidden, kind: "needs_approval", msg: fmt.Sprintf("the policy's rule %s asks a person to approve this, "+
-			"which the service API cannot ask; run it from a chat, or ask the operator to change the rule", ask.Verdict.Rule)}
-	case errors.As(err, &refused), errors.Is(err, sandbox.ErrRefused), errors.Is(err, sandbox.ErrReadOnly):
-		return apiFailure{status: http.StatusForbidden, kind: "refused", msg: err.Error()}
-	case errors.Is(err, sandbox.ErrInvalidPath):
-		return apiFailure{status: http.StatusBadRequest, kind: "bad_request", msg: err.Error()}
-	case errors.Is(err, sandbox.ErrNotFound):
-		return apiFailure{status: http.StatusNotFound, kind: "not_found", msg: err.Error()}
-	case errors.Is(err, sandbox.ErrTooLarge):
-		return apiFailure{status: http.StatusRequestEntityTooLarge, kind: "too_large", msg: err.Error()}
-	case errors.Is(err, sandbox.ErrDeleted):
-		return apiFailure{status: http.StatusGone, kind: "gone", msg: "this session was deleted, and its sandbox and files with it"}
-	case errors.As(err, &limit):
-		return apiFailure{status: http.StatusTooManyRequests, kind: "rate_limited", msg: limit.Error(), retryAfter: "60"}
-	case errors.Is(err, sandbox.ErrBusy):
-		return apiFailure{status: http.StatusServiceUnavailable, kind: "unavailable", retryAfter: "5",
-			msg: "the sandbox is being stopped or repaired; retry in a few seconds"}
-	case errors.Is(err, sandbox.ErrUnavailable):
-		return apiFailure{status: http.StatusServiceUnavailable, kind: "unavailable", msg: sandbox.ErrUnavailable.Error(), retryAfter: "5"}
+	if f, ok := failureOf(err); ok {
+		return f
 	}
 	h.log().Error("sandbox service API", "at", where, "err", err)
 	return apiFailure{status: http.StatusInternalServerError, kind: "internal", msg: "the sandbox could not do it; retry later"}

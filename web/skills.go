@@ -61,20 +61,6 @@ func wireSkill(s skills.Skill) skillJSON {
 		InstalledAt: s.InstalledAt, InstalledBy: s.InstalledBy, Location: s.SandboxDir()}
 }
 
-// skillError answers an error of the catalog.
-func skillError(c *gin.Context, err error) {
-	switch {
-	case errors.Is(err, skills.ErrNotFound):
-		apiError(c, http.StatusNotFound, err.Error())
-	case errors.Is(err, skills.ErrInvalid), errors.Is(err, skills.ErrInvalidPath):
-		apiError(c, http.StatusBadRequest, err.Error())
-	case errors.Is(err, skills.ErrTooLarge):
-		apiError(c, http.StatusRequestEntityTooLarge, err.Error())
-	default:
-		apiError(c, http.StatusInternalServerError, "the skills could not be read or written; retry later")
-	}
-}
-
 // List serves GET /admin/api/skills: the installed skills, and the
 // directories that are not valid skills with the reason.
 func (h *SkillsHandler) List(c *gin.Context) { h.list(c, true) }
@@ -86,7 +72,7 @@ func (h *SkillsHandler) Choices(c *gin.Context) { h.list(c, false) }
 func (h *SkillsHandler) list(c *gin.Context, admin bool) {
 	list, invalid, err := h.Catalog.List(c.Request.Context())
 	if err != nil {
-		skillError(c, err)
+		fail(c, err, "the skills could not be read or written")
 		return
 	}
 	out := make([]skillJSON, len(list))
@@ -125,17 +111,17 @@ func (h *SkillsHandler) Get(c *gin.Context) {
 	ctx := c.Request.Context()
 	s, err := h.Catalog.Get(ctx, c.Param("name"))
 	if err != nil {
-		skillError(c, err)
+		fail(c, err, "the skills could not be read or written")
 		return
 	}
 	body, err := h.Catalog.Body(ctx, s.Name)
 	if err != nil {
-		skillError(c, err)
+		fail(c, err, "the skills could not be read or written")
 		return
 	}
 	versions, err := h.Catalog.Versions(ctx, s.Name)
 	if err != nil {
-		skillError(c, err)
+		fail(c, err, "the skills could not be read or written")
 		return
 	}
 	wire := make([]gin.H, len(versions))
@@ -206,7 +192,7 @@ func (h *SkillsHandler) install(c *gin.Context, r io.ReaderAt, size int64) {
 	}
 	s, err := h.Catalog.Install(c.Request.Context(), r, size, by)
 	if err != nil {
-		skillError(c, err)
+		fail(c, err, "the skills could not be read or written")
 		return
 	}
 	c.JSON(http.StatusCreated, gin.H{"skill": wireSkill(s)})
@@ -231,7 +217,7 @@ func (h *SkillsHandler) InstallExample(c *gin.Context) {
 // Delete serves DELETE /admin/api/skills/{name}.
 func (h *SkillsHandler) Delete(c *gin.Context) {
 	if err := h.Catalog.Delete(c.Request.Context(), c.Param("name")); err != nil {
-		skillError(c, err)
+		fail(c, err, "the skills could not be read or written")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"deleted": c.Param("name")})

@@ -2,12 +2,9 @@ package web
 
 import (
 	"context"
-	"errors"
 	"path"
 	"strings"
-	"syscall"
 
-	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -55,18 +52,4 @@ func inChatFiles(p string) bool {
 		}
 	}
 	return false
-}
-
-// storageFailure is the answer to a write refused for lack of space:
-// 507 for the data disk or a full filesystem (the chat's disk, the
-// sandbox's disk limit), with what to do; ok false for other errors.
-func storageFailure(err error) (status int, msg string, ok bool) {
-	var low *datadisk.LowError
-	switch {
-	case errors.As(err, &low):
-		return 507, low.Error(), true
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return 507, "no space left for this file: the chat's files or the sandbox's disk are at their limit; delete files it no longer needs and try again", true
-	}
-	return 0, "", false
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -81,26 +80,12 @@ func (b serverBody) server() mcptool.Server {
 		Command: b.Command, Enabled: enabled}
 }
 
-// mcpError answers an error of the registry.
-func mcpError(c *gin.Context, err error) {
-	switch {
-	case errors.Is(err, mcptool.ErrNotFound):
-		apiError(c, http.StatusNotFound, err.Error())
-	case errors.Is(err, mcptool.ErrExists):
-		apiError(c, http.StatusConflict, err.Error())
-	case errors.Is(err, mcptool.ErrInvalid):
-		apiError(c, http.StatusBadRequest, err.Error())
-	default:
-		apiError(c, http.StatusInternalServerError, "the MCP servers could not be read or written; retry later")
-	}
-}
-
 // Choices serves GET /api/tools: the exec tools and the enabled MCP
 // servers an app's tool-call node may offer.
 func (h *ToolsHandler) Choices(c *gin.Context) {
 	servers, err := h.Servers.List(c.Request.Context())
 	if err != nil {
-		mcpError(c, err)
+		fail(c, err, "the MCP servers could not be read or written")
 		return
 	}
 	pub := []serverChoice{}
@@ -136,7 +121,7 @@ func (h *ToolsHandler) Choices(c *gin.Context) {
 func (h *ToolsHandler) ServerList(c *gin.Context) {
 	servers, err := h.Servers.List(c.Request.Context())
 	if err != nil {
-		mcpError(c, err)
+		fail(c, err, "the MCP servers could not be read or written")
 		return
 	}
 	out := make([]mcptool.PublicServer, len(servers))
@@ -155,7 +140,7 @@ func (h *ToolsHandler) CreateServer(c *gin.Context) {
 	}
 	srv, err := h.Servers.Put(c.Request.Context(), b.server())
 	if err != nil {
-		mcpError(c, err)
+		fail(c, err, "the MCP servers could not be read or written")
 		return
 	}
 	c.JSON(http.StatusCreated, gin.H{"server": srv.Public()})
@@ -172,7 +157,7 @@ func (h *ToolsHandler) UpdateServer(c *gin.Context) {
 	b.ID = c.Param("id")
 	srv, err := h.Servers.Update(c.Request.Context(), b.server())
 	if err != nil {
-		mcpError(c, err)
+		fail(c, err, "the MCP servers could not be read or written")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"server": srv.Public()})
@@ -181,7 +166,7 @@ func (h *ToolsHandler) UpdateServer(c *gin.Context) {
 // DeleteServer serves DELETE /admin/api/mcp-servers/{id}.
 func (h *ToolsHandler) DeleteServer(c *gin.Context) {
 	if err := h.Servers.Delete(c.Request.Context(), c.Param("id")); err != nil {
-		mcpError(c, err)
+		fail(c, err, "the MCP servers could not be read or written")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"deleted": c.Param("id")})
@@ -194,7 +179,7 @@ func (h *ToolsHandler) RefreshServer(c *gin.Context) {
 	ctx := c.Request.Context()
 	srv, err := h.Servers.Get(ctx, c.Param("id"))
 	if err != nil {
-		mcpError(c, err)
+		fail(c, err, "the MCP servers could not be read or written")
 		return
 	}
 	if srv.Transport != mcptool.TransportHTTP {

@@ -96,25 +96,19 @@ func chatIDProblem(chatID string) string {
 
 // uploadError answers an error of the workspace.
 func uploadError(c *gin.Context, err error, saved []workspace.File) {
-	status := http.StatusInternalServerError
-	msg := "could not store the file; retry later"
-	if st, m, ok := storageFailure(err); ok {
-		status, msg = st, m
-	}
-	switch {
-	case errors.Is(err, workspace.ErrQuota):
-		status, msg = http.StatusRequestEntityTooLarge, err.Error()
-	case errors.Is(err, sandbox.ErrInvalidPath):
-		status, msg = http.StatusBadRequest, err.Error()
-	case errors.Is(err, sandbox.ErrNotFound):
-		status, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, sandbox.ErrTooLarge):
-		status, msg = http.StatusRequestEntityTooLarge, err.Error()
+	f, ok := failureOf(err)
+	if !ok {
+		f.msg = "could not store the file; retry later"
 	}
 	if len(saved) > 0 {
-		msg += fmt.Sprintf(" (%d file(s) before it were stored: %s)", len(saved), strings.Join(names(saved), ", "))
+		f.msg += fmt.Sprintf(" (%d file(s) before it were stored: %s)", len(saved), strings.Join(names(saved), ", "))
 	}
-	c.AbortWithStatusJSON(status, gin.H{"code": status, "statusText": http.StatusText(status), "message": msg, "files": saved})
+	body := f.body()
+	body["files"] = saved
+	if f.retryAfter != "" {
+		c.Header("Retry-After", f.retryAfter)
+	}
+	c.AbortWithStatusJSON(f.status, body)
 }
 
 func names(files []workspace.File) []string {

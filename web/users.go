@@ -72,25 +72,11 @@ type AppTransfer interface {
 	TransferApp(ctx context.Context, appID, to string) error
 }
 
-// accountError answers an error of the account store.
-func accountError(c *gin.Context, err error) {
-	switch {
-	case errors.Is(err, auth.ErrInvalid):
-		apiError(c, http.StatusBadRequest, err.Error())
-	case errors.Is(err, auth.ErrExists):
-		apiError(c, http.StatusConflict, "that user name is taken; choose another")
-	case errors.Is(err, auth.ErrNotFound):
-		apiError(c, http.StatusNotFound, "no such user or key")
-	default:
-		apiError(c, http.StatusInternalServerError, "could not change the accounts; retry later")
-	}
-}
-
 // List answers every user.
 func (h *UsersHandler) List(c *gin.Context) {
 	users, err := h.Accounts.Users(c.Request.Context())
 	if err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	if users == nil {
@@ -124,7 +110,7 @@ func (h *UsersHandler) Create(c *gin.Context) {
 		}
 		u, link, err := h.Accounts.CreateInvitedUser(c.Request.Context(), body.Name, body.Role)
 		if err != nil {
-			accountError(c, err)
+			fail(c, err, "could not change the accounts")
 			return
 		}
 		c.JSON(http.StatusCreated, gin.H{"user": u, "setPasswordUrl": SetPasswordPath(link.Token), "expiresAt": link.ExpiresAt})
@@ -132,7 +118,7 @@ func (h *UsersHandler) Create(c *gin.Context) {
 	}
 	u, err := h.Accounts.CreateUser(c.Request.Context(), body.Name, body.Password, body.Role)
 	if err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusCreated, u)
@@ -150,7 +136,7 @@ func (h *UsersHandler) setDisabled(c *gin.Context, disabled bool) {
 		return
 	}
 	if err := h.Accounts.SetDisabled(c.Request.Context(), id, disabled); err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"id": id, "disabled": disabled})
@@ -177,14 +163,14 @@ func (h *UsersHandler) ResetPassword(c *gin.Context) {
 		}
 		link, err := h.Accounts.IssuePasswordLink(c.Request.Context(), c.Param("userId"))
 		if err != nil {
-			accountError(c, err)
+			fail(c, err, "could not change the accounts")
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"id": link.UserID, "setPasswordUrl": SetPasswordPath(link.Token), "expiresAt": link.ExpiresAt})
 		return
 	}
 	if err := h.Accounts.SetPassword(c.Request.Context(), c.Param("userId"), body.Password); err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"id": c.Param("userId"), "passwordReset": true})
@@ -208,7 +194,7 @@ func (h *UsersHandler) ChangePassword(c *gin.Context) {
 		apiError(c, http.StatusForbidden, "the old password is wrong")
 		return
 	} else if err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"passwordChanged": true})
@@ -220,7 +206,7 @@ func (h *UsersHandler) Keys(c *gin.Context) {
 	p, _ := PrincipalOf(c)
 	keys, err := h.Accounts.Keys(c.Request.Context(), p.UserID)
 	if err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	if keys == nil {
@@ -245,7 +231,7 @@ func (h *UsersHandler) CreateKey(c *gin.Context) {
 	}
 	key, err := h.Accounts.CreateKey(c.Request.Context(), p.UserID, auth.KeySpec{Name: body.Name, ExpiresAt: body.ExpiresAt, RatePerMinute: body.RatePerMinute})
 	if err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusCreated, gin.H{"key": key, "name": strings.TrimSpace(body.Name),
@@ -256,7 +242,7 @@ func (h *UsersHandler) CreateKey(c *gin.Context) {
 func (h *UsersHandler) RevokeKey(c *gin.Context) {
 	p, _ := PrincipalOf(c)
 	if err := h.Accounts.RevokeKey(c.Request.Context(), p.UserID, c.Param("keyId")); err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("keyId")})
@@ -278,7 +264,7 @@ func (h *UsersHandler) Delete(c *gin.Context) {
 		if errors.Is(err, auth.ErrBadCredentials) {
 			err = auth.ErrNotFound
 		}
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	owned, err := h.Apps.List(ctx, id)
@@ -369,7 +355,7 @@ func (h *UsersHandler) Delete(c *gin.Context) {
 		}
 	}
 	if err := h.Accounts.DeleteUser(ctx, id); err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	if done == nil {
