@@ -265,15 +265,52 @@ func (h *ChatHandler) authorised(c *gin.Context) bool {
 	return true
 }
 
-// Completions runs the app's workflow for the user's last message.
+// Completions runs the app's workflow for the user's last message, in
+// named steps: read the request, find whose chat it is, open the app and
+// the chat, admit the run, run it and record the turn. Each step that
+// refuses has answered the client.
 func (h *ChatHandler) Completions(c *gin.Context) {
 	if !h.authorised(c) {
 		return
 	}
-	var req chatRequest
+	t, ok := h.readTurn(c)
+	if !ok || !h.resolveCaller(c, t) || !h.openChat(c, t) {
+		return
+	}
+	release, ok := h.admit(c, t)
+	if !ok {
+		return
+	}
+	defer release()
+	h.runTurn(c, t)
+}
+
+// turn is one request to Completions as its steps fill it in.
+type turn struct {
+	req      chatRequest
+	question string
+	attached []string
+	replyID  string
+	newChat  bool
+
+	principal auth.Principal
+	signedIn  bool
+	link      share.Link
+	visitor   bool
+
+	app    apps.App
+	chat   history.Chat
+	paused approval.Approval
+	resume *nodes.Resume
+}
+
+// readTurn reads and checks the request: its JSON, its messages, the
+// question (or an interactive answer) and the chat id.
+func (h *ChatHandler) readTurn(c *gin.Context) (*turn, bool) {
+	t := &turn{}
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, maxChatBody)
 	dec := json.NewDecoder(body)
-	err := dec.Decode(&req)
+	err := dec.Decode(&t.req)
 	if err == nil {
 		// Read the body to its end: the server watches the connection for
 		// a client going away during a long run only once the body is
@@ -285,49 +322,48 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			apiError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", maxChatBody))
-			return
+			return nil, false
 		}
 		apiError(c, http.StatusBadRequest, "the request body is not valid JSON: "+err.Error())
-		return
+		return nil, false
 	}
+	req := &t.req
 	for i, m := range req.Messages {
 		if m.Content.problem != "" {
 			apiError(c, http.StatusBadRequest, fmt.Sprintf("messages[%d].%s", i, m.Content.problem))
-			return
+			return nil, false
 		}
 	}
-	replyID, problem := responseChatItemID(req.ResponseChatItemID)
-	if problem != "" {
+	var problem string
+	if t.replyID, problem = responseChatItemID(req.ResponseChatItemID); problem != "" {
 		apiError(c, http.StatusBadRequest, problem)
-		return
+		return nil, false
 	}
-	question := ""
-	var attached []string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
-			question, attached = req.Messages[i].Content.Text, req.Messages[i].Content.Files
+			t.question, t.attached = req.Messages[i].Content.Text, req.Messages[i].Content.Files
 			break
 		}
 	}
-	newChat := req.ChatID == ""
+	t.newChat = req.ChatID == ""
 	if req.Interactive != nil {
 		if problem := req.Interactive.problem(); problem != "" {
 			apiError(c, http.StatusBadRequest, problem)
-			return
+			return nil, false
 		}
-		if newChat {
+		if t.newChat {
 			apiError(c, http.StatusBadRequest, "an interactive answer needs the chatId of the chat that waits for it")
-			return
+			return nil, false
 		}
-	} else if strings.TrimSpace(question) == "" && len(attached) == 0 {
+	} else if strings.TrimSpace(t.question) == "" && len(t.attached) == 0 {
 		apiError(c, http.StatusBadRequest, `messages must end with a non-empty {"role":"user","content":"..."}`)
-		return
+		return nil, false
 	}
-	if newChat {
+	if t.newChat {
 		req.ChatID = newID()
 	} else if problem := chatIDProblem(req.ChatID); problem != "" {
 		apiError(c, http.StatusBadRequest, "chatId: "+problem)
-		return
+		return nil, false
 	}
 	if req.AppID == "" {
 		req.AppID = h.DefaultApp
@@ -335,126 +371,157 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 	if req.CustomUID == "" {
 		req.CustomUID = "api"
 	}
-	principal, signedIn := PrincipalOf(c)
-	link, visitor := linkOf(c)
-	switch {
-	case visitor:
-		req.AppID, req.CustomUID = principal.AppID, principal.UserID
-		// A link that hides the tool cards sends answers only.
-		req.Detail = req.Detail && link.ShowTools
-	case signedIn && principal.Bound():
-		// An app key: its app, whatever the request names; its end users
-		// are its own, apart from accounts and other apps' users.
+	return t, true
+}
+
+// resolveCaller decides whose chat this is: a share link's visitor, an
+// app key's end user, an account, or the service key's end user.
+func (h *ChatHandler) resolveCaller(c *gin.Context, t *turn) bool {
+	req := &t.req
+	t.principal, t.signedIn = PrincipalOf(c)
+	t.link, t.visitor = linkOf(c)
+	customUID := func() bool {
 		if len(req.CustomUID) > 128 || strings.ContainsFunc(req.CustomUID, unicode.IsControl) {
 			apiError(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
-			return
+			return false
 		}
-		req.AppID, req.CustomUID = principal.AppID, principal.UserID+":"+req.CustomUID
-	case signedIn:
-		req.CustomUID = principal.UserID
+		return true
+	}
+	switch {
+	case t.visitor:
+		req.AppID, req.CustomUID = t.principal.AppID, t.principal.UserID
+		// A link that hides the tool cards sends answers only.
+		req.Detail = req.Detail && t.link.ShowTools
+	case t.signedIn && t.principal.Bound():
+		// An app key: its app, whatever the request names; its end users
+		// are its own, apart from accounts and other apps' users.
+		if !customUID() {
+			return false
+		}
+		req.AppID, req.CustomUID = t.principal.AppID, t.principal.UserID+":"+req.CustomUID
+	case t.signedIn:
+		req.CustomUID = t.principal.UserID
 	default:
 		// The service key: its end users live apart from accounts, app
 		// keys' users and visitors (auth.ServiceUser).
-		if len(req.CustomUID) > 128 || strings.ContainsFunc(req.CustomUID, unicode.IsControl) {
-			apiError(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
-			return
+		if !customUID() {
+			return false
 		}
 		req.CustomUID = auth.ServiceUser(req.CustomUID)
 	}
+	return true
+}
+
+// openChat reads the app the caller may use and the caller's chat (a new
+// chat's id names no stored chat: no need to look), with the files the
+// message attaches.
+func (h *ChatHandler) openChat(c *gin.Context, t *turn) bool {
 	ctx := c.Request.Context()
+	req := &t.req
 	app, err := h.Apps.Get(ctx, req.AppID)
-	if err == nil && signedIn && h.Access != nil && !h.Access.CanUseApp(c, app) {
+	if err == nil && t.signedIn && h.Access != nil && !h.Access.CanUseApp(c, app) {
 		err = apps.ErrNotFound
 	}
 	if errors.Is(err, apps.ErrNotFound) {
 		apiError(c, http.StatusNotFound, fmt.Sprintf("no app %q", req.AppID))
-		return
+		return false
 	} else if err != nil {
 		h.Log.Error("read app", "appId", req.AppID, "err", err)
 		apiError(c, http.StatusInternalServerError, "could not read the app; retry later")
-		return
+		return false
 	}
+	t.app = app
 	// Chat ids are scoped per app and user: the chat is the caller's
-	// (or their end user's) own, whatever other users named theirs. A
-	// chat id made here names no stored chat: no need to look.
+	// (or their end user's) own, whatever other users named theirs.
 	scope := sandbox.Scope{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID}
-	chat := history.Of(scope)
-	if !newChat {
-		chat, err = h.History.Open(ctx, scope)
+	t.chat = history.Of(scope)
+	if !t.newChat {
+		t.chat, err = h.History.Open(ctx, scope)
 	}
 	if err != nil {
 		h.Log.Error("read chat", "chatId", req.ChatID, "err", err)
 		apiError(c, http.StatusInternalServerError, "could not read the chat; retry later")
-		return
+		return false
 	}
-	if len(attached) > 0 && req.Interactive == nil {
-		note, ok := h.attachments(c, chat, attached)
+	if len(t.attached) > 0 && req.Interactive == nil {
+		note, ok := h.attachments(c, t.chat, t.attached)
 		if !ok {
-			return
+			return false
 		}
-		question = strings.TrimSpace(question + "\n\n" + note)
+		t.question = strings.TrimSpace(t.question + "\n\n" + note)
 	}
-
-	var paused approval.Approval
 	if req.Interactive != nil {
 		var ok bool
-		if paused, ok = h.approvalFor(c, chat, req.Interactive); !ok {
-			return
+		if t.paused, ok = h.approvalFor(c, t.chat, req.Interactive); !ok {
+			return false
 		}
 	}
+	return true
+}
 
+// admit counts the run against the caps and the share link's runs, then
+// claims the approval it answers (a refused run leaves the approval
+// waiting) or lapses the one a new message supersedes. release ends the
+// run's count.
+func (h *ChatHandler) admit(c *gin.Context, t *turn) (release func(), ok bool) {
+	ctx := c.Request.Context()
+	req := &t.req
 	// Counted before the link's runs: a run refused here uses none of them.
 	release, err := h.RunLimits.Acquire(ctx, req.CustomUID)
 	if err != nil {
 		runRefused(c, err)
-		return
+		return nil, false
 	}
-	defer release()
-
-	if visitor && h.Runs != nil {
-		if err := h.Runs.TakeRun(ctx, link); errors.Is(err, share.ErrRunsUsed) {
-			apiError(c, http.StatusTooManyRequests, "this share link has used all its "+strconv.Itoa(link.MaxRuns)+" runs; ask whoever shared it for a new one")
-			return
+	if t.visitor && h.Runs != nil {
+		if err := h.Runs.TakeRun(ctx, t.link); errors.Is(err, share.ErrRunsUsed) {
+			release()
+			apiError(c, http.StatusTooManyRequests, "this share link has used all its "+strconv.Itoa(t.link.MaxRuns)+" runs; ask whoever shared it for a new one")
+			return nil, false
 		} else if err != nil {
+			release()
 			apiError(c, http.StatusServiceUnavailable, "could not count the run against the share link's cap; retry in a moment")
-			return
+			return nil, false
 		}
 	}
-
-	var resume *nodes.Resume
-	if req.Interactive != nil {
-		// Claimed once the run may start: a refused run leaves the
-		// approval waiting.
-		if !h.claim(c, paused, req.Interactive, req.CustomUID) {
-			return
-		}
-		ans := req.Interactive
-		resume = &nodes.Resume{Paused: paused.Paused, Answer: nodes.Answer{Decision: ans.Decision, Command: ans.Command, Reason: ans.Reason}}
-		question = ans.question(paused.Command)
-		if h.Redactor != nil {
-			question = redactText(h.Redactor(ctx, app.ID), question)
-		}
-	} else {
+	if req.Interactive == nil {
 		// A new message instead of an answer: the waiting run does not
 		// resume.
-		h.lapsePending(ctx, chat, req.CustomUID)
+		h.lapsePending(ctx, t.chat, req.CustomUID)
+		return release, true
 	}
+	if !h.claim(c, t.paused, req.Interactive, req.CustomUID) {
+		release()
+		return nil, false
+	}
+	ans := req.Interactive
+	t.resume = &nodes.Resume{Paused: t.paused.Paused, Answer: nodes.Answer{Decision: ans.Decision, Command: ans.Command, Reason: ans.Reason}}
+	t.question = ans.question(t.paused.Command)
+	if h.Redactor != nil {
+		t.question = redactText(h.Redactor(ctx, t.app.ID), t.question)
+	}
+	return release, true
+}
 
-	hist := chat.History(50)
-	run := nodes.Chat{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: question, History: hist, Variables: req.Variables,
-		Via: via(principal, signedIn, link, visitor), Resume: resume}
+// runTurn runs the workflow, streams it to the client and records the
+// turn, also when the client went away (its commands ran), before the
+// client learns of a paused run, and after the answer otherwise.
+func (h *ChatHandler) runTurn(c *gin.Context, t *turn) {
+	ctx := c.Request.Context()
+	req := &t.req
+	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.chat.History(50),
+		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
 	if h.Redactor != nil {
-		if r := h.Redactor(ctx, app.ID); r != nil {
+		if r := h.Redactor(ctx, t.app.ID); r != nil {
 			out.redactor, out.answer = r, r.Transformer()
 		}
 	}
-	out.replyID = replyID
+	out.replyID = t.replyID
 	if h.trace != nil {
 		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
 	}
 	start := h.Now()
-	res, runErr := h.Engine.Run(ctx, &app.Graph, run, out.event)
+	res, runErr := h.Engine.Run(ctx, &t.app.Graph, run, out.event)
 	if runErr != nil && errors.Is(runErr, nodes.ErrInvalid) {
 		apiError(c, http.StatusUnprocessableEntity, runErr.Error())
 		return
@@ -471,7 +538,7 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		// Kept before the client learns of it, so that an answer finds
 		// the paused run and its turn, in whichever engine it arrives.
 		command := redactText(out.redactor, res.Paused.Request.Command)
-		expires, err := h.keepPaused(saveCtx, chat, res, command)
+		expires, err := h.keepPaused(saveCtx, t.chat, res, command)
 		if err != nil {
 			h.Log.Error("keep paused run", "chatId", req.ChatID, "err", err)
 			runErr = errors.New("the command waits for approval, but the paused run could not be kept: " + err.Error())
@@ -480,9 +547,9 @@ func (h *ChatHandler) Completions(c *gin.Context) {
 		}
 	}
 	record := func() {
-		_, err := h.History.AppendTurn(saveCtx, chat,
-			history.Item{Role: "user", Text: question},
-			history.Item{Role: "assistant", ResponseChatItemID: replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
+		_, err := h.History.AppendTurn(saveCtx, t.chat,
+			history.Item{Role: "user", Text: t.question},
+			history.Item{Role: "assistant", ResponseChatItemID: t.replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
 			h.Now())
 		if err != nil {
 			h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
