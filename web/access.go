@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox"
@@ -39,8 +37,8 @@ var _ ChatAccess = (*Access)(nil)
 // CanUseApp reports whether the caller may see and chat with an app.
 // Callers bound to an app (app keys, share-link visitors) may use that
 // one only.
-func (a *Access) CanUseApp(c *gin.Context, app apps.App) bool {
-	p, ok := PrincipalOf(c)
+func (a *Access) CanUseApp(p auth.Principal, app apps.App) bool {
+	ok := p.SignedIn()
 	if ok && p.Bound() {
 		return app.ID == p.AppID
 	}
@@ -49,17 +47,15 @@ func (a *Access) CanUseApp(c *gin.Context, app apps.App) bool {
 
 // CanEditApp reports whether the caller may change, delete or publish an
 // app. Callers bound to an app never may.
-func (a *Access) CanEditApp(c *gin.Context, app apps.App) bool {
-	p, ok := PrincipalOf(c)
-	return ok && !p.Bound() && (p.Admin() || app.OwnerID == p.UserID)
+func (a *Access) CanEditApp(p auth.Principal, app apps.App) bool {
+	return p.SignedIn() && !p.Bound() && (p.Admin() || app.OwnerID == p.UserID)
 }
 
 // ManagesChats reports whether the caller sees every chat of an app: its
 // owner, admins, and the app's keys (its programs manage their end
 // users' chats).
-func (a *Access) ManagesChats(c *gin.Context, app apps.App) bool {
-	p, ok := PrincipalOf(c)
-	return a.CanEditApp(c, app) || (ok && p.Bound() && p.LinkID == "" && p.AppID == app.ID)
+func (a *Access) ManagesChats(p auth.Principal, app apps.App) bool {
+	return a.CanEditApp(p, app) || (p.SignedIn() && p.Bound() && p.LinkID == "" && p.AppID == app.ID)
 }
 
 // Whose is the user whose chat a request names: userID when it names one
@@ -68,10 +64,9 @@ func (a *Access) ManagesChats(c *gin.Context, app apps.App) bool {
 // Naming a user says whose chat is meant, nothing more: ChatOwner decides
 // whether the caller may reach it. problem is the answer to a malformed
 // customUid.
-func (a *Access) Whose(c *gin.Context, userID, customUID string) (user, problem string) {
-	p, ok := PrincipalOf(c)
+func (a *Access) Whose(p auth.Principal, userID, customUID string) (user, problem string) {
 	switch {
-	case !ok:
+	case !p.SignedIn():
 		return "", ""
 	case userID != "":
 		return userID, ""
@@ -99,9 +94,8 @@ func ownChat(p auth.Principal, userID string) bool {
 }
 
 // ChatOwner implements ChatAccess: the chat of userID (Whose) in appID.
-func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, userID, chatID string, write bool) (string, error) {
-	p, ok := PrincipalOf(c)
-	if !ok || userID == "" || (p.Bound() && p.AppID != appID) {
+func (a *Access) ChatOwner(ctx context.Context, p auth.Principal, appID, userID, chatID string, write bool) (string, error) {
+	if !p.SignedIn() || userID == "" || (p.Bound() && p.AppID != appID) {
 		return "", ErrNoAccess
 	}
 	app, err := a.Apps.Get(ctx, appID)
@@ -114,13 +108,13 @@ func (a *Access) ChatOwner(ctx context.Context, c *gin.Context, appID, userID, c
 	switch {
 	case errors.Is(err, history.ErrNotFound):
 		// A chat not recorded yet: the caller's own to start.
-		if ownChat(p, userID) && a.CanUseApp(c, app) {
+		if ownChat(p, userID) && a.CanUseApp(p, app) {
 			return userID, nil
 		}
 		return "", ErrNoAccess
 	case err != nil:
 		return "", err
-	case ownChat(p, userID) || p.Admin() || a.ManagesChats(c, app) && p.Bound() && KeyReaches(p, userID):
+	case ownChat(p, userID) || p.Admin() || a.ManagesChats(p, app) && p.Bound() && KeyReaches(p, userID):
 		return userID, nil
 	case !write && app.OwnerID == p.UserID:
 		return userID, nil

@@ -56,7 +56,7 @@ type appBody struct {
 // answers 404 and returns false.
 func (h *AppsHandler) visible(c *gin.Context) (apps.App, bool) {
 	app, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
-	if err == nil && h.Access.CanUseApp(c, app) {
+	if err == nil && h.Access.CanUseApp(principal(c), app) {
 		return app, true
 	}
 	if err != nil && !errors.Is(err, apps.ErrNotFound) {
@@ -69,7 +69,7 @@ func (h *AppsHandler) visible(c *gin.Context) (apps.App, bool) {
 
 func (h *AppsHandler) editable(c *gin.Context) (apps.App, bool) {
 	app, ok := h.visible(c)
-	if ok && !h.Access.CanEditApp(c, app) {
+	if ok && !h.Access.CanEditApp(principal(c), app) {
 		apiError(c, http.StatusForbidden, "only the app's owner and admins may change it")
 		return apps.App{}, false
 	}
@@ -85,7 +85,7 @@ func (h *AppsHandler) List(c *gin.Context) {
 	}
 	out := []apps.App{}
 	for _, a := range all {
-		if h.Access.CanUseApp(c, a) {
+		if h.Access.CanUseApp(principal(c), a) {
 			out = append(out, a)
 		}
 	}

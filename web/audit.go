@@ -152,8 +152,8 @@ func (h *AuditHandler) List(c *gin.Context) {
 func (h *AuditHandler) AppList(c *gin.Context) {
 	a, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
 	switch {
-	case err == nil && h.Access.CanEditApp(c, a):
-	case err == nil && h.Access.CanUseApp(c, a):
+	case err == nil && h.Access.CanEditApp(principal(c), a):
+	case err == nil && h.Access.CanUseApp(principal(c), a):
 		apiError(c, http.StatusForbidden, "only the app's owner and admins may read its audit")
 		return
 	case err == nil || errors.Is(err, apps.ErrNotFound):

@@ -419,7 +419,7 @@ func (h *ChatHandler) openChat(c *gin.Context, t *turn) bool {
 	ctx := c.Request.Context()
 	req := &t.req
 	app, err := h.Apps.Get(ctx, req.AppID)
-	if err == nil && t.signedIn && h.Access != nil && !h.Access.CanUseApp(c, app) {
+	if err == nil && t.signedIn && h.Access != nil && !h.Access.CanUseApp(principal(c), app) {
 		err = apps.ErrNotFound
 	}
 	if errors.Is(err, apps.ErrNotFound) {

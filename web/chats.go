@@ -42,13 +42,13 @@ type ChatsHandler struct {
 func (h *ChatsHandler) List(c *gin.Context) {
 	ctx := c.Request.Context()
 	app, err := h.Apps.Get(ctx, c.Param("appId"))
-	if err != nil || !h.Access.CanUseApp(c, app) {
+	if err != nil || !h.Access.CanUseApp(principal(c), app) {
 		apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
 		return
 	}
 	p, _ := PrincipalOf(c)
 	user := p.UserID
-	if h.Access.ManagesChats(c, app) {
+	if h.Access.ManagesChats(principal(c), app) {
 		user = ""
 	}
 	chats, err := h.Chats.List(ctx, app.ID, user, 200)
@@ -71,12 +71,12 @@ func (h *ChatsHandler) List(c *gin.Context) {
 func (h *ChatsHandler) chat(c *gin.Context, write bool) (history.Chat, bool) {
 	ctx := c.Request.Context()
 	appID, chatID := c.Param("appId"), c.Param("chatId")
-	user, problem := h.Access.Whose(c, c.Query("userId"), c.Query("customUid"))
+	user, problem := h.Access.Whose(principal(c), c.Query("userId"), c.Query("customUid"))
 	if problem != "" {
 		apiError(c, http.StatusBadRequest, problem)
 		return history.Chat{}, false
 	}
-	if _, err := h.Access.ChatOwner(ctx, c, appID, user, chatID, write); err != nil {
+	if _, err := h.Access.ChatOwner(ctx, principal(c), appID, user, chatID, write); err != nil {
 		apiError(c, http.StatusNotFound, "no chat "+strconv.Quote(chatID))
 		return history.Chat{}, false
 	}
@@ -141,7 +141,7 @@ func (h *ChatsHandler) Delete(c *gin.Context) {
 		apiError(c, http.StatusBadRequest, `send {"chatIds": ["...", ...]} with 1 to 1000 ids (and "userId" for another user's chats)`)
 		return
 	}
-	user, problem := h.Access.Whose(c, body.UserID, body.CustomUID)
+	user, problem := h.Access.Whose(principal(c), body.UserID, body.CustomUID)
 	if problem != "" {
 		apiError(c, http.StatusBadRequest, problem)
 		return
@@ -151,7 +151,7 @@ func (h *ChatsHandler) Delete(c *gin.Context) {
 	chats := make([]sandbox.Scope, len(body.ChatIDs))
 	for i, id := range body.ChatIDs {
 		chats[i] = sandbox.Scope{AppID: appID, UserID: user, ChatID: id}
-		_, err := h.Access.ChatOwner(ctx, c, appID, user, id, true)
+		_, err := h.Access.ChatOwner(ctx, principal(c), appID, user, id, true)
 		if err == nil {
 			err = h.exists(ctx, chats[i])
 		}

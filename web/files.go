@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web/auth"
 )
 
 // ChatAccess decides who may reach a chat's sandbox (F3): the chat's
@@ -22,11 +23,11 @@ import (
 // which names the sandbox, or ErrNoAccess, which the API answers as 404:
 // whether another user's chat exists is private.
 type ChatAccess interface {
-	ChatOwner(ctx context.Context, c *gin.Context, appID, userID, chatID string, write bool) (ownerID string, err error)
+	ChatOwner(ctx context.Context, p auth.Principal, appID, userID, chatID string, write bool) (ownerID string, err error)
 	// Whose is the user whose chat a request names (userId, or for app
 	// keys customUid), the caller when it names none; problem answers a
 	// malformed one.
-	Whose(c *gin.Context, userID, customUID string) (user, problem string)
+	Whose(p auth.Principal, userID, customUID string) (user, problem string)
 }
 
 // ErrNoAccess: no such chat, or not yours.
@@ -96,12 +97,12 @@ func (h *FilesHandler) bind(c *gin.Context, bodyLimit int64, write bool) (req fi
 	if !visitorFiles(c, req.Action) {
 		return req, scope, false
 	}
-	user, problem := h.Access.Whose(c, req.UserID, req.CustomUID)
+	user, problem := h.Access.Whose(principal(c), req.UserID, req.CustomUID)
 	if problem != "" {
 		apiError(c, http.StatusBadRequest, problem)
 		return req, scope, false
 	}
-	owner, err := h.Access.ChatOwner(c.Request.Context(), c, req.AppID, user, req.ChatID, write || req.Action == "write")
+	owner, err := h.Access.ChatOwner(c.Request.Context(), principal(c), req.AppID, user, req.ChatID, write || req.Action == "write")
 	if err != nil {
 		if errors.Is(err, ErrNoAccess) {
 			apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", req.ChatID))

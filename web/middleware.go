@@ -46,6 +46,13 @@ func PrincipalOf(c *gin.Context) (auth.Principal, bool) {
 	return p, ok
 }
 
+// principal is the request's caller; the zero Principal (SignedIn false)
+// when no credential identified one.
+func principal(c *gin.Context) auth.Principal {
+	p, _ := PrincipalOf(c)
+	return p
+}
+
 // AuthenticateOrServiceKey is Authenticate, except that a request bearing
 // serviceKey (FLOWBOX_API_KEY, for programs without an account) goes on
 // anonymous: it is no user's API key, and the handler behind checks it

@@ -44,9 +44,9 @@ type PublishHandler struct {
 func (h *PublishHandler) app(c *gin.Context) (apps.App, bool) {
 	a, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
 	switch {
-	case err == nil && h.Access.CanEditApp(c, a):
+	case err == nil && h.Access.CanEditApp(principal(c), a):
 		return a, true
-	case err == nil && h.Access.CanUseApp(c, a):
+	case err == nil && h.Access.CanUseApp(principal(c), a):
 		apiError(c, http.StatusForbidden, "only the app's owner and admins may publish it")
 	case err == nil || errors.Is(err, apps.ErrNotFound):
 		apiError(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
@@ -93,7 +93,7 @@ func (h *PublishHandler) CreateKey(c *gin.Context) {
 	p, _ := PrincipalOf(c)
 	key, info, err := h.KeyStore.CreateAppKey(c.Request.Context(), a.ID, p.UserID, auth.KeySpec{Name: body.Name, ExpiresAt: body.ExpiresAt, RatePerMinute: body.RatePerMinute})
 	if err != nil {
-		accountError(c, err)
+		fail(c, err, "could not change the accounts")
 		return
 	}
 	c.JSON(http.StatusCreated, struct {

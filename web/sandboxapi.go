@@ -142,7 +142,7 @@ func (h *SandboxAPI) session(c *gin.Context, o SessionOptions) (s sessions.Sessi
 		s.AppID = p.AppID
 	case o.AppID != "":
 		app, err := h.Apps.Get(c.Request.Context(), o.AppID)
-		if errors.Is(err, apps.ErrNotFound) || err == nil && !h.Access.CanUseApp(c, app) {
+		if errors.Is(err, apps.ErrNotFound) || err == nil && !h.Access.CanUseApp(principal(c), app) {
 			return sessions.Session{}, http.StatusForbidden, fmt.Sprintf("appId: no app %q you may use", o.AppID)
 		} else if err != nil {
 			return sessions.Session{}, http.StatusServiceUnavailable, "could not read the app; retry later"

@@ -128,7 +128,7 @@ func (u *UI) AppList(c *gin.Context) {
 	}
 	var visible []apps.App
 	for _, a := range all {
-		if u.Access.CanUseApp(c, a) {
+		if u.Access.CanUseApp(principal(c), a) {
 			visible = append(visible, a)
 		}
 	}
@@ -143,7 +143,7 @@ const starterGraph = `{"nodes":[{"nodeId":"start","type":"workflowStart","name":
 
 func (u *UI) app(c *gin.Context) (apps.App, bool) {
 	a, err := u.Apps.Get(c.Request.Context(), c.Param("appId"))
-	if err != nil || !u.Access.CanUseApp(c, a) {
+	if err != nil || !u.Access.CanUseApp(principal(c), a) {
 		c.String(http.StatusNotFound, "no such app")
 		return apps.App{}, false
 	}
@@ -171,7 +171,7 @@ func (u *UI) Builder(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if !u.Access.CanEditApp(c, a) {
+	if !u.Access.CanEditApp(principal(c), a) {
 		c.String(http.StatusForbidden, "only the app's owner and admins may edit it")
 		return
 	}
@@ -239,7 +239,7 @@ func (u *UI) ChatList(c *gin.Context) {
 	}
 	p, _ := PrincipalOf(c)
 	user := p.UserID
-	if u.Access.ManagesChats(c, a) {
+	if u.Access.ManagesChats(principal(c), a) {
 		user = ""
 	}
 	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
@@ -287,8 +287,8 @@ func (u *UI) chatPage(c *gin.Context, a apps.App, view chatView) {
 	// Another user's chat (?userId=, as the chat list links it) is
 	// shown to those who may read it; messages go to the caller's own
 	// chats only, so its page has no input.
-	user, _ := u.Access.Whose(c, c.Query("userId"), "")
-	if _, err := u.Access.ChatOwner(ctx, c, a.ID, user, chatID, false); err != nil {
+	user, _ := u.Access.Whose(principal(c), c.Query("userId"), "")
+	if _, err := u.Access.ChatOwner(ctx, principal(c), a.ID, user, chatID, false); err != nil {
 		c.String(http.StatusNotFound, "no such chat")
 		return
 	}

@@ -69,12 +69,12 @@ func (h *UploadsHandler) target(c *gin.Context, appID string, write bool) (sandb
 	if !visitorFiles(c, action) {
 		return sandbox.Scope{}, false
 	}
-	user, problem := h.Access.Whose(c, c.Query("userId"), c.Query("customUid"))
+	user, problem := h.Access.Whose(principal(c), c.Query("userId"), c.Query("customUid"))
 	if problem != "" {
 		apiError(c, http.StatusBadRequest, problem)
 		return sandbox.Scope{}, false
 	}
-	owner, err := h.Access.ChatOwner(c.Request.Context(), c, appID, user, chatID, write)
+	owner, err := h.Access.ChatOwner(c.Request.Context(), principal(c), appID, user, chatID, write)
 	switch {
 	case errors.Is(err, ErrNoAccess):
 		apiError(c, http.StatusNotFound, fmt.Sprintf("no chat %q", chatID))

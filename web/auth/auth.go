@@ -83,6 +83,10 @@ type Principal struct {
 	LinkID string
 }
 
+// SignedIn reports whether p is a caller at all: the zero Principal is
+// nobody (a request no credential identified).
+func (p Principal) SignedIn() bool { return p.UserID != "" }
+
 // Bound reports whether the caller may reach only one app (AppID).
 func (p Principal) Bound() bool { return p.AppID != "" }
 
