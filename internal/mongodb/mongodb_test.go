@@ -82,7 +82,7 @@ func TestConnectAndDetect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := os.Getenv(mongotest.URIEnv) == "" // the embedded server is FerretDB
+	want := mongotest.FerretDB()
 	if got != want {
 		t.Errorf("IsFerretDB = %v, want %v", got, want)
 	}

@@ -16,7 +16,8 @@ import (
 // in use: docker (a reachable dockerd), runsc (gVisor, registered with
 // that dockerd as the runtime runsc, as scripts/test does), sandbox-image
 // (the image built by images/sandbox/build.sh), bwrap (bubblewrap), redis
-// (redis-server), chromium (Debian's Chromium, for the browser tests),
+// (redis-server), chromium (Debian's chromium-headless-shell, or its
+// Chromium, for the browser tests),
 // python3 (for the example skills' scripts, run on the host by their own
 // tests), netns (root and iproute2, for the network tests' own "public"
 // namespace, sandbox/egress/egresstest) and kubernetes (the cluster of scripts/kube-up, named by

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +55,7 @@ func startAgentWith(t testing.TB, cfg Config) agentEnv {
 	done := make(chan error, 1)
 	go func() {
 		cfg.Socket, cfg.Shell, cfg.StateDir, cfg.WorkDir = e.sock, "/bin/sh", e.state, e.work
+		cfg.Env = append(slices.Clip(cfg.Env), runMark)
 		done <- Serve(ctx, cfg)
 	}()
 	t.Cleanup(func() {
@@ -96,7 +99,9 @@ func (e agentEnv) run(t *testing.T, command string, timeout time.Duration) (Resu
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for range 500 {
+	// Bounded by time, not by a count of tries: on a loaded machine a
+	// process may take seconds to be reaped.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if cond() {
 			return
 		}
@@ -105,7 +110,13 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// running lists the live processes whose command line contains marker.
+// runMark is in the environment of every command this test binary's
+// agents run (startAgentWith), so that running counts those and not the
+// processes of other tests running on the machine at the same time.
+var runMark = fmt.Sprintf("FLOWBOX_AGENT_TEST_RUN=%d", os.Getpid())
+
+// running lists the live processes started by this binary's agents whose
+// command line contains marker.
 func running(marker string) []string {
 	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	var out []string
@@ -115,9 +126,14 @@ func running(marker string) []string {
 			continue // gone, or a zombie
 		}
 		line := strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-		if strings.Contains(line, marker) {
-			out = append(out, line)
+		if !strings.Contains(line, marker) {
+			continue
 		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(n), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00"+runMark+"\x00")) {
+			continue
+		}
+		out = append(out, line)
 	}
 	return out
 }
@@ -501,7 +517,7 @@ func TestShutdownKillsCommands(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, Config{Socket: sock, StateDir: dir, WorkDir: dir}) }()
+	go func() { done <- Serve(ctx, Config{Socket: sock, StateDir: dir, WorkDir: dir, Env: []string{runMark}}) }()
 	e := agentEnv{sock: sock}
 	waitFor(t, "the agent to listen", func() bool {
 		_, err := os.Lstat(sock)

@@ -1,7 +1,9 @@
 // Package mongotest gives tests a real MongoDB-wire database: one embedded
-// FerretDB per test binary, or the MongoDB named by FLOWBOX_TEST_MONGODB_URI
-// so that the same tests can run against real MongoDB. Each test gets a
-// database of its own, dropped when the test ends.
+// FerretDB per test binary, or the server named by FLOWBOX_TEST_MONGODB_URI,
+// so that the same tests can run against real MongoDB. scripts/test sets
+// it to one FerretDB process that serves every test binary of the run
+// (testdb). Each test gets a database of its own, dropped when the test
+// ends.
 //
 // It is for tests only and must never be imported by product code; it never
 // fakes a database.
@@ -24,8 +26,19 @@ import (
 	"github.com/flowbox/flowbox/internal/mongodb"
 )
 
-// URIEnv names the variable that points the tests at a real MongoDB.
+// URIEnv names the variable that points the tests at a server of their
+// own: a real MongoDB, or the FerretDB of testdb.
 const URIEnv = "FLOWBOX_TEST_MONGODB_URI"
+
+// FerretDBEnv, set to 1 beside URIEnv, says that the server URIEnv names
+// is FerretDB (scripts/test sets it beside the URI of testdb).
+const FerretDBEnv = "FLOWBOX_TEST_MONGODB_FERRETDB"
+
+// FerretDB reports whether the tests' server is FerretDB: the embedded
+// one, or one that FerretDBEnv says is.
+func FerretDB() bool {
+	return os.Getenv(URIEnv) == "" || os.Getenv(FerretDBEnv) == "1"
+}
 
 var (
 	mu       sync.Mutex
