@@ -14,13 +14,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flowbox/flowbox/internal/batchqueue"
 	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
@@ -244,18 +244,7 @@ type AlertQueue struct {
 	client *asynq.Client
 	m      *AlertMetrics
 	log    *slog.Logger
-	ch     chan alertItem
-	done   chan struct{}
-
-	mu     sync.RWMutex // guards closed against a send on a closed ch
-	closed bool
-}
-
-// alertItem is an alert to queue, or a flush marker closed once every
-// alert before it is queued.
-type alertItem struct {
-	alert   audit.Alert
-	flushed chan struct{}
+	q      *batchqueue.Queue[audit.Alert]
 }
 
 // NewAlertQueue starts a queue; Close stops it.
@@ -266,25 +255,20 @@ func NewAlertQueue(cfg AlertQueueConfig) *AlertQueue {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	q := &AlertQueue{client: asynq.NewClientFromRedisClient(cfg.Redis), m: cfg.Metrics, log: cfg.Logger.With("component", "alerts"),
-		ch: make(chan alertItem, alertBuffer), done: make(chan struct{})}
-	go q.run()
+	q := &AlertQueue{client: asynq.NewClientFromRedisClient(cfg.Redis), m: cfg.Metrics, log: cfg.Logger.With("component", "alerts")}
+	q.q = batchqueue.New(batchqueue.Config{Size: alertBuffer, Batch: 1}, func(as []audit.Alert) { q.enqueue(as[0]) })
 	return q
 }
 
 // Send queues a in the background (audit.AlertConfig.Send); it never
 // blocks.
 func (q *AlertQueue) Send(a audit.Alert) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if !q.closed {
-		select {
-		case q.ch <- alertItem{alert: a}:
-			return
-		default:
-		}
+	switch err := q.q.Offer(a); {
+	case errors.Is(err, batchqueue.ErrFull):
+		q.notQueued(a, errors.New("too many alerts waiting to be queued"))
+	case err != nil:
+		q.notQueued(a, errors.New("the alert queue is closed: the engine is stopping"))
 	}
-	q.notQueued(a, errors.New("too many alerts waiting to be queued"))
 }
 
 // Suppressed counts an alert the alerter did not send
@@ -295,50 +279,11 @@ func (q *AlertQueue) Suppressed(e audit.AlertEvent) {
 
 // Flush returns once every alert sent before it is queued (or failed to
 // be), or when ctx ends.
-func (q *AlertQueue) Flush(ctx context.Context) error {
-	q.mu.RLock()
-	if q.closed {
-		q.mu.RUnlock()
-		return nil
-	}
-	marker := alertItem{flushed: make(chan struct{})}
-	select {
-	case q.ch <- marker:
-	case <-ctx.Done():
-		q.mu.RUnlock()
-		return ctx.Err()
-	}
-	q.mu.RUnlock()
-	select {
-	case <-marker.flushed:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (q *AlertQueue) Flush(ctx context.Context) error { return q.q.Flush(ctx) }
 
 // Close queues what waits and stops the queue; later alerts are dropped
 // (counted).
-func (q *AlertQueue) Close() {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.ch)
-	}
-	q.mu.Unlock()
-	<-q.done
-}
-
-func (q *AlertQueue) run() {
-	defer close(q.done)
-	for it := range q.ch {
-		if it.flushed != nil {
-			close(it.flushed)
-			continue
-		}
-		q.enqueue(it.alert)
-	}
-}
+func (q *AlertQueue) Close() { q.q.Close() }
 
 func (q *AlertQueue) enqueue(a audit.Alert) {
 	task, err := NewAlertWebhookTask(a)

@@ -2,9 +2,11 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/flowbox/flowbox/internal/batchqueue"
 )
 
 // Inserter writes records (Store).
@@ -44,20 +46,9 @@ type WriterConfig struct {
 // written is counted (flowbox_audit_write_failures_total) and logged with
 // what it was; it is never dropped silently. Close writes what is queued.
 type Writer struct {
-	cfg  WriterConfig
-	log  *slog.Logger
-	ch   chan item
-	done chan struct{}
-
-	mu     sync.RWMutex // guards closed against a send on a closed ch
-	closed bool
-}
-
-// item is a record to write, or a flush marker closed once everything
-// queued before it is written.
-type item struct {
-	rec     Record
-	flushed chan struct{}
+	cfg WriterConfig
+	log *slog.Logger
+	q   *batchqueue.Queue[Record]
 }
 
 // NewWriter starts a writer; Close stops it.
@@ -80,8 +71,9 @@ func NewWriter(cfg WriterConfig) *Writer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &Writer{cfg: cfg, log: cfg.Logger.With("component", "audit"), ch: make(chan item, cfg.Buffer), done: make(chan struct{})}
-	go w.run()
+	w := &Writer{cfg: cfg, log: cfg.Logger.With("component", "audit")}
+	w.q = batchqueue.New(batchqueue.Config{Size: cfg.Buffer, Batch: cfg.Batch, Linger: cfg.Linger},
+		func(recs []Record) { w.write(context.Background(), recs) })
 	return w
 }
 
@@ -89,112 +81,23 @@ func NewWriter(cfg WriterConfig) *Writer {
 // writer closed. It never fails the caller; ctx's values are kept, its
 // end is not (a client that leaves does not lose its record).
 func (w *Writer) Write(ctx context.Context, r Record) {
-	w.mu.RLock()
-	if !w.closed {
-		select {
-		case w.ch <- item{rec: r}:
-			w.mu.RUnlock()
-			return
-		default:
-			w.cfg.Metrics.bufferFull.Inc()
-		}
+	err := w.q.Offer(r)
+	if err == nil {
+		return
 	}
-	w.mu.RUnlock()
+	if errors.Is(err, batchqueue.ErrFull) {
+		w.cfg.Metrics.bufferFull.Inc()
+	}
 	w.write(context.WithoutCancel(ctx), []Record{r})
 }
 
 // Flush returns once every record queued before it is written (or failed
 // to be), or when ctx ends.
-func (w *Writer) Flush(ctx context.Context) error {
-	w.mu.RLock()
-	if w.closed {
-		w.mu.RUnlock()
-		return nil
-	}
-	marker := item{flushed: make(chan struct{})}
-	select {
-	case w.ch <- marker:
-	case <-ctx.Done():
-		w.mu.RUnlock()
-		return ctx.Err()
-	}
-	w.mu.RUnlock()
-	select {
-	case <-marker.flushed:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (w *Writer) Flush(ctx context.Context) error { return w.q.Flush(ctx) }
 
 // Close writes what is queued and stops the writer. Later Writes are
 // written at once.
-func (w *Writer) Close() {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		<-w.done
-		return
-	}
-	w.closed = true
-	close(w.ch)
-	w.mu.Unlock()
-	<-w.done
-}
-
-func (w *Writer) run() {
-	defer close(w.done)
-	batch := make([]Record, 0, w.cfg.Batch)
-	var markers []chan struct{}
-	take := func(it item) {
-		if it.flushed != nil {
-			markers = append(markers, it.flushed)
-		} else {
-			batch = append(batch, it.rec)
-		}
-	}
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
-	for it := range w.ch {
-		take(it)
-		// Take more, up to a batch, for as long as the linger lasts (a
-		// Flush or a closed queue ends it): under load a batch fills at
-		// once, idle a record waits the linger at most.
-		if w.cfg.Linger > 0 {
-			linger.Reset(w.cfg.Linger)
-		}
-	more:
-		for len(batch) < w.cfg.Batch && len(markers) == 0 {
-			if w.cfg.Linger <= 0 {
-				select {
-				case it, ok := <-w.ch:
-					if !ok {
-						break more
-					}
-					take(it)
-				default:
-					break more
-				}
-				continue
-			}
-			select {
-			case it, ok := <-w.ch:
-				if !ok {
-					break more
-				}
-				take(it)
-			case <-linger.C:
-				break more
-			}
-		}
-		linger.Stop()
-		w.write(context.Background(), batch)
-		for _, m := range markers {
-			close(m)
-		}
-		batch, markers = batch[:0], markers[:0]
-	}
-}
+func (w *Writer) Close() { w.q.Close() }
 
 // write inserts recs, trying twice; what fails is counted and logged.
 func (w *Writer) write(ctx context.Context, recs []Record) {
