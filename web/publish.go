@@ -105,19 +105,27 @@ func (h *PublishHandler) CreateKey(c *gin.Context) {
 
 // RevokeKey deletes one of the app's keys.
 func (h *PublishHandler) RevokeKey(c *gin.Context) {
+	h.revoke(c, "keyId", "key", auth.ErrNotFound, h.KeyStore.RevokeAppKey)
+}
+
+// revoke deletes the app's key or link named by the route's parameter
+// param, with revoke; notFound is revoke's error for an id the app does
+// not have.
+func (h *PublishHandler) revoke(c *gin.Context, param, what string, notFound error, revoke func(ctx context.Context, appID, id string) error) {
 	a, ok := h.app(c)
 	if !ok {
 		return
 	}
-	if err := h.KeyStore.RevokeAppKey(c.Request.Context(), a.ID, c.Param("keyId")); err != nil {
-		if errors.Is(err, auth.ErrNotFound) {
-			apiError(c, http.StatusNotFound, "this app has no key "+strconv.Quote(c.Param("keyId"))+"; reload the list")
+	id := c.Param(param)
+	if err := revoke(c.Request.Context(), a.ID, id); err != nil {
+		if errors.Is(err, notFound) {
+			apiError(c, http.StatusNotFound, "this app has no "+what+" "+strconv.Quote(id)+"; reload the list")
 			return
 		}
-		apiError(c, http.StatusInternalServerError, "could not revoke the key; retry later")
+		apiError(c, http.StatusInternalServerError, "could not revoke the "+what+"; retry later")
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("keyId")})
+	c.JSON(http.StatusOK, gin.H{"revoked": id})
 }
 
 // Links lists the app's share links.
@@ -160,19 +168,7 @@ func (h *PublishHandler) CreateLink(c *gin.Context) {
 // RevokeLink deletes a share link: its visitors are refused at once; their
 // chats stay for the owner.
 func (h *PublishHandler) RevokeLink(c *gin.Context) {
-	a, ok := h.app(c)
-	if !ok {
-		return
-	}
-	if err := h.LinkStore.Revoke(c.Request.Context(), a.ID, c.Param("linkId")); err != nil {
-		if errors.Is(err, share.ErrNotFound) {
-			apiError(c, http.StatusNotFound, "this app has no share link "+strconv.Quote(c.Param("linkId"))+"; reload the list")
-			return
-		}
-		apiError(c, http.StatusInternalServerError, "could not revoke the link; retry later")
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"revoked": c.Param("linkId")})
+	h.revoke(c, "linkId", "share link", share.ErrNotFound, h.LinkStore.Revoke)
 }
 
 // forgetApp removes an app's keys and links (the app is being deleted).

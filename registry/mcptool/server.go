@@ -33,31 +33,32 @@ const Masked = "•••"
 // tool's own name in the 64 characters a model's tool name may have.
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
-// Server is an MCP server an admin registered. Headers and Token are
-// secrets: they leave the engine only towards the server itself. Its
-// JSON form is the public view (see Public), so that encoding a Server
-// by mistake never leaks them.
+// Server is an MCP server an admin registered, as the store keeps it
+// (its document in Collection). Headers and Token are secrets: they leave
+// the engine only towards the server itself. Its JSON form is the public
+// view (see Public), so that encoding a Server by mistake never leaks
+// them.
 type Server struct {
 	// ID is a slug (^[a-z0-9][a-z0-9_-]{0,31}$, without "__") that
 	// prefixes the names of the server's tools as the model sees them.
-	ID   string
-	Name string
+	ID   string `bson:"_id"`
+	Name string `bson:"name"`
 	// Transport is TransportHTTP or TransportStdio.
-	Transport string
+	Transport string `bson:"transport"`
 	// URL is the streamable HTTP endpoint (http and https only).
-	URL string
+	URL string `bson:"url,omitempty"`
 	// Headers are sent with every request to URL.
-	Headers map[string]string
+	Headers map[string]string `bson:"headers,omitempty"`
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
-	Token string
+	Token string `bson:"token,omitempty"`
 	// Command is the argv of a stdio server, run inside the chat's
 	// sandbox, never on the engine's host: a new process for each listing
 	// and each call (see the package comment).
-	Command []string
+	Command []string `bson:"command,omitempty"`
 	// Enabled: apps may use the server's tools.
-	Enabled   bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Enabled   bool      `bson:"enabled"`
+	CreatedAt time.Time `bson:"createdAt"`
+	UpdatedAt time.Time `bson:"updatedAt"`
 }
 
 // PublicServer is a server as admins and apps may read it back: header

@@ -29,28 +29,10 @@ var (
 	ErrDisabled = errors.New("MCP server is disabled")
 )
 
-// serverDoc is a server's document.
-type serverDoc struct {
-	ID        string            `bson:"_id"`
-	Name      string            `bson:"name"`
-	Transport string            `bson:"transport"`
-	URL       string            `bson:"url,omitempty"`
-	Headers   map[string]string `bson:"headers,omitempty"`
-	Token     string            `bson:"token,omitempty"`
-	Command   []string          `bson:"command,omitempty"`
-	Enabled   bool              `bson:"enabled"`
-	CreatedAt time.Time         `bson:"createdAt"`
-	UpdatedAt time.Time         `bson:"updatedAt"`
-}
-
-func toDoc(s Server) serverDoc {
-	return serverDoc{ID: s.ID, Name: s.Name, Transport: s.Transport, URL: s.URL, Headers: s.Headers, Token: s.Token,
-		Command: s.Command, Enabled: s.Enabled, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
-}
-
-func (d serverDoc) server() Server {
-	return Server{ID: d.ID, Name: d.Name, Transport: d.Transport, URL: d.URL, Headers: d.Headers, Token: d.Token,
-		Command: d.Command, Enabled: d.Enabled, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+// stored is srv as its document: times in UTC, as they read back.
+func stored(srv Server) Server {
+	srv.CreatedAt, srv.UpdatedAt = srv.CreatedAt.UTC(), srv.UpdatedAt.UTC()
+	return srv
 }
 
 // Store is the registry of MCP servers in MongoDB. Every write is one
@@ -77,7 +59,7 @@ func (s *Store) Put(ctx context.Context, srv Server) (Server, error) {
 	}
 	now := s.now().UTC().Truncate(time.Millisecond) // what the database keeps
 	srv.CreatedAt, srv.UpdatedAt = now, now
-	_, err := s.c.InsertOne(ctx, toDoc(srv))
+	_, err := s.c.InsertOne(ctx, stored(srv))
 	if mongo.IsDuplicateKeyError(err) {
 		return Server{}, fmt.Errorf("register MCP server %s: %w", srv.ID, ErrExists)
 	} else if err != nil {
@@ -135,7 +117,7 @@ func (s *Store) Update(ctx context.Context, srv Server) (Server, error) {
 		return Server{}, err
 	}
 	srv.CreatedAt, srv.UpdatedAt = old.CreatedAt, s.now().UTC().Truncate(time.Millisecond)
-	res, err := s.c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: srv.ID}}, toDoc(srv))
+	res, err := s.c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: srv.ID}}, stored(srv))
 	if err != nil {
 		return Server{}, fmt.Errorf("update MCP server %s: %w", srv.ID, err)
 	}
@@ -147,14 +129,14 @@ func (s *Store) Update(ctx context.Context, srv Server) (Server, error) {
 
 // Get returns a server with its secrets; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, id string) (Server, error) {
-	var d serverDoc
+	var d Server
 	err := s.c.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return Server{}, fmt.Errorf("MCP server %q: %w", id, ErrNotFound)
 	} else if err != nil {
 		return Server{}, fmt.Errorf("read MCP server %q: %w", id, err)
 	}
-	return d.server(), nil
+	return d, nil
 }
 
 // List returns every registered server, by id.
@@ -163,13 +145,9 @@ func (s *Store) List(ctx context.Context) ([]Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list MCP servers: %w", err)
 	}
-	var docs []serverDoc
-	if err := cur.All(ctx, &docs); err != nil {
+	var out []Server
+	if err := cur.All(ctx, &out); err != nil {
 		return nil, fmt.Errorf("list MCP servers: %w", err)
-	}
-	out := make([]Server, len(docs))
-	for i, d := range docs {
-		out[i] = d.server()
 	}
 	return out, nil
 }
