@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/client"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // newUser makes an account on env and a client calling with its key;

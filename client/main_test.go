@@ -8,11 +8,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestMain stops the embedded database the test binary shares once every

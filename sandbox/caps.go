@@ -96,7 +96,7 @@ func (c Caps) GroupLimit(prefix string) int {
 }
 
 // AppKeyPrefix starts the user ids of an app key's end users:
-// app:<appId>:<customUid> (web/auth.AppKeyUser).
+// app:<appId>:<customUid> (auth.AppKeyUser).
 const AppKeyPrefix = "app:"
 
 // AppKeyGroup groups the end users of one app's keys: for

@@ -3,8 +3,8 @@ package web
 import (
 	"testing"
 
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 )
 
 // TestAccessRules: who may use, edit and manage the chats of an app, and

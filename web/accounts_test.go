@@ -9,11 +9,11 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestAccountsThroughTheAPI: an admin gives a person an account; the

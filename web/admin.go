@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/auth"
 )
 
 // adminGate lets through admins and operators with the admin token

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 const alertSecret = "alert-secret-for-tests-0123456789"

@@ -11,9 +11,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/chats/approval"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/approval"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"

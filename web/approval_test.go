@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/web/auth"
 	"github.com/flowbox/flowbox/workers"
 )
 

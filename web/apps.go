@@ -10,8 +10,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 )
 

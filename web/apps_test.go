@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestAppAndChatRules checks what the app and chat routes answer each

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestAttackAllowlistRedirectBashrc (issue 28, finding 3): under an app

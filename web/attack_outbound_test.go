@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // countingServer is a loopback server that counts what it gets and

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // frozen is a clock that stands still: the rate limits refill nothing

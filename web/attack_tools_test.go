@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 func TestAttackServiceAPIUnlistedTools(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/nodes/apps"
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
 

@@ -18,13 +18,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"

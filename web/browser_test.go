@@ -33,14 +33,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/internal/testenv"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // ScreenshotDirEnv names the directory the browser tests write their

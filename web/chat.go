@@ -21,16 +21,16 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/apps/share"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/approval"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/approval"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/redact"
 	"github.com/flowbox/flowbox/sandbox/workspace"
-	"github.com/flowbox/flowbox/web/auth"
-	"github.com/flowbox/flowbox/web/share"
 )
 
 // AppReader reads apps (apps.Store).

@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // chatAPIEnv is the served product with a scripted model.

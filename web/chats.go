@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/nodes/history"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/sandbox"
 )
 

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // The attack run's finding 4 (T4): with a disk limit, /root and /.flowbox

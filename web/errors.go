@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/registry/mcptool"
@@ -17,7 +18,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // apiFailure is an error as the API answers it, in its one shape:

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/registry/mcptool"
@@ -14,7 +15,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox/policy"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestOneErrorTable: every door answers a domain error the same way,

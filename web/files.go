@@ -12,8 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // ChatAccess decides who may reach a chat's sandbox (F3): the chat's

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // The file API's limits when FilesHandler's are not set, as the product

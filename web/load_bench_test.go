@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // Settings of BenchmarkChatLoad.

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 )
 
 // TestStdioMCPThroughChat: a stdio MCP server registered by the admin

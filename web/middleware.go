@@ -14,7 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
-	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/auth"
 )
 
 // SessionCookie holds a browser session's token.

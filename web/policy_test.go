@@ -13,11 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // withPolicy is the demo graph with a command policy on its tool-call

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestWarmPoolThroughChat: with a warm pool, the engine's workers fill it

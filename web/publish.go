@@ -9,9 +9,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/web/auth"
-	"github.com/flowbox/flowbox/web/share"
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/apps/share"
+	"github.com/flowbox/flowbox/auth"
 )
 
 // AppKeys keeps the keys bound to one app (auth.Store).

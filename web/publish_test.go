@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // expect sends a request and fails the test unless the status is want.

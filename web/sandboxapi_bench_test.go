@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/sessions"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // BenchmarkSandboxAPIExecute measures what the service API adds to a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/auth"
 )
 
 // Sessions is the account store the session routes use (auth.Store).

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // A browser's round through the product: sign in, use the cookie (with

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/web/auth"
+	"github.com/flowbox/flowbox/auth"
 )
 
 // SetPasswordPath is the page of a one-time set-password link. Links are

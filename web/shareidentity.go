@@ -11,7 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/web/share"
+	"github.com/flowbox/flowbox/apps/share"
 )
 
 // Identity hooks are called for anonymous visitors, so each call is

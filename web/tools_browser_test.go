@@ -17,10 +17,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
 )
 
 // browserExecTools are the operator's exec tools of the scenario: one on

@@ -13,13 +13,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 //go:embed ui/templates/*.html

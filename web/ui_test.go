@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestPagesRender: the pages signed-in users get from the product, in

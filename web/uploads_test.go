@@ -18,8 +18,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server/servertest"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // part is one file of an upload.

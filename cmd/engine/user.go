@@ -11,9 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 const userUsage = `usage: engine user <command> [flags]

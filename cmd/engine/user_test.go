@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/server"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // TestUserInviteCommand: an operator creates an account with a

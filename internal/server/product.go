@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/apps/share"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/auth"
-	"github.com/flowbox/flowbox/web/share"
 )
 
 // product builds the user-facing part: the workflow engine with its

@@ -17,13 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/config"
-	"github.com/flowbox/flowbox/nodes/apps"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/auth"
 	"github.com/flowbox/flowbox/workers"
 )
 

@@ -15,13 +15,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/apps/share"
+	"github.com/flowbox/flowbox/chats/approval"
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/outbound"
 	"github.com/flowbox/flowbox/internal/redisconn"
-	"github.com/flowbox/flowbox/nodes/approval"
-	"github.com/flowbox/flowbox/nodes/apps"
 	"github.com/flowbox/flowbox/registry/exectool"
 	"github.com/flowbox/flowbox/registry/mcptool"
 	"github.com/flowbox/flowbox/sandbox"
@@ -38,7 +39,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web"
-	"github.com/flowbox/flowbox/web/share"
 	"github.com/flowbox/flowbox/workers"
 )
 

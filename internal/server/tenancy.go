@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/flowbox/flowbox/apps/share"
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/sandbox/workspace"
-	"github.com/flowbox/flowbox/web/auth"
-	"github.com/flowbox/flowbox/web/share"
 )
 
 // keepLegacyIDs finds the sandboxes and workspace directories made under

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/config"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/sandbox/workspace"

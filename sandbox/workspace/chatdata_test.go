@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 	"github.com/flowbox/flowbox/sandbox/workspace"

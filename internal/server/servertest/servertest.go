@@ -23,13 +23,13 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/internal/config"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
-	"github.com/flowbox/flowbox/web/auth"
 )
 
 // Credentials every Env is configured with.

@@ -11,9 +11,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/nodes/history"
 	"github.com/flowbox/flowbox/sandbox"
 )
 

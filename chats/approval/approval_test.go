@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowbox/flowbox/chats/approval"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/approval"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 )
