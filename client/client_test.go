@@ -1,6 +1,6 @@
 package client_test
 
-// The client against a real engine (servertest: the product as engine
+// The client against a real engine (enginetest: the product as engine
 // serve builds it, bwrap sandboxes, the embedded database), as a program
 // using the API would call it.
 
@@ -20,12 +20,12 @@ import (
 
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/client"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // newUser makes an account on env and a client calling with its key;
 // opts come after the test's defaults.
-func newUser(t *testing.T, env *servertest.Env, name string, opts ...client.Option) *client.Client {
+func newUser(t *testing.T, env *enginetest.Env, name string, opts ...client.Option) *client.Client {
 	t.Helper()
 	key := env.APIKey(t, env.CreateUser(t, name, auth.RoleUser))
 	return client.New(env.URL, key, opts...)
@@ -69,7 +69,7 @@ func ids(list []client.Session) []string {
 // sessions at once.
 func TestSessions(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	alice := newUser(t, env, "alice")
 	bob := newUser(t, env, "bob")
 	ctx := testContext(t)
@@ -158,7 +158,7 @@ func TestSessions(t *testing.T) {
 // leaves no session behind.
 func TestExecuteOnce(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
 	c := client.New(env.URL, env.APIKey(t, aliceID))
 	ctx := testContext(t)
@@ -189,7 +189,7 @@ func TestExecuteOnce(t *testing.T) {
 // runs; stdout and stderr come apart, and the result follows.
 func TestExecuteStream(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	c := newUser(t, env, "alice", client.WithRetry(1, time.Millisecond))
 	ctx := testContext(t)
 	s, err := c.CreateSession(ctx, client.SessionOptions{})
@@ -248,7 +248,7 @@ func TestExecuteStream(t *testing.T) {
 // ZIP of its files; file:list sees them.
 func TestFiles(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	c := newUser(t, env, "alice")
 	ctx := testContext(t)
 	s, err := c.CreateSession(ctx, client.SessionOptions{})
@@ -329,7 +329,7 @@ func TestFiles(t *testing.T) {
 // TestErrors: the API's refusals arrive as *Error of their kind.
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	alice := newUser(t, env, "alice")
 	bob := newUser(t, env, "bob")
 	stranger := client.New(env.URL, "fbk_not-a-key")
@@ -394,7 +394,7 @@ func TestErrors(t *testing.T) {
 // sandbox would be stopped to make room instead.)
 func TestCap(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_CAP_SANDBOXES": "1"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CAP_SANDBOXES": "1"}})
 	n, hc := countingClient()
 	c := newUser(t, env, "alice", client.WithHTTPClient(hc))
 	ctx := testContext(t)
@@ -430,7 +430,7 @@ func TestCap(t *testing.T) {
 // TestTools: the listing has the built-in tools with their schemas.
 func TestTools(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	c := newUser(t, env, "alice")
 	tools, err := c.Tools(testContext(t))
 	if err != nil {
@@ -459,7 +459,7 @@ func TestTools(t *testing.T) {
 // it is not run again.
 func TestCommandFailure(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	n, hc := countingClient()
 	c := newUser(t, env, "alice", client.WithHTTPClient(hc), client.WithRetry(5, time.Millisecond))
 	ctx := testContext(t)
@@ -497,7 +497,7 @@ func TestCommandFailure(t *testing.T) {
 // address, and find the session and its files there.
 func TestRetryAcrossRestart(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	refused := make(chan struct{})
 	var once sync.Once
 	tr := http.DefaultTransport.(*http.Transport).Clone()

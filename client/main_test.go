@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 )
@@ -53,12 +53,12 @@ func startEngine() (baseURL, key string, stop func()) {
 			panic(r)
 		}
 	}()
-	env := servertest.Start(tb, servertest.Options{})
+	env := enginetest.Start(tb, enginetest.Options{})
 	key = env.APIKey(tb, env.CreateUser(tb, "example", auth.RoleUser))
 	return env.URL, key, tb.cleanup
 }
 
-// exampleTB is the part of testing.TB that servertest uses, for code
+// exampleTB is the part of testing.TB that enginetest uses, for code
 // outside a test. A failure or a skip panics with tbStop, which
 // startEngine reports; any other method panics through the nil TB.
 type exampleTB struct {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
@@ -21,9 +21,9 @@ import (
 // admin's disable, enable and reset take effect at once.
 func TestAccountsThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
-	status := func(c *servertest.Client, method, path string, body any, want int) servertest.Response {
+	env := enginetest.Start(t, enginetest.Options{})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	status := func(c *enginetest.Client, method, path string, body any, want int) enginetest.Response {
 		t.Helper()
 		resp := c.Do(t, method, path, body)
 		if resp.Status != want {
@@ -106,10 +106,10 @@ func TestAccountsThroughTheAPI(t *testing.T) {
 // user are not held back.
 func TestKeyExpiryAndRate(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	id := env.CreateUser(t, "gil", auth.RoleUser)
-	gil := env.Login(t, "gil", servertest.Password("gil"))
-	newKey := func(body map[string]any) *servertest.Client {
+	gil := env.Login(t, "gil", enginetest.Password("gil"))
+	newKey := func(body map[string]any) *enginetest.Client {
 		t.Helper()
 		resp := gil.Do(t, "POST", "/api/keys", body)
 		if resp.Status != http.StatusCreated {
@@ -178,13 +178,13 @@ func TestKeyExpiryAndRate(t *testing.T) {
 // their chats deleted with their sandboxes, their keys and sessions gone.
 func TestDeleteUser(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env := enginetest.Start(t, enginetest.Options{})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	for _, mode := range []string{"transfer", "delete"} {
 		t.Run(mode, func(t *testing.T) {
 			name := "hal-" + mode
 			id := env.CreateUser(t, name, auth.RoleUser)
-			hal := env.Login(t, name, servertest.Password(name))
+			hal := env.Login(t, name, enginetest.Password(name))
 			key := env.Bearer(env.APIKey(t, id))
 			resp := hal.Do(t, "POST", "/api/apps", map[string]any{"name": "hal's", "graph": apps.DemoGraph()})
 			var app struct {
@@ -202,7 +202,7 @@ func TestDeleteUser(t *testing.T) {
 			}
 			query := "?apps=delete"
 			if mode == "transfer" {
-				query = "?apps=transfer&to=u:" + servertest.AdminName
+				query = "?apps=transfer&to=u:" + enginetest.AdminName
 			}
 			if resp := admin.Do(t, "DELETE", "/admin/api/users/"+id+query, nil); resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"chatsDeleted":1`) {
 				t.Fatalf("delete %s: %d %s", query, resp.Status, resp.Body)
@@ -246,14 +246,14 @@ func TestDeleteUser(t *testing.T) {
 // at once; the next, even with the right password, is told when to retry.
 func TestLoginLimit(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "3"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "3"}})
 	c := env.Anonymous()
 	for i := range 3 {
 		if resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "admin", "password": "a guess"}); resp.Status != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %d %s, want 401", i+1, resp.Status, resp.Body)
 		}
 	}
-	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": servertest.AdminName, "password": servertest.AdminPassword})
+	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": enginetest.AdminName, "password": enginetest.AdminPassword})
 	if resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("past the limit: %d %q %s; want 429 with Retry-After", resp.Status, resp.Header.Get("Retry-After"), resp.Body)
 	}
@@ -266,10 +266,10 @@ func TestLoginLimit(t *testing.T) {
 // link is used, then ends every session.
 func TestPasswordLinks(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env := enginetest.Start(t, enginetest.Options{})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	anon := env.Anonymous()
-	check := func(t *testing.T, c *servertest.Client, method, path string, body any, want int, says string) servertest.Response {
+	check := func(t *testing.T, c *enginetest.Client, method, path string, body any, want int, says string) enginetest.Response {
 		t.Helper()
 		resp := c.Do(t, method, path, body)
 		if resp.Status != want || !strings.Contains(string(resp.Body), says) {
@@ -277,7 +277,7 @@ func TestPasswordLinks(t *testing.T) {
 		}
 		return resp
 	}
-	status := func(c *servertest.Client, method, path string, body any, want int, says string) servertest.Response {
+	status := func(c *enginetest.Client, method, path string, body any, want int, says string) enginetest.Response {
 		t.Helper()
 		return check(t, c, method, path, body, want, says)
 	}
@@ -295,7 +295,7 @@ func TestPasswordLinks(t *testing.T) {
 		}
 		return tok
 	}
-	use := func(tok, password string) servertest.Response {
+	use := func(tok, password string) enginetest.Response {
 		return anon.Do(t, "POST", "/api/set-password", map[string]string{"token": tok, "password": password})
 	}
 

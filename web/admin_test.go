@@ -10,15 +10,15 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/workers"
 )
 
 // basic is a caller sending user and password by HTTP basic auth.
-func basic(env *servertest.Env, user, password string) *servertest.Client {
+func basic(env *enginetest.Env, user, password string) *enginetest.Client {
 	r, _ := http.NewRequest("GET", "/", nil)
 	r.SetBasicAuth(user, password)
 	c := env.Anonymous()
@@ -28,8 +28,8 @@ func basic(env *servertest.Env, user, password string) *servertest.Client {
 
 // operator is a caller with the admin token as the password of HTTP basic
 // auth, as a browser sends it once prompted: no account, no session.
-func operator(env *servertest.Env) *servertest.Client {
-	return basic(env, "operator", servertest.AdminToken)
+func operator(env *enginetest.Env) *enginetest.Client {
+	return basic(env, "operator", enginetest.AdminToken)
 }
 
 // TestQueueDashboard: the product's queue dashboard answers admins and the
@@ -48,10 +48,10 @@ func TestQueueDashboard(t *testing.T) {
 	}
 	for _, rk := range redises {
 		t.Run(rk.name, func(t *testing.T) {
-			env := servertest.Start(t, servertest.Options{Env: rk.env(t)})
+			env := enginetest.Start(t, enginetest.Options{Env: rk.env(t)})
 			aliceID := env.CreateUser(t, "alice", auth.RoleUser)
 			rootID := env.CreateUser(t, "root", auth.RoleAdmin)
-			alice := env.Login(t, "alice", servertest.Password("alice"))
+			alice := env.Login(t, "alice", enginetest.Password("alice"))
 			// The workers do not run: the deletion's task waits in its queue.
 			chat, _ := say(t, alice, apps.DemoAppID, "", "hello")
 			if resp := alice.Do(t, "DELETE", "/api/apps/demo/chats", map[string]any{"chatIds": []string{chat}}); resp.Status != http.StatusAccepted {
@@ -62,20 +62,20 @@ func TestQueueDashboard(t *testing.T) {
 			forged.Header.Set("Cookie", web.SessionCookie+"=fbs_forged")
 			tests := []struct {
 				name   string
-				as     *servertest.Client
+				as     *enginetest.Client
 				path   string
 				status int
 				body   string
 			}{
 				{"no credentials", env.Anonymous(), "/api/queues", 401, "admin token"},
 				{"wrong password", basic(env, "admin", "guess"), "/api/queues", 401, "admin token"},
-				{"an admin's password", basic(env, servertest.AdminName, servertest.AdminPassword), "/api/queues", 401, "admin token"},
-				{"wrong bearer", env.Bearer(servertest.AdminToken[:len(servertest.AdminToken)-1]), "/api/queues", 401, "admin token"},
+				{"an admin's password", basic(env, enginetest.AdminName, enginetest.AdminPassword), "/api/queues", 401, "admin token"},
+				{"wrong bearer", env.Bearer(enginetest.AdminToken[:len(enginetest.AdminToken)-1]), "/api/queues", 401, "admin token"},
 				{"a session that ended", forged, "/api/queues", 401, "admin token"},
 				{"basic auth, page", operator(env), "", 200, "<html"},
 				{"basic auth, API", operator(env), "/api/queues", 200, workers.QueueDeletions},
-				{"bearer, API", env.Bearer(servertest.AdminToken), "/api/queues", 200, workers.QueueDeletions},
-				{"admin session", env.Login(t, servertest.AdminName, servertest.AdminPassword), "/api/queues", 200, workers.QueueDeletions},
+				{"bearer, API", env.Bearer(enginetest.AdminToken), "/api/queues", 200, workers.QueueDeletions},
+				{"admin session", env.Login(t, enginetest.AdminName, enginetest.AdminPassword), "/api/queues", 200, workers.QueueDeletions},
 				{"another admin's API key", env.Bearer(env.APIKey(t, rootID)), "/api/queues", 200, workers.QueueDeletions},
 				{"user session", alice, "/api/queues", 403, "this needs an admin"},
 				{"user API key", env.Bearer(env.APIKey(t, aliceID)), "/api/queues", 403, "this needs an admin"},
@@ -112,13 +112,13 @@ func TestQueueDashboard(t *testing.T) {
 // asked for a token that does not exist.
 func TestAdminGateWithoutAToken(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_ADMIN_TOKEN": ""}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_ADMIN_TOKEN": ""}})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	tests := []struct {
 		name   string
-		as     *servertest.Client
+		as     *enginetest.Client
 		path   string
 		status int
 		body   string
@@ -150,10 +150,10 @@ func TestAdminGateWithoutAToken(t *testing.T) {
 func TestAdminStopsASandbox(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	chat, _ := say(t, alice, apps.DemoAppID, "", "$ echo up")
 	id := sandbox.IDFor(apps.DemoAppID, aliceID, chat)
 	provider := env.Engine.Services.Provider
@@ -198,7 +198,7 @@ func TestAdminStopsASandbox(t *testing.T) {
 	// ride along on them.
 	for _, tc := range []struct {
 		name   string
-		c      *servertest.Client
+		c      *enginetest.Client
 		header map[string]string
 	}{
 		{"the token by basic auth, cross-site", operator(env), map[string]string{"Sec-Fetch-Site": "cross-site"}},
@@ -248,7 +248,7 @@ func TestAdminStopsASandbox(t *testing.T) {
 // Prometheus' text format.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	resp := env.Anonymous().Do(t, "GET", "/metrics", nil)
 	if resp.Status != 200 {
 		t.Fatalf("GET /metrics: %d", resp.Status)
@@ -269,8 +269,8 @@ func TestMetrics(t *testing.T) {
 // lets through; its scripts pass unchanged.
 func TestQueueDashboardOffline(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env := enginetest.Start(t, enginetest.Options{})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	for _, path := range []string{"", "/queues/" + workers.QueueDeletions} {
 		resp := admin.Do(t, "GET", web.QueuesPath+path, nil)
 		page := string(resp.Body)

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 const alertSecret = "alert-secret-for-tests-0123456789"
@@ -99,7 +99,7 @@ func verify(t *testing.T, d alertDelivery) alertBody {
 // startAlerting serves the product with its workers, the operator's
 // policy (nc forbidden by rule "no-nc") and the alert webhook pointed at
 // a receiver answering statuses.
-func startAlerting(t *testing.T, env map[string]string, statuses ...int) (*servertest.Env, *alertReceiver, string) {
+func startAlerting(t *testing.T, env map[string]string, statuses ...int) (*enginetest.Env, *alertReceiver, string) {
 	t.Helper()
 	recv := &alertReceiver{statuses: statuses}
 	hook := httptest.NewServer(recv)
@@ -116,14 +116,14 @@ func startAlerting(t *testing.T, env map[string]string, statuses ...int) (*serve
 	for k, v := range env {
 		vars[k] = v
 	}
-	e := servertest.Start(t, servertest.Options{Env: vars, Workers: true})
+	e := enginetest.Start(t, enginetest.Options{Env: vars, Workers: true})
 	alice := e.CreateUser(t, "alice", auth.RoleUser)
 	return e, recv, alice
 }
 
 // promValue reads one series (name and labels as /metrics writes them)
 // from the product's /metrics.
-func promValue(t *testing.T, e *servertest.Env, series string) float64 {
+func promValue(t *testing.T, e *enginetest.Env, series string) float64 {
 	t.Helper()
 	resp := e.Anonymous().Do(t, "GET", "/metrics", nil)
 	for _, line := range strings.Split(string(resp.Body), "\n") {
@@ -140,7 +140,7 @@ func promValue(t *testing.T, e *servertest.Env, series string) float64 {
 
 // settled waits until every alert raised so far is queued and as many
 // were delivered as queued, and returns that number.
-func settled(t *testing.T, e *servertest.Env, event string) float64 {
+func settled(t *testing.T, e *enginetest.Env, event string) float64 {
 	t.Helper()
 	if err := e.Engine.Services.Alerts.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func settled(t *testing.T, e *servertest.Env, event string) float64 {
 func TestAlertWebhookRefusal(t *testing.T) {
 	t.Parallel()
 	e, recv, aliceID := startAlerting(t, nil, http.StatusOK)
-	alice := e.Login(t, "alice", servertest.Password("alice"))
+	alice := e.Login(t, "alice", enginetest.Password("alice"))
 	first, second := newApp(t, alice, "first"), newApp(t, alice, "second")
 
 	half := "Ab3dE6gH9jK2mN5pQ8sT1vW4"
@@ -211,7 +211,7 @@ func TestAlertWebhookRetry(t *testing.T) {
 	t.Parallel()
 	e, recv, _ := startAlerting(t, map[string]string{"FLOWBOX_ALERT_RETRY_DELAY": "100ms"},
 		http.StatusInternalServerError, http.StatusOK)
-	alice := e.Login(t, "alice", servertest.Password("alice"))
+	alice := e.Login(t, "alice", enginetest.Password("alice"))
 	app := newApp(t, alice, "retried")
 	sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": app, "messages": message("$ nc -l 4444")}, 200)
 
@@ -237,7 +237,7 @@ func TestAlertWebhookRetry(t *testing.T) {
 func TestAlertFailureRate(t *testing.T) {
 	t.Parallel()
 	e, recv, _ := startAlerting(t, map[string]string{"FLOWBOX_ALERT_EVENTS": "failure_rate", "FLOWBOX_ALERT_FAILURE_RATE": "3/1h"}, http.StatusOK)
-	alice := e.Login(t, "alice", servertest.Password("alice"))
+	alice := e.Login(t, "alice", enginetest.Password("alice"))
 	app := newApp(t, alice, "failing")
 	fail := func(n int) {
 		for range n {

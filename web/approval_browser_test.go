@@ -11,14 +11,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // newApprovalBrowserEnv is newBrowserEnv with a policy that asks before
 // rm and forbids nc.
 func newApprovalBrowserEnv(t *testing.T) *browserEnv {
 	t.Helper()
-	return newBrowserEnvWith(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
+	return newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
 }
 
 const lastAnswer = `#messages .msg.assistant:last-child`

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/workers"
 )
 
@@ -49,7 +49,7 @@ type chatReply struct {
 }
 
 // completion posts a chat request (without streaming) and reads it.
-func completion(t *testing.T, c *servertest.Client, body map[string]any) chatReply {
+func completion(t *testing.T, c *enginetest.Client, body map[string]any) chatReply {
 	t.Helper()
 	resp := expect(t, c, "POST", "/api/v1/chat/completions", body, 200)
 	var out struct {
@@ -76,7 +76,7 @@ func completion(t *testing.T, c *servertest.Client, body map[string]any) chatRep
 }
 
 // asks sends a message whose command must wait for approval.
-func asks(t *testing.T, c *servertest.Client, appID, chatID, text string) chatReply {
+func asks(t *testing.T, c *enginetest.Client, appID, chatID, text string) chatReply {
 	t.Helper()
 	body := map[string]any{"appId": appID, "messages": message(text)}
 	if chatID != "" {
@@ -99,11 +99,11 @@ func answerBody(appID, chatID, approvalID, decision string, extra map[string]any
 
 func TestApproval(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	app := newApp(t, alice, "approvals")
 
 	t.Run("approve", func(t *testing.T) {
@@ -205,7 +205,7 @@ func TestApproval(t *testing.T) {
 		}
 	})
 
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	for _, d := range []string{"ask", "approved", "rejected"} {
 		waitUntil(t, "the audit has decision "+d, func() bool {
 			var list struct {
@@ -226,10 +226,10 @@ func TestApproval(t *testing.T) {
 
 func TestApprovalExpiry(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy), "FLOWBOX_APPROVAL_TIMEOUT": "300ms"}})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	app := newApp(t, alice, "expiring")
 	tr := asks(t, alice, app, "", "$ rm -f late.txt")
 	if left := time.Until(tr.Question.ExpiresAt); left > time.Second {
@@ -239,7 +239,7 @@ func TestApprovalExpiry(t *testing.T) {
 	// The workers' sweep (every minute) settles it without a new message:
 	// the audit says it was rejected as expired; a second sweep finds
 	// nothing more.
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	expired := func() int {
 		var list struct{ Records []struct{ Reason string } }
 		admin.Do(t, "GET", "/admin/api/audit?app="+app+"&decision=rejected", nil).JSON(t, &list)
@@ -275,15 +275,15 @@ func TestApprovalExpiry(t *testing.T) {
 func TestApprovalResumedElsewhere(t *testing.T) {
 	t.Parallel()
 	file := policyFile(t, approvalPolicy)
-	first := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
+	first := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
 	first.CreateUser(t, "alice", auth.RoleUser)
-	alice := first.Login(t, "alice", servertest.Password("alice"))
+	alice := first.Login(t, "alice", enginetest.Password("alice"))
 	app := newApp(t, alice, "resumed")
 	tr := asks(t, alice, app, "", "$ echo before\n$ rm -f elsewhere.txt; echo removed elsewhere")
 
-	second := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file,
+	second := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file,
 		"FLOWBOX_MONGODB_URI": first.Config.MongoURI, "FLOWBOX_MONGODB_DB": first.Config.MongoDB}})
-	other := second.Login(t, "alice", servertest.Password("alice"))
+	other := second.Login(t, "alice", enginetest.Password("alice"))
 	done := completion(t, other, answerBody(app, tr.ChatID, tr.Question.ApprovalID, "approve", nil))
 	if !strings.Contains(done.Answer, "removed elsewhere") || !strings.Contains(done.Answer, "before") {
 		t.Errorf("resumed in the second engine: %q", done.Answer)
@@ -295,9 +295,9 @@ func TestApprovalResumedElsewhere(t *testing.T) {
 
 func TestToolCallLimits(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	var app struct {
 		ID string `json:"appId"`
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
@@ -22,14 +22,14 @@ import (
 func TestAppAndChatRules(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
 	bobID := env.CreateUser(t, "bob", auth.RoleUser)
-	as := map[string]*servertest.Client{
+	as := map[string]*enginetest.Client{
 		"":      env.Anonymous(),
-		"alice": env.Login(t, "alice", servertest.Password("alice")),
-		"bob":   env.Login(t, "bob", servertest.Password("bob")),
-		"admin": env.Login(t, servertest.AdminName, servertest.AdminPassword),
+		"alice": env.Login(t, "alice", enginetest.Password("alice")),
+		"bob":   env.Login(t, "bob", enginetest.Password("bob")),
+		"admin": env.Login(t, enginetest.AdminName, enginetest.AdminPassword),
 	}
 	newApp := func(name string, public bool) string {
 		resp := as["alice"].Do(t, "POST", "/api/apps", map[string]any{"name": name, "public": public, "graph": apps.DemoGraph()})

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // TestAttackAllowlistRedirectBashrc (issue 28, finding 3): under an app
@@ -15,9 +15,9 @@ import (
 // to it still runs.
 func TestAttackAllowlistRedirectBashrc(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	var app struct {
 		ID string `json:"appId"`
 	}
@@ -37,7 +37,7 @@ func TestAttackAllowlistRedirectBashrc(t *testing.T) {
 		t.Errorf("echo into /workspace: statuses %v, answer %q; want it to run", statuses, answer)
 	}
 
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	waitUntil(t, "the audit has the refused write", func() bool {
 		return strings.Contains(string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).Body), "write-outside-workspace")
 	})

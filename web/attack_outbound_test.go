@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/web"
 )
 
@@ -62,10 +62,10 @@ func TestAttackShareHookSSRF(t *testing.T) {
 	redirector, redirectorHits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, internal.URL+"/", http.StatusTemporaryRedirect)
 	})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_OUTBOUND_ALLOW": legit.Listener.Addr().String() + "," + redirector.Listener.Addr().String()}})
 	env.CreateUser(t, "mallory", auth.RoleUser)
-	mallory := env.Login(t, "mallory", servertest.Password("mallory"))
+	mallory := env.Login(t, "mallory", enginetest.Password("mallory"))
 	appID := newApp(t, mallory, "probe")
 
 	port := internal.Listener.Addr().(*net.TCPAddr).Port
@@ -109,10 +109,10 @@ func TestAttackShareHookSSRF(t *testing.T) {
 func TestAttackShareHookFlood(t *testing.T) {
 	t.Parallel()
 	hook, hits := countingServer(t, uidHook)
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()},
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()},
 		LimitClock: frozen()})
 	env.CreateUser(t, "mallory", auth.RoleUser)
-	mallory := env.Login(t, "mallory", servertest.Password("mallory"))
+	mallory := env.Login(t, "mallory", enginetest.Password("mallory"))
 	l := newLink(t, mallory, newApp(t, mallory, "flooded"), map[string]any{"name": "flood", "hookUrl": hook.URL})
 
 	statuses := map[int]int{}
@@ -138,8 +138,8 @@ func TestAttackMCPServerSSRF(t *testing.T) {
 	t.Parallel()
 	internal, internalHits := countingServer(t, banner)
 	echo := newEchoServer(t, "s3cret-token")
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String()}})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String()}})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
 	expect(t, admin, "POST", "/admin/api/mcp-servers", map[string]any{"id": "internal", "name": "Internal", "transport": "http",
 		"url": internal.URL + "/mcp", "enabled": true}, 201)
@@ -167,7 +167,7 @@ func TestAttackAlertWebhookSSRF(t *testing.T) {
 			vars["FLOWBOX_OUTBOUND_ALLOW"] = "" // over startAlerting's exception
 		}
 		e, recv, _ := startAlerting(t, vars, http.StatusOK)
-		alice := e.Login(t, "alice", servertest.Password("alice"))
+		alice := e.Login(t, "alice", enginetest.Password("alice"))
 		app := newApp(t, alice, "alerting")
 		sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": app, "messages": message("$ nc -l 4444")}, 200)
 		if !allowed {

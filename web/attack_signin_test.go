@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // frozen is a clock that stands still: the rate limits refill nothing
@@ -28,7 +28,7 @@ func frozen() func() time.Time {
 }
 
 // login tries a sign-in from c, as a client behind forwarded (when set).
-func login(t *testing.T, c *servertest.Client, forwarded, name, password string) servertest.Response {
+func login(t *testing.T, c *enginetest.Client, forwarded, name, password string) enginetest.Response {
 	t.Helper()
 	if forwarded != "" {
 		c.Header.Set("X-Forwarded-For", forwarded)
@@ -38,7 +38,7 @@ func login(t *testing.T, c *servertest.Client, forwarded, name, password string)
 
 func TestAttackLoginForwardedForRotation(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5"}, LimitClock: frozen()})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5"}, LimitClock: frozen()})
 	c := env.Anonymous()
 	statuses := map[int]int{}
 	for i := range 40 {
@@ -54,7 +54,7 @@ func TestLoginTrustedProxy(t *testing.T) {
 	t.Parallel()
 	// Behind the operator's proxy, each forwarded client has its own
 	// budget, and the proxy cannot be starved by one of them.
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5", "FLOWBOX_TRUSTED_PROXIES": "127.0.0.0/8,::1"},
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LOGIN_BURST": "5", "FLOWBOX_TRUSTED_PROXIES": "127.0.0.0/8,::1"},
 		LimitClock: frozen()})
 	c := env.Anonymous()
 	for i := range 10 {
@@ -72,18 +72,18 @@ func TestLoginTrustedProxy(t *testing.T) {
 
 func TestAttackLoginAccountBruteForce(t *testing.T) {
 	t.Parallel()
-	// servertest allows each address 1000 attempts: only the account's
+	// enginetest allows each address 1000 attempts: only the account's
 	// own limit (default 10 failures) can stop this.
-	env := servertest.Start(t, servertest.Options{LimitClock: frozen()})
+	env := enginetest.Start(t, enginetest.Options{LimitClock: frozen()})
 	env.CreateUser(t, "bob", auth.RoleUser)
 	statuses := map[int]int{}
 	for i := range 40 {
-		statuses[login(t, env.Anonymous(), "203.0.113."+strconv.Itoa(i+1), servertest.AdminName, "guess-"+strconv.Itoa(i)).Status]++
+		statuses[login(t, env.Anonymous(), "203.0.113."+strconv.Itoa(i+1), enginetest.AdminName, "guess-"+strconv.Itoa(i)).Status]++
 	}
 	if statuses[http.StatusUnauthorized] != 10 || statuses[http.StatusTooManyRequests] != 30 {
 		t.Errorf("40 guesses at one account: %v, want 10 answered and 30 refused with 429", statuses)
 	}
-	resp := login(t, env.Anonymous(), "", servertest.AdminName, servertest.AdminPassword)
+	resp := login(t, env.Anonymous(), "", enginetest.AdminName, enginetest.AdminPassword)
 	if resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "this account") {
 		t.Errorf("the throttled account: %d %s, want 429 with Retry-After", resp.Status, resp.Body)
 	}
@@ -94,14 +94,14 @@ func TestAttackLoginAccountBruteForce(t *testing.T) {
 				t.Fatalf("bob's typo %d of round %d: %d %s, want 401", i+1, round+1, resp.Status, resp.Body)
 			}
 		}
-		env.Login(t, "bob", servertest.Password("bob"))
+		env.Login(t, "bob", enginetest.Password("bob"))
 	}
 }
 
 func TestAttackLoginCrossSite(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
-	body := []byte(`{"name": "admin", "password": "` + servertest.AdminPassword + `"}`)
+	env := enginetest.Start(t, enginetest.Options{})
+	body := []byte(`{"name": "admin", "password": "` + enginetest.AdminPassword + `"}`)
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -110,7 +110,7 @@ func TestAttackLoginCrossSite(t *testing.T) {
 	}{
 		{"text/plain from another site", map[string]string{"Content-Type": "text/plain", "Origin": "https://evil.example"}, body, "JSON body"},
 		{"text/plain without Origin", map[string]string{"Content-Type": "text/plain;charset=UTF-8"}, body, "JSON body"},
-		{"a form", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte("name=admin&password=" + url.QueryEscape(servertest.AdminPassword)), "JSON body"},
+		{"a form", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte("name=admin&password=" + url.QueryEscape(enginetest.AdminPassword)), "JSON body"},
 		{"JSON from another origin", map[string]string{"Content-Type": "application/json", "Origin": "https://evil.example"}, body, "another site"},
 		{"JSON, Sec-Fetch-Site cross-site", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, body, "another site"},
 	} {
@@ -134,7 +134,7 @@ func TestAttackLoginCrossSite(t *testing.T) {
 	if resp := page.Do(t, "POST", "/api/login", body); resp.Status != http.StatusOK {
 		t.Errorf("the engine's own page: %d %s", resp.Status, resp.Body)
 	}
-	env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 }
 
 var switchCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -151,9 +151,9 @@ func TestAttackShareTokenReplacesSession(t *testing.T) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"uid": uid})
 	})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	appID := newApp(t, alice, "members")
 	l := newLink(t, alice, appID, map[string]any{"name": "members", "hookUrl": hook.URL})
 	victim := visit(t, env, l.URL+"?token=victim-token")
@@ -185,7 +185,7 @@ func TestAttackShareTokenReplacesSession(t *testing.T) {
 
 	// A page elsewhere cannot press Switch: without the session's CSRF
 	// token, or from another origin, the POST is refused.
-	form := func(c *servertest.Client, origin, values string) servertest.Response {
+	form := func(c *enginetest.Client, origin, values string) enginetest.Response {
 		t.Helper()
 		saved := c.Header.Clone()
 		defer func() { c.Header = saved }()

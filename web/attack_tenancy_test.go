@@ -14,14 +14,14 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
 const completions = "/api/v1/chat/completions"
 
 // publicApp makes a public app of the client's caller with the demo graph.
-func publicApp(t *testing.T, c *servertest.Client, name string) string {
+func publicApp(t *testing.T, c *enginetest.Client, name string) string {
 	t.Helper()
 	var app struct {
 		ID string `json:"appId"`
@@ -31,7 +31,7 @@ func publicApp(t *testing.T, c *servertest.Client, name string) string {
 }
 
 // keyFor makes a key of appID as its owner.
-func keyFor(t *testing.T, env *servertest.Env, owner *servertest.Client, appID string) *servertest.Client {
+func keyFor(t *testing.T, env *enginetest.Env, owner *enginetest.Client, appID string) *enginetest.Client {
 	t.Helper()
 	var made struct{ Key string }
 	expect(t, owner, "POST", "/api/apps/"+appID+"/keys", map[string]any{"name": "program"}, 201).JSON(t, &made)
@@ -40,7 +40,7 @@ func keyFor(t *testing.T, env *servertest.Env, owner *servertest.Client, appID s
 
 // shell sends "$ cmd" to chatID of appID (customUid for keys) and returns
 // the answer.
-func shell(t *testing.T, c *servertest.Client, appID, customUID, chatID, cmd string) string {
+func shell(t *testing.T, c *enginetest.Client, appID, customUID, chatID, cmd string) string {
 	t.Helper()
 	body := map[string]any{"appId": appID, "chatId": chatID, "messages": message("$ " + cmd)}
 	if customUID != "" {
@@ -57,18 +57,18 @@ func shell(t *testing.T, c *servertest.Client, appID, customUID, chatID, cmd str
 // still finds its own files.
 func TestAttackSandboxIDCollision(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "dan", auth.RoleUser)
 	env.CreateUser(t, "dan-x", auth.RoleUser)
 	env.CreateUser(t, "alice", auth.RoleUser)
-	dan := env.Login(t, "dan", servertest.Password("dan"))
-	danx := env.Login(t, "dan-x", servertest.Password("dan-x"))
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	dan := env.Login(t, "dan", enginetest.Password("dan"))
+	danx := env.Login(t, "dan-x", enginetest.Password("dan-x"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	app := newApp(t, alice, "collide")
 	key := keyFor(t, env, alice, app)
 
 	type side struct {
-		c              *servertest.Client
+		c              *enginetest.Client
 		app, uid, chat string
 	}
 	for _, pair := range [][2]side{
@@ -97,11 +97,11 @@ func TestAttackSandboxIDCollision(t *testing.T) {
 // that id works, and deleting one's own chat still works.
 func TestAttackChatIDPreDelete(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 
 	resp := expect(t, bob, "DELETE", "/api/apps/"+apps.DemoAppID+"/chats", map[string]any{"chatIds": []string{"report-2026"}}, 404)
 	if !strings.Contains(string(resp.Body), "nothing was deleted") {
@@ -124,11 +124,11 @@ func TestAttackChatIDPreDelete(t *testing.T) {
 // sandbox, approvals and deletion alike, and deleting one leaves the other.
 func TestAttackChatIDSquat(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "mallory", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	mallory := env.Login(t, "mallory", servertest.Password("mallory"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	mallory := env.Login(t, "mallory", enginetest.Password("mallory"))
 	own := newApp(t, mallory, "squatter")
 
 	// Another app: mallory's upload takes nothing from alice.
@@ -174,12 +174,12 @@ func TestAttackChatIDSquat(t *testing.T) {
 // stops, with alice's share links, while alice is disabled.
 func TestAttackAppKeyReachesAccountChats(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "carol", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	carol := env.Login(t, "carol", servertest.Password("carol"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	carol := env.Login(t, "carol", enginetest.Password("carol"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	app := publicApp(t, alice, "public")
 	key := keyFor(t, env, alice, app)
 	l := newLink(t, alice, app, map[string]any{"name": "site"})
@@ -245,10 +245,10 @@ func TestAttackAppKeyReachesAccountChats(t *testing.T) {
 // key's own users; plain customUids work as before.
 func TestAttackServiceKeyCustomUID(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	svc := env.Bearer(servertest.ServiceKey)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	svc := env.Bearer(enginetest.ServiceKey)
 	shell(t, alice, apps.DemoAppID, "", "alice-private", "echo alice-private-data > p.txt")
 	app := newApp(t, alice, "keyed")
 	key := keyFor(t, env, alice, app)
@@ -286,13 +286,13 @@ func TestAttackServiceKeyCustomUID(t *testing.T) {
 // refused.
 func TestAttackAppKeyUsersTakeEverySlot(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_CAP_SANDBOXES": "4", "FLOWBOX_CAP_APP_SANDBOXES": "2", "FLOWBOX_CAP_USER_SANDBOXES": "2",
 	}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	app := newApp(t, alice, "looped")
 	key := keyFor(t, env, alice, app)
 
@@ -328,7 +328,7 @@ func TestAttackAppKeyUsersTakeEverySlot(t *testing.T) {
 		t.Errorf("the key's user within the cap: %q", got)
 	}
 	// The admin page shows the app's cap and its use.
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	if l, u := capRow(t, admin, "app-sandboxes"); l != "2" || u != "2" {
 		t.Errorf("admin page: app sandboxes cap %s, use %s; want 2 and 2", l, u)
 	}
@@ -343,19 +343,19 @@ func TestAttackAppKeyUsersTakeEverySlot(t *testing.T) {
 // its new owner once it is transferred.
 func TestAttackOwnerAppsTakeEverySlot(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_CAP_SANDBOXES": "8", "FLOWBOX_CAP_USER_SANDBOXES": "2", "FLOWBOX_CAP_APP_SANDBOXES": "2",
 		"FLOWBOX_CAP_LINK_SANDBOXES": "2", "FLOWBOX_CAP_OWNER_SANDBOXES": "4", "FLOWBOX_CAP_OWNER_RUNS": "6",
 	}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	first, second := newApp(t, alice, "first"), newApp(t, alice, "second")
 	key1, key2 := keyFor(t, env, alice, first), keyFor(t, env, alice, second)
 	l := newLink(t, alice, second, map[string]any{"name": "site", "showTools": true})
 	api := l.URL + completions
-	visitorShell := func(v *servertest.Client, chat, cmd string) string {
+	visitorShell := func(v *enginetest.Client, chat, cmd string) string {
 		t.Helper()
 		_, answer := sendTurn(t, v, api, map[string]any{"chatId": chat, "messages": message("$ " + cmd)}, 200)
 		return answer
@@ -404,7 +404,7 @@ func TestAttackOwnerAppsTakeEverySlot(t *testing.T) {
 		t.Errorf("alice's running sandbox at her cap: %q", got)
 	}
 
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	if lim, use := capRow(t, admin, "owner-sandboxes"); lim != "4" || use != "4" {
 		t.Errorf("admin page: owner sandboxes cap %s, use %s; want 4 and 4", lim, use)
 	}
@@ -415,7 +415,7 @@ func TestAttackOwnerAppsTakeEverySlot(t *testing.T) {
 	// alice leaves, her apps go to carol: their users are carol's now.
 	env.CreateUser(t, "carol", auth.RoleUser)
 	expect(t, admin, "DELETE", "/admin/api/users/u:alice?apps=transfer&to=u:carol", nil, 200)
-	carol := env.Login(t, "carol", servertest.Password("carol"))
+	carol := env.Login(t, "carol", enginetest.Password("carol"))
 	if got := shell(t, carol, apps.DemoAppID, "", "c1", "echo slot"); !strings.Contains(got, strings.ReplaceAll(refusal, "u:alice", "u:carol")) {
 		t.Errorf("carol, owning alice's apps at the cap: %q, want the owner cap's refusal", got)
 	}

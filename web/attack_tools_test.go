@@ -15,7 +15,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 func TestAttackServiceAPIUnlistedTools(t *testing.T) {
@@ -25,17 +25,17 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo := newEchoServer(t, "s3cret-token")
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_EXEC_TOOLS": file,
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_EXEC_TOOLS": file,
 		"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String()}})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	expect(t, admin, "POST", "/admin/api/mcp-servers", map[string]any{"id": "team", "name": "Team", "transport": "http",
 		"url": echo.URL, "token": "s3cret-token", "enabled": true}, 201)
 	env.CreateUser(t, "mallory", auth.RoleUser)
-	mallory := env.Login(t, "mallory", servertest.Password("mallory"))
+	mallory := env.Login(t, "mallory", enginetest.Password("mallory"))
 
 	// appKey makes an app whose tool-call node lists tools, and a key of
 	// it, and returns the key's client with a session.
-	appKey := func(name string, tools []string) (*servertest.Client, string) {
+	appKey := func(name string, tools []string) (*enginetest.Client, string) {
 		t.Helper()
 		graph := apps.DemoGraph()
 		list, _ := json.Marshal(tools)
@@ -53,7 +53,7 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 		expect(t, c, "POST", "/api/sandbox/v1/sessions", map[string]any{}, 201).JSON(t, &s)
 		return c, s.ID
 	}
-	listed := func(c *servertest.Client) string {
+	listed := func(c *enginetest.Client) string {
 		t.Helper()
 		var tools struct{ Tools []struct{ Name string } }
 		expect(t, c, "GET", "/api/sandbox/v1/tools", nil, 200).JSON(t, &tools)

@@ -23,9 +23,9 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/workers"
@@ -44,7 +44,7 @@ type auditPage struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-func getAudit(t *testing.T, c *servertest.Client, path string, q url.Values) auditPage {
+func getAudit(t *testing.T, c *enginetest.Client, path string, q url.Values) auditPage {
 	t.Helper()
 	resp := c.Do(t, "GET", path+"?"+q.Encode(), nil)
 	if resp.Status != http.StatusOK {
@@ -89,14 +89,14 @@ func TestAuditOutcomes(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("cap_1", "sandbox_shell", `{"command":"echo capped"}`)}}, llmtest.Reply{Text: "capped"}, // chat "capped"
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("down_1", "sandbox_shell", `{"command":"echo down"}`)}}, // chat "down"
 	)
-	env := servertest.Start(t, servertest.Options{
+	env := enginetest.Start(t, enginetest.Options{
 		Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL,
 			// Two running sandboxes on the server: the third chat is
 			// refused (at a user's own cap an idle one would be stopped).
 			"FLOWBOX_CAP_SANDBOXES": "2"},
 		Middleware: []sandbox.Middleware{refuseForbidden},
 	})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
 	resp := admin.Do(t, "POST", "/api/apps", map[string]any{"name": "scripted", "public": false, "graph": graph})
@@ -107,7 +107,7 @@ func TestAuditOutcomes(t *testing.T) {
 	if resp.Status != http.StatusCreated || app.ID == "" {
 		t.Fatalf("create the scripted app: %d %s", resp.Status, resp.Body)
 	}
-	service := env.Bearer(servertest.ServiceKey)
+	service := env.Bearer(enginetest.ServiceKey)
 	body := func(chat, user string) string {
 		return fmt.Sprintf(`{"appId":%q,"chatId":%q,"customUid":%q,"stream":true,"detail":true,"messages":[{"role":"user","content":"go"}]}`, app.ID, chat, user)
 	}
@@ -223,12 +223,12 @@ func TestAuditOutcomes(t *testing.T) {
 // prune deletes the records past the retention.
 func TestAuditAdminAPI(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_AUDIT_RETENTION": "15d"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_AUDIT_RETENTION": "15d"}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	resp := alice.Do(t, "POST", "/api/apps", map[string]any{"name": "alice's", "public": true, "graph": apps.DemoGraph()})
 	var app struct {
 		ID string `json:"appId"`
@@ -262,7 +262,7 @@ func TestAuditAdminAPI(t *testing.T) {
 	if err := env.Engine.Services.Audit.Insert(ctx, recs...); err != nil {
 		t.Fatal(err)
 	}
-	count := func(c *servertest.Client, path string, q url.Values) (int, int) {
+	count := func(c *enginetest.Client, path string, q url.Values) (int, int) {
 		t.Helper()
 		n, pages := 0, 0
 		var last time.Time

@@ -36,8 +36,8 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/history"
-	"github.com/flowbox/flowbox/internal/server"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
@@ -55,11 +55,11 @@ const browserWait = 3 * time.Minute
 
 // browserUsers are the first passwords of the scenarios' users; bea's is
 // the one the admin gives her on the users page.
-var browserUsers = map[string]string{"admin": servertest.AdminPassword, "alice": servertest.Password("alice"), "bea": "bea-password-1"}
+var browserUsers = map[string]string{"admin": enginetest.AdminPassword, "alice": enginetest.Password("alice"), "bea": "bea-password-1"}
 
 type browserEnv struct {
 	url      string
-	engine   *server.Engine
+	engine   *engine.Engine
 	manager  *sandbox.Manager
 	provider sandbox.Provider
 	apps     *apps.Store
@@ -69,21 +69,21 @@ type browserEnv struct {
 }
 
 // newBrowserEnv serves the product as engine serve builds it
-// (servertest) and starts Chromium. The workers record deletions but only
+// (enginetest) and starts Chromium. The workers record deletions but only
 // run once a scenario starts them.
 func newBrowserEnv(t *testing.T) *browserEnv {
 	t.Helper()
-	return newBrowserEnvWith(t, servertest.Options{})
+	return newBrowserEnvWith(t, enginetest.Options{})
 }
 
 // newBrowserEnvWith is newBrowserEnv with the product started with opts.
-func newBrowserEnvWith(t *testing.T, opts servertest.Options) *browserEnv {
+func newBrowserEnvWith(t *testing.T, opts enginetest.Options) *browserEnv {
 	t.Helper()
 	chromium, err := chromiumBinary()
 	if err != nil {
 		testenv.Need(t, "chromium", err)
 	}
-	env := servertest.Start(t, opts)
+	env := enginetest.Start(t, opts)
 	env.CreateUser(t, "alice", auth.RoleUser)
 	shots := os.Getenv(ScreenshotDirEnv)
 	if shots == "" {

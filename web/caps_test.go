@@ -18,12 +18,12 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
 // capRow reads one cap's row of the admin page: its limit and use.
-func capRow(t *testing.T, admin *servertest.Client, cap string) (limit, use string) {
+func capRow(t *testing.T, admin *enginetest.Client, cap string) (limit, use string) {
 	t.Helper()
 	resp := admin.Do(t, "GET", "/admin", nil)
 	if resp.Status != http.StatusOK {
@@ -44,10 +44,10 @@ func capRow(t *testing.T, admin *servertest.Client, cap string) (limit, use stri
 // leaves no sandbox behind. The admin page shows the cap and the use.
 func TestCapUserSandboxes(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_SANDBOXES": "3"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_SANDBOXES": "3"}})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	const n, limit = 20, 3
 
 	type answer struct {
@@ -155,12 +155,12 @@ func TestCapUserSandboxes(t *testing.T) {
 // toolCall event of their stream, not by waiting.
 func TestCapUserRuns(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_RUNS": "2"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_RUNS": "2"}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	const limit, extra = 2, 3
 
 	// Commands that outlast the test: the runs end when their clients go.

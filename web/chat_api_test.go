@@ -19,18 +19,18 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 )
 
 // chatAPIEnv is the served product with a scripted model.
 type chatAPIEnv struct {
-	env     *servertest.Env
+	env     *enginetest.Env
 	model   *llmtest.Server
-	service *servertest.Client // a program with the service key
+	service *enginetest.Client // a program with the service key
 	// scripted is a private app of the admin's, the demo graph with its
 	// tool-call node on the scripted model.
 	scripted string
@@ -39,10 +39,10 @@ type chatAPIEnv struct {
 func chatAPIStart(t *testing.T, replies ...llmtest.Reply) *chatAPIEnv {
 	t.Helper()
 	model := llmtest.New(t, replies...)
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	resp := admin.Do(t, "POST", "/api/apps", map[string]any{"name": "scripted", "public": false, "graph": graph})
 	if resp.Status != http.StatusCreated {
 		t.Fatalf("create the scripted app: %d %s", resp.Status, resp.Body)
@@ -54,7 +54,7 @@ func chatAPIStart(t *testing.T, replies ...llmtest.Reply) *chatAPIEnv {
 	if app.ID == "" {
 		t.Fatalf("create the scripted app: no id in %s", resp.Body)
 	}
-	return &chatAPIEnv{env: env, model: model, service: env.Bearer(servertest.ServiceKey), scripted: app.ID}
+	return &chatAPIEnv{env: env, model: model, service: env.Bearer(enginetest.ServiceKey), scripted: app.ID}
 }
 
 // provider is the bwrap provider the product runs sandboxes on.
@@ -69,7 +69,7 @@ func (e *chatAPIEnv) provider(t *testing.T) *bwrap.Provider {
 
 // chatAPIPost sends body as it is to the chat API with c's credentials;
 // ctx ending is the client going away.
-func chatAPIPost(t *testing.T, ctx context.Context, c *servertest.Client, body string) *http.Response {
+func chatAPIPost(t *testing.T, ctx context.Context, c *enginetest.Client, body string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, "POST", c.URL+"/api/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
@@ -252,7 +252,7 @@ func TestChatAPIRefusesBadRequests(t *testing.T) {
 	service, wrong := e.service, e.env.Bearer("nope")
 	tests := []struct {
 		name   string
-		caller *servertest.Client
+		caller *enginetest.Client
 		body   string
 		status int
 		msg    string
@@ -356,9 +356,9 @@ func TestSignedInCallersChatAsThemselves(t *testing.T) {
 	e.env.CreateUser(t, "bob", auth.RoleUser)
 	tests := []struct {
 		name   string
-		caller *servertest.Client
+		caller *enginetest.Client
 	}{
-		{"session", e.env.Login(t, "alice", servertest.Password("alice"))},
+		{"session", e.env.Login(t, "alice", enginetest.Password("alice"))},
 		{"API key", e.env.Bearer(e.env.APIKey(t, aliceID))},
 	}
 	for _, tc := range tests {

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 )
 
 // compatLastUser is the content of the last user message the model was
@@ -125,7 +125,7 @@ func TestCompatContentParts(t *testing.T) {
 func TestCompatResponseChatItemID(t *testing.T) {
 	t.Parallel()
 	e := chatAPIStart(t, llmtest.Reply{Text: "chosen"}, llmtest.Reply{Text: "made"}, llmtest.Reply{Text: "streamed"})
-	admin := e.env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := e.env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	type completion struct {
 		ID                 string `json:"id"`
 		ResponseChatItemID string `json:"responseChatItemId"`

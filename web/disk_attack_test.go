@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 )
 
@@ -23,7 +23,7 @@ import (
 
 // diskShell runs command in the session with a timeout long enough to
 // write a GiB on a busy machine, and returns its output.
-func diskShell(t *testing.T, c *servertest.Client, session, command string) (stdout string, exitCode int) {
+func diskShell(t *testing.T, c *enginetest.Client, session, command string) (stdout string, exitCode int) {
 	t.Helper()
 	res := execute(t, c, session, "shell:exec", map[string]any{"command": command, "timeoutSeconds": 300})
 	var out struct {
@@ -38,7 +38,7 @@ func diskShell(t *testing.T, c *servertest.Client, session, command string) (std
 
 // newDiskSession creates a service API session for a new user and
 // returns the user's client and the session's id.
-func newDiskSession(t *testing.T, env *servertest.Env, user string) (*servertest.Client, string) {
+func newDiskSession(t *testing.T, env *enginetest.Env, user string) (*enginetest.Client, string) {
 	t.Helper()
 	c := env.Bearer(env.APIKey(t, env.CreateUser(t, user, auth.RoleUser)))
 	var s sessionView
@@ -81,7 +81,7 @@ func hostBytes(t *testing.T, dir string) int64 {
 // its size and the shell keeps its state afterwards.
 func TestAttackDiskHomeAndStateEscapeTheLimit(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_SANDBOX_DISK_GIB": "1"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_SANDBOX_DISK_GIB": "1"}})
 	c, s := newDiskSession(t, env, "disk-mallory")
 	before := hostBytes(t, env.Config.DataDir)
 
@@ -127,7 +127,7 @@ rm -f /workspace/fill`)
 // under the quota still works afterwards.
 func TestAttackQuotaShellWritesPastChatQuota(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_CHAT_MIB": "10"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_CHAT_MIB": "10"}})
 	c, s := newDiskSession(t, env, "quota-mallory")
 	out, _ := diskShell(t, c, s, `dd if=/dev/zero of=/workspace/uploads/big bs=1M count=60 2>&1 | grep -o 'No space left on device' | head -1; echo uploads=${PIPESTATUS[0]}
 dd if=/dev/zero of=/workspace/intermediate/big bs=1M count=60 2>&1 | grep -o 'No space left on device' | head -1; echo intermediate=${PIPESTATUS[0]}
@@ -172,9 +172,9 @@ echo total=$(cat /workspace/uploads/big /workspace/intermediate/big | wc -c)`)
 // intermediate, still work.
 func TestAttackQuotaFileDoorsPastChatQuota(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_CHAT_MIB": "10"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_CHAT_MIB": "10"}})
 	c, s := newDiskSession(t, env, "put-mallory")
-	put := func(path string, n int) servertest.Response {
+	put := func(path string, n int) enginetest.Response {
 		return c.Do(t, "PUT", "/api/sandbox/v1/sessions/"+s+"/files?path="+path, bytes.Repeat([]byte("p"), n))
 	}
 	if r := put("/workspace/uploads/a1", 8<<20); r.Status != http.StatusCreated {
@@ -193,12 +193,12 @@ func TestAttackQuotaFileDoorsPastChatQuota(t *testing.T) {
 
 	// The file API, on a chat of an app, filled by the upload route.
 	env.CreateUser(t, "files-alice", auth.RoleUser)
-	alice := env.Login(t, "files-alice", servertest.Password("files-alice"))
+	alice := env.Login(t, "files-alice", enginetest.Password("files-alice"))
 	app := newApp(t, alice, "quota")
 	if r := upload(t, alice, "/api/uploads/c-quota?appId="+app, part{"fill.bin", bytes.Repeat([]byte("u"), 9<<20+600<<10)}); r.Status != 201 {
 		t.Fatalf("an upload under the quota: %d %s", r.Status, r.Body)
 	}
-	write := func(path string, n int) servertest.Response {
+	write := func(path string, n int) enginetest.Response {
 		return alice.Do(t, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "write", "appId": app, "chatId": "c-quota", "path": path, "content": strings.Repeat("w", n)})
 	}
 	r := write("/workspace/uploads/w.txt", 1000<<10)
@@ -230,7 +230,7 @@ func TestAttackDiskDataDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
 	data := filepath.Join(dir, "data")
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_DATA_DIR":            data,
 		"FLOWBOX_DATA_DISK_MIN_FREE":  "24MiB",
 		"FLOWBOX_FILES_CHAT_DISK":     "off",
@@ -268,7 +268,7 @@ func TestAttackDiskDataDiskFull(t *testing.T) {
 		t.Errorf("a new sandbox on a low disk: message %q, want it to say the disk is almost full", e.Message)
 	}
 	env.CreateUser(t, "full-alice", auth.RoleUser)
-	alice := env.Login(t, "full-alice", servertest.Password("full-alice"))
+	alice := env.Login(t, "full-alice", enginetest.Password("full-alice"))
 	app := newApp(t, alice, "full")
 	if r := upload(t, alice, "/api/uploads/c-full?appId="+app, part{"x.txt", []byte("x")}); r.Status != 507 || !strings.Contains(string(r.Body), "almost full") {
 		t.Errorf("an upload on a low disk: %d %s, want 507", r.Status, r.Body)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -28,21 +28,21 @@ const (
 // signed-in admin, and mallory, who may use the app but not alice's chat.
 // Owen, as the app's owner, may read alice's chat but not change it.
 type filesEnv struct {
-	env                         *servertest.Env
-	alice, owen, admin, mallory *servertest.Client
+	env                         *enginetest.Env
+	alice, owen, admin, mallory *enginetest.Client
 	aliceID, app, chat          string
 }
 
 func newFilesEnv(t *testing.T) *filesEnv {
 	t.Helper()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	e := &filesEnv{env: env, aliceID: env.CreateUser(t, "alice", auth.RoleUser)}
 	env.CreateUser(t, "owen", auth.RoleUser)
 	env.CreateUser(t, "mallory", auth.RoleUser)
-	e.alice = env.Login(t, "alice", servertest.Password("alice"))
-	e.owen = env.Login(t, "owen", servertest.Password("owen"))
-	e.admin = env.Login(t, servertest.AdminName, servertest.AdminPassword)
-	e.mallory = env.Login(t, "mallory", servertest.Password("mallory"))
+	e.alice = env.Login(t, "alice", enginetest.Password("alice"))
+	e.owen = env.Login(t, "owen", enginetest.Password("owen"))
+	e.admin = env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	e.mallory = env.Login(t, "mallory", enginetest.Password("mallory"))
 	resp := e.owen.Do(t, "POST", "/api/apps", map[string]any{"name": "owen's", "public": true, "graph": apps.DemoGraph()})
 	var app struct {
 		ID string `json:"appId"`
@@ -59,7 +59,7 @@ func newFilesEnv(t *testing.T) *filesEnv {
 // call posts body, a JSON object with "appId", "chatId" and "userId" of
 // alice's chat added, to the sandbox route as c. Chat ids are scoped per
 // app and user: without userId, each caller would name a chat of their own.
-func (e *filesEnv) call(t *testing.T, c *servertest.Client, route string, body map[string]any) servertest.Response {
+func (e *filesEnv) call(t *testing.T, c *enginetest.Client, route string, body map[string]any) enginetest.Response {
 	t.Helper()
 	b := map[string]any{"appId": e.app, "chatId": e.chat, "userId": e.aliceID}
 	for k, v := range body {
@@ -85,7 +85,7 @@ func TestFileActions(t *testing.T) {
 	type body = map[string]any
 	tests := []struct {
 		name   string
-		as     *servertest.Client
+		as     *enginetest.Client
 		body   any
 		status int
 		want   string
@@ -120,7 +120,7 @@ func TestFileActions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var resp servertest.Response
+			var resp enginetest.Response
 			if b, ok := tc.body.(body); ok {
 				resp = e.call(t, tc.as, "file", b)
 			} else {
@@ -140,7 +140,7 @@ func TestDownloadZipOfNestedFolders(t *testing.T) {
 	e.shell(t, `mkdir -p proj/a/b/c && echo top > proj/top.txt && echo deep > proj/a/b/c/deep.txt && printf '\001\002' > proj/a/bin`)
 	for _, as := range []struct {
 		name string
-		c    *servertest.Client
+		c    *enginetest.Client
 	}{{"the chat's owner", e.alice}, {"the app's owner", e.owen}, {"admin", e.admin}} {
 		t.Run(as.name, func(t *testing.T) {
 			resp := e.call(t, as.c, "download", map[string]any{"path": "/workspace/proj"})
@@ -214,7 +214,7 @@ func TestStatusDoesNotCreate(t *testing.T) {
 	t.Parallel()
 	e := newFilesEnv(t)
 	scope := sandbox.Scope{AppID: e.app, UserID: e.aliceID, ChatID: e.chat}
-	for _, c := range []*servertest.Client{e.alice, e.owen, e.admin} {
+	for _, c := range []*enginetest.Client{e.alice, e.owen, e.admin} {
 		resp := e.call(t, c, "status", nil)
 		if resp.Status != 200 || string(resp.Body) != `{"exists":false}` {
 			t.Fatalf("status of a chat without a sandbox: %d %s", resp.Status, resp.Body)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -17,10 +17,10 @@ import (
 // an app with bad commands is refused with the schema's reason.
 func TestAppLifecycleCommands(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	alice := env.CreateUser(t, "alice", auth.RoleUser)
-	owner := env.Login(t, "alice", servertest.Password("alice"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	owner := env.Login(t, "alice", enginetest.Password("alice"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
 	graph := apps.DemoGraph()
 	for i, n := range graph.Nodes {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 )
 
 // Settings of BenchmarkChatLoad.
@@ -152,7 +152,7 @@ func BenchmarkChatLoad(b *testing.B) {
 // newLoadEnv serves the product as engine serve builds it and returns its
 // URL and one API key per user.
 func newLoadEnv(b *testing.B, users int) (string, []string) {
-	env := servertest.Start(b, servertest.Options{})
+	env := enginetest.Start(b, enginetest.Options{})
 	keys := make([]string, users)
 	for i := range keys {
 		keys[i] = env.APIKey(b, env.CreateUser(b, fmt.Sprintf("load-%d", i), auth.RoleUser))

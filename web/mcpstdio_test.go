@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 )
 
 // TestStdioMCPThroughChat: a stdio MCP server registered by the admin
@@ -37,8 +37,8 @@ func TestStdioMCPThroughChat(t *testing.T) {
 		llmtest.Reply{Text: "Counted once."},
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_2", "local__count", `{}`)}},
 		llmtest.Reply{Text: "Counted twice."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
 	// The server is a program the user uploads to the chat; the
 	// registered command installs it in the workspace and runs it.

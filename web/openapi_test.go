@@ -23,7 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/web"
 )
 
@@ -114,7 +114,7 @@ func TestSandboxOpenAPI(t *testing.T) {
 		}
 	})
 
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 
 	t.Run("routes", func(t *testing.T) {
 		routes, anyPaths := sandboxRoutes(env.Engine.Handler)
@@ -223,7 +223,7 @@ func (a *answerChecker) input(t *testing.T, method, template, path string, body 
 // call sends a request, checks its status (and the error kind, for
 // errors), and validates the answer, and the request when the engine
 // took it, against the document.
-func (a *answerChecker) call(t *testing.T, c *servertest.Client, method, template, path string, body any, want int, kind string) servertest.Response {
+func (a *answerChecker) call(t *testing.T, c *enginetest.Client, method, template, path string, body any, want int, kind string) enginetest.Response {
 	t.Helper()
 	resp := c.Do(t, method, path, body)
 	if resp.Status != want {
@@ -253,7 +253,7 @@ func (a *answerChecker) call(t *testing.T, c *servertest.Client, method, templat
 	return resp
 }
 
-func (a *answerChecker) responseSchema(t *testing.T, route *routers.Route, resp servertest.Response) *openapi3.Schema {
+func (a *answerChecker) responseSchema(t *testing.T, route *routers.Route, resp enginetest.Response) *openapi3.Schema {
 	t.Helper()
 	r := route.Operation.Responses.Status(resp.Status)
 	if r == nil || r.Value == nil {
@@ -343,11 +343,11 @@ func extraFields(s *openapi3.Schema, v any, at string) []string {
 // against the document.
 func TestSandboxOpenAPIAnswers(t *testing.T) {
 	doc := loadSandboxOpenAPI(t)
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	a := newAnswerChecker(doc)
 	erin := env.CreateUser(t, "erin", auth.RoleUser)
 	key := env.Bearer(env.APIKey(t, erin))
-	browser := env.Login(t, "erin", servertest.Password("erin"))
+	browser := env.Login(t, "erin", enginetest.Password("erin"))
 	noCSRF := *browser
 	noCSRF.CSRF = ""
 	other := env.Bearer(env.APIKey(t, env.CreateUser(t, "gail", auth.RoleUser)))
@@ -368,7 +368,7 @@ func TestSandboxOpenAPIAnswers(t *testing.T) {
 	}
 	rows := []struct {
 		name           string
-		c              *servertest.Client
+		c              *enginetest.Client
 		method, tmpl   string
 		path           string // the template's path with its query, when not at(tmpl)
 		body           any
@@ -430,7 +430,7 @@ func TestSandboxOpenAPIAnswers(t *testing.T) {
 // the document's schemas: output events, then one result.
 func TestSandboxOpenAPIStream(t *testing.T) {
 	doc := loadSandboxOpenAPI(t)
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	a := newAnswerChecker(doc)
 	key := env.Bearer(env.APIKey(t, env.CreateUser(t, "finn", auth.RoleUser)))
 	var created struct{ ID string }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/sandbox"
 )
@@ -34,7 +34,7 @@ func withPolicy(policy string) nodes.Graph {
 
 // toolStatuses are the statuses and results of a chat's tool calls, in
 // order.
-func toolStatuses(t *testing.T, c *servertest.Client, appID, chatID string) (statuses []string, responses []string) {
+func toolStatuses(t *testing.T, c *enginetest.Client, appID, chatID string) (statuses []string, responses []string) {
 	t.Helper()
 	var chat struct {
 		Items []struct {
@@ -61,9 +61,9 @@ func TestShellPolicy(t *testing.T) {
 	if err := os.WriteFile(file, []byte(operator), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	plain := newApp(t, alice, "plain")
 
 	// The built-in denylist and the operator's rule: the command does not
@@ -133,7 +133,7 @@ func TestShellPolicy(t *testing.T) {
 			t.Errorf("the stored chat %s holds the secret", ch.ID)
 		}
 	}
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	waitUntil(t, "the audit has the secret's command", func() bool {
 		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+plain, nil).Body)
 		return strings.Contains(body, "OPENAI_API_KEY=")
@@ -156,9 +156,9 @@ func TestFileRedaction(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"redaction": {"files": true}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": file}})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	appID := newApp(t, alice, "files")
 	half := "Ab3dE6gH9jK2mN5pQ8sT1vW4"
 	chatID, answer := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID,
@@ -185,9 +185,9 @@ func TestFileRedaction(t *testing.T) {
 // processes below the operator's settings, never above.
 func TestAppPolicyLimits(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	owner := env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	for _, tc := range []struct {
 		policy       string
 		memory, pids int64
@@ -215,9 +215,9 @@ func TestAppPolicyLimits(t *testing.T) {
 // of a command, live and in the result, with a note of what was left out.
 func TestAppPolicyOutputLimit(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	var app struct {
 		ID string `json:"appId"`
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -17,10 +17,10 @@ import (
 // admin page and the metrics show the pool, the claim and the refill.
 func TestWarmPoolThroughChat(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_SANDBOX_POOL_SIZE": "2"}, Workers: true})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_SANDBOX_POOL_SIZE": "2"}, Workers: true})
 	alice := env.CreateUser(t, "alice", auth.RoleUser)
-	owner := env.Login(t, "alice", servertest.Password("alice"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	owner := env.Login(t, "alice", enginetest.Password("alice"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
 	ready := regexp.MustCompile(`data-ready="(\d+)" data-claims="(\d+)"`)
 	adminPage := func(want string) {

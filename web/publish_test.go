@@ -19,13 +19,13 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/history"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
 )
 
 // expect sends a request and fails the test unless the status is want.
-func expect(t *testing.T, c *servertest.Client, method, path string, body any, want int) servertest.Response {
+func expect(t *testing.T, c *enginetest.Client, method, path string, body any, want int) enginetest.Response {
 	t.Helper()
 	resp := c.Do(t, method, path, body)
 	if resp.Status != want {
@@ -36,7 +36,7 @@ func expect(t *testing.T, c *servertest.Client, method, path string, body any, w
 
 // newApp makes an app of the client's caller with the demo graph (a
 // message "$ cmd" runs cmd in the chat's sandbox).
-func newApp(t *testing.T, c *servertest.Client, name string) string {
+func newApp(t *testing.T, c *enginetest.Client, name string) string {
 	t.Helper()
 	var app struct {
 		ID string `json:"appId"`
@@ -47,7 +47,7 @@ func newApp(t *testing.T, c *servertest.Client, name string) string {
 
 // sendTurn sends one user message to the chat API at path and returns the
 // chat id and the answer.
-func sendTurn(t *testing.T, c *servertest.Client, path string, body map[string]any, want int) (chatID, answer string) {
+func sendTurn(t *testing.T, c *enginetest.Client, path string, body map[string]any, want int) (chatID, answer string) {
 	t.Helper()
 	resp := expect(t, c, "POST", path, body, want)
 	if want != 200 {
@@ -67,7 +67,7 @@ func sendTurn(t *testing.T, c *servertest.Client, path string, body map[string]a
 // chatOf finds the one chat of app whose chat id is chatID, whoever's it
 // is (chat ids are scoped per app and user; a test that made one chat
 // under an id finds exactly one).
-func chatOf(t *testing.T, env *servertest.Env, appID, chatID string) history.Chat {
+func chatOf(t *testing.T, env *enginetest.Env, appID, chatID string) history.Chat {
 	t.Helper()
 	list, err := env.Engine.Chats.List(t.Context(), appID, "", 0)
 	if err != nil {
@@ -91,11 +91,11 @@ func message(text string) []map[string]string {
 
 func TestAppKeys(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	bound, other := newApp(t, alice, "published"), newApp(t, alice, "private")
 
 	// Only the app's owner (and admins) publish it.
@@ -194,7 +194,7 @@ var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]*)">`)
 
 // visit opens a share link (path with its query) as a new browser and
 // returns the browser, signed in as a visitor, with the page's CSRF token.
-func visit(t *testing.T, env *servertest.Env, path string) *servertest.Client {
+func visit(t *testing.T, env *enginetest.Env, path string) *enginetest.Client {
 	t.Helper()
 	v := env.Anonymous()
 	resp := v.Do(t, "GET", path, nil)
@@ -206,7 +206,7 @@ func visit(t *testing.T, env *servertest.Env, path string) *servertest.Client {
 
 // revisit loads a share page with the visitor's cookie and takes its CSRF
 // token.
-func revisit(t *testing.T, v *servertest.Client, path string) *servertest.Client {
+func revisit(t *testing.T, v *enginetest.Client, path string) *enginetest.Client {
 	t.Helper()
 	resp := expect(t, v, "GET", path, nil, 200)
 	m := csrfMeta.FindSubmatch(resp.Body)
@@ -225,7 +225,7 @@ type link struct {
 	Files     string
 }
 
-func newLink(t *testing.T, owner *servertest.Client, appID string, spec map[string]any) link {
+func newLink(t *testing.T, owner *enginetest.Client, appID string, spec map[string]any) link {
 	t.Helper()
 	var l link
 	expect(t, owner, "POST", "/api/apps/"+appID+"/links", spec, 201).JSON(t, &l)
@@ -237,11 +237,11 @@ func newLink(t *testing.T, owner *servertest.Client, appID string, spec map[stri
 
 func TestShareLinks(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	appID := newApp(t, alice, "published")
 
 	expect(t, bob, "POST", "/api/apps/"+appID+"/links", map[string]any{"name": "bob's"}, 404)
@@ -341,9 +341,9 @@ func TestShareLinks(t *testing.T) {
 
 func TestShareLinkChoices(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	appID := newApp(t, alice, "published")
 
 	// Tool cards and files hidden: the stream carries the answer only and
@@ -413,9 +413,9 @@ func TestShareLinkIdentityHook(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	// The hook is on loopback: allowed as an operator would.
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_OUTBOUND_ALLOW": hook.Listener.Addr().String()}})
 	env.CreateUser(t, "alice", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	appID := newApp(t, alice, "published")
 	l := newLink(t, alice, appID, map[string]any{"name": "members", "hookUrl": hook.URL + "/check"})
 

@@ -1,7 +1,7 @@
 package web_test
 
 // The access rules of every route, checked through the product as engine
-// serve builds it (internal/server), with real sessions, CSRF tokens, API
+// serve builds it (engine), with real sessions, CSRF tokens, API
 // keys, the service key and the admin token, on the embedded database and
 // bwrap. Each row is one route; each column one kind of caller.
 
@@ -18,7 +18,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/registry/mcptool"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/skills"
@@ -78,8 +78,8 @@ func like(caller, path string) string {
 // fixture is what the rows name: alice's public app "shared", in which
 // carol has a chat with a running sandbox, and alice's private app.
 type fixture struct {
-	env       *servertest.Env
-	clients   map[string]*servertest.Client
+	env       *enginetest.Env
+	clients   map[string]*enginetest.Client
 	shared    string            // alice's public app
 	private   string            // alice's private app
 	chat      string            // carol's chat in shared, with a sandbox
@@ -96,7 +96,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	carol := env.CreateUser(t, "carol", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
@@ -108,16 +108,16 @@ func newFixture(t *testing.T) *fixture {
 		Command: []string{"/workspace/mcp"}, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{env: env, skillZip: zipped, carol: carol, clients: map[string]*servertest.Client{
+	f := &fixture{env: env, skillZip: zipped, carol: carol, clients: map[string]*enginetest.Client{
 		anonymous:    env.Anonymous(),
 		wrongKey:     env.Bearer("fbk_not-a-key"),
-		userSession:  env.Login(t, "carol", servertest.Password("carol")),
+		userSession:  env.Login(t, "carol", enginetest.Password("carol")),
 		userKey:      env.Bearer(env.APIKey(t, carol)),
-		serviceKey:   env.Bearer(servertest.ServiceKey),
-		appOwner:     env.Login(t, "alice", servertest.Password("alice")),
-		otherUser:    env.Login(t, "bob", servertest.Password("bob")),
-		adminSession: env.Login(t, servertest.AdminName, servertest.AdminPassword),
-		adminToken:   env.Bearer(servertest.AdminToken),
+		serviceKey:   env.Bearer(enginetest.ServiceKey),
+		appOwner:     env.Login(t, "alice", enginetest.Password("alice")),
+		otherUser:    env.Login(t, "bob", enginetest.Password("bob")),
+		adminSession: env.Login(t, enginetest.AdminName, enginetest.AdminPassword),
+		adminToken:   env.Bearer(enginetest.AdminToken),
 	}}
 	// Carol's session without its token: same cookies, no X-CSRF-Token.
 	noCSRF := *f.clients[userSession]
@@ -129,7 +129,7 @@ func newFixture(t *testing.T) *fixture {
 	f.clients[forged] = env.Anonymous()
 	f.clients[forged].Header.Set("Cookie", web.SessionCookie+"=fbs_forged")
 	basic := env.Anonymous()
-	basic.Header.Set("Authorization", "Basic "+basicAuth("operator", servertest.AdminToken))
+	basic.Header.Set("Authorization", "Basic "+basicAuth("operator", enginetest.AdminToken))
 	f.clients[adminBasic] = basic
 
 	f.shared = f.createApp(t, "shared", true)
@@ -157,7 +157,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) deadCredentials(t *testing.T, carol string) {
 	env, admin, owner := f.env, f.clients[adminSession], f.clients[userSession]
 	dora := env.CreateUser(t, "dora", auth.RoleUser)
-	f.clients[disabledSession] = env.Login(t, "dora", servertest.Password("dora"))
+	f.clients[disabledSession] = env.Login(t, "dora", enginetest.Password("dora"))
 	f.clients[disabledKey] = env.Bearer(env.APIKey(t, dora))
 	expect(t, admin, "POST", "/admin/api/users/"+dora+"/disable", nil, 200)
 	var revoked struct{ Key string }
@@ -611,7 +611,7 @@ func TestRouteAccess(t *testing.T) {
 			if r.body != nil {
 				body = r.body(f, caller)
 			}
-			var resp servertest.Response
+			var resp enginetest.Response
 			if r.upload {
 				resp = upload(t, f.clients[caller], path, part{"from " + caller + ".txt", body.([]byte)})
 			} else {

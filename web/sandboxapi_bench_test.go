@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 )
@@ -23,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench SandboxAPIExecute -benchtime 300x ./web/
 func BenchmarkSandboxAPIExecute(b *testing.B) {
-	env := servertest.Start(b, servertest.Options{})
+	env := enginetest.Start(b, enginetest.Options{})
 	ctx := context.Background()
 	user := env.CreateUser(b, "bench-api", auth.RoleUser)
 	c := env.Bearer(env.APIKey(b, user))

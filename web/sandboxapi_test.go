@@ -19,9 +19,9 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/workers"
@@ -50,7 +50,7 @@ type apiErr struct {
 	Message string `json:"message"`
 }
 
-func execute(t *testing.T, c *servertest.Client, session, tool string, params any) execResult {
+func execute(t *testing.T, c *enginetest.Client, session, tool string, params any) execResult {
 	t.Helper()
 	r := c.Do(t, "POST", "/api/sandbox/v1/sessions/"+session+"/execute", map[string]any{"tool": tool, "params": params})
 	if r.Status != http.StatusOK {
@@ -61,7 +61,7 @@ func execute(t *testing.T, c *servertest.Client, session, tool string, params an
 	return res
 }
 
-func wantError(t *testing.T, r servertest.Response, status int, kind string) apiErr {
+func wantError(t *testing.T, r enginetest.Response, status int, kind string) apiErr {
 	t.Helper()
 	var e apiErr
 	if err := json.Unmarshal(r.Body, &e); err != nil || r.Status != status || e.Error != kind || e.Code != status || e.Message == "" {
@@ -79,7 +79,7 @@ func TestSandboxAPI(t *testing.T) {
 	t.Parallel()
 	// The workers start after the stop scan below, which the test runs
 	// itself: a scheduled one would take the scan's lease first.
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	ctx := context.Background()
 	carol := env.CreateUser(t, "sb-carol", auth.RoleUser)
 	bob := env.CreateUser(t, "sb-bob", auth.RoleUser)
@@ -240,7 +240,7 @@ func TestSandboxAPI(t *testing.T) {
 	d := env.Bearer(env.APIKey(t, doomed))
 	var ds sessionView
 	expect(t, d, "POST", "/api/sandbox/v1/sessions", map[string]any{"start": true}, 201).JSON(t, &ds)
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	expect(t, admin, "DELETE", "/admin/api/users/"+doomed, nil, 200)
 	dscope := sessions.Session{ID: ds.ID, OwnerID: doomed}.Scope()
 	waitFor(t, "the deleted user's session to be deleted", func() (bool, string) {
@@ -266,7 +266,7 @@ func TestSandboxAPI(t *testing.T) {
 // listed, a command runs in the session, a refused call is a tool error.
 func TestSandboxMCP(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	ctx := context.Background()
 	dan := env.CreateUser(t, "mcp-dan", auth.RoleUser)
 	key := env.APIKey(t, dan)
@@ -344,9 +344,9 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 			llmtest.Call("call_write", "file_write", `{"path":"from-agent.txt","content":"written by the agent"}`),
 			llmtest.Call("call_shout", "shout", `{"text":"both doors"}`)}},
 		llmtest.Reply{Text: "Done."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file}})
 	env.CreateUser(t, "reg-alice", auth.RoleUser)
-	alice := env.Login(t, "reg-alice", servertest.Password("reg-alice"))
+	alice := env.Login(t, "reg-alice", enginetest.Password("reg-alice"))
 
 	graph := withPolicy(`{"rules": [{"id": "no-curl", "command": "curl", "decision": "forbid", "justification": "no downloads in this app"},
 		{"id": "ask-rm", "command": "rm", "decision": "ask", "justification": "deleting needs a person"}]}`)
@@ -385,7 +385,7 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	prog := env.Bearer(key.Key)
 	// A stdio MCP server's tools are listed in a session's sandbox: the
 	// list without one leaves them out and makes no sandbox.
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	expect(t, admin, "POST", "/admin/api/mcp-servers", map[string]any{"id": "local", "name": "Local", "transport": "stdio",
 		"command": []string{"/workspace/mcp-server"}}, 201)
 	svc := env.Engine.Services
@@ -469,10 +469,10 @@ func TestDestructiveTools(t *testing.T) {
 	model := llmtest.New(t,
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_wipe", "wipe", `{"what":"cache"}`)}},
 		llmtest.Reply{Text: "Wiped."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file,
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file,
 		"FLOWBOX_POLICY_FILE": policyFile(t, `{"destructiveTools": "ask"}`)}})
 	env.CreateUser(t, "dt-alice", auth.RoleUser)
-	alice := env.Login(t, "dt-alice", servertest.Password("dt-alice"))
+	alice := env.Login(t, "dt-alice", enginetest.Password("dt-alice"))
 
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
@@ -539,9 +539,9 @@ func TestShellToolIsOneTool(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_long", "sandbox_shell", `{"command":"echo agent","timeout":100000}`)}},
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_bad", "sandbox_shell", `{"command":5}`)}},
 		llmtest.Reply{Text: "Done."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
 	user := env.CreateUser(t, "one-tool", auth.RoleUser)
-	c := env.Login(t, "one-tool", servertest.Password("one-tool"))
+	c := env.Login(t, "one-tool", enginetest.Password("one-tool"))
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
 	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)

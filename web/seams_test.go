@@ -20,9 +20,9 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 )
@@ -31,7 +31,7 @@ import (
 type sseEvent struct{ name, data string }
 
 // turn sends one streamed, detailed chat turn and reads its events.
-func turn(t *testing.T, c *servertest.Client, body map[string]any) []sseEvent {
+func turn(t *testing.T, c *enginetest.Client, body map[string]any) []sseEvent {
 	t.Helper()
 	body["stream"], body["detail"] = true, true
 	resp, err := c.Send("POST", "/api/v1/chat/completions", body)
@@ -77,13 +77,13 @@ func TestMiddlewareRewritesEveryWayOutputGoes(t *testing.T) {
 		return sandbox.TransformFunc(bytes.ToUpper)
 	})
 	seen := &fileCalls{}
-	env := servertest.Start(t, servertest.Options{
+	env := enginetest.Start(t, enginetest.Options{
 		Env:        map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL},
 		Middleware: []sandbox.Middleware{upper, seen.middleware()},
 	})
 	carolID := env.CreateUser(t, "carol", auth.RoleUser)
-	carol := env.Login(t, "carol", servertest.Password("carol"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	carol := env.Login(t, "carol", enginetest.Password("carol"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
 	var app struct {
@@ -166,10 +166,10 @@ func TestAdminDeleteRacingACommand(t *testing.T) {
 			return next(ctx, call)
 		}
 	}}
-	env := servertest.Start(t, servertest.Options{Middleware: []sandbox.Middleware{gate}})
+	env := enginetest.Start(t, enginetest.Options{Middleware: []sandbox.Middleware{gate}})
 	carolID := env.CreateUser(t, "carol", auth.RoleUser)
-	carol := env.Login(t, "carol", servertest.Password("carol"))
-	admin := env.Bearer(servertest.AdminToken)
+	carol := env.Login(t, "carol", enginetest.Password("carol"))
+	admin := env.Bearer(enginetest.AdminToken)
 	say := func(text string) string {
 		resp := carol.Do(t, "POST", "/api/v1/chat/completions", map[string]any{"chatId": "race-1",
 			"messages": []map[string]string{{"role": "user", "content": text}}})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/web"
 )
 
@@ -16,7 +16,7 @@ import (
 // afterwards even when sent again.
 func TestSessionRoundTrip(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	c := env.Anonymous()
 	newApp := map[string]any{"name": "mine", "graph": apps.DemoGraph()}
@@ -24,8 +24,8 @@ func TestSessionRoundTrip(t *testing.T) {
 	if resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "alice", "password": "wrong horse"}); resp.Status != 401 || !strings.Contains(string(resp.Body), "wrong user name or password") {
 		t.Fatalf("bad password: %d %s", resp.Status, resp.Body)
 	}
-	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "alice", "password": servertest.Password("alice")})
-	if resp.Status != 200 || strings.Contains(string(resp.Body), "passwordHash") || strings.Contains(string(resp.Body), servertest.Password("alice")) {
+	resp := c.Do(t, "POST", "/api/login", map[string]string{"name": "alice", "password": enginetest.Password("alice")})
+	if resp.Status != 200 || strings.Contains(string(resp.Body), "passwordHash") || strings.Contains(string(resp.Body), enginetest.Password("alice")) {
 		t.Fatalf("login: %d %s", resp.Status, resp.Body)
 	}
 	var login struct {

@@ -13,14 +13,14 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox/skills"
 )
 
 // installSkill installs one of the example skills of the repository.
-func installSkill(t *testing.T, admin *servertest.Client, name string) {
+func installSkill(t *testing.T, admin *enginetest.Client, name string) {
 	t.Helper()
 	zipped, err := skills.ZipDir(filepath.Join("..", "skills", name))
 	if err != nil {
@@ -45,8 +45,8 @@ func TestSkillRunsOnAnUpload(t *testing.T) {
 			llmtest.Call("call_other", "load_skill", `{"name":"markdown-report"}`),
 			llmtest.Call("call_run", "execute_skill_script", args)}},
 		llmtest.Reply{Text: "The table has 3 rows."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	installSkill(t, admin, "csv-analyzer")
 	installSkill(t, admin, "markdown-report")
 

@@ -18,9 +18,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 )
 
 // browserExecTools are the operator's exec tools of the scenario: one on
@@ -44,13 +44,13 @@ func TestToolsBrowser(t *testing.T) {
 			llmtest.Call("call_shout", "shout", `{"text":"hello"}`),
 			llmtest.Call("call_echo", "team__echo", `{"text":"ping"}`)}},
 		llmtest.Reply{Text: "Both tools answered."})
-	e := newBrowserEnvWith(t, servertest.Options{Env: map[string]string{
+	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_LLM_BASE_URL": model.BaseURL,
 		"FLOWBOX_EXEC_TOOLS":   tools,
 		// The MCP server is on loopback: allowed as an operator would.
 		"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String(),
 	}})
-	srv := &servertest.Env{URL: e.url, Engine: e.engine}
+	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
 
 	mcpServersPage(t, e, echo.URL)
 

@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 )
 
 const execTools = `[
@@ -76,10 +76,10 @@ func TestExecAndMCPTools(t *testing.T) {
 			llmtest.Call("call_echo", "team__echo", `{"text":"ping token=sk-proj-Ab3dE6gH9jK2mN5pQ8sT1vW4Ab3dE6gH9jK2mN5pQ8sT1vW4"}`),
 			llmtest.Call("call_where", "where_am_i", `{}`)}},
 		llmtest.Reply{Text: "All done."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file,
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_EXEC_TOOLS": file,
 		// The MCP server is on loopback: allowed as an operator would.
 		"FLOWBOX_OUTBOUND_ALLOW": echo.Listener.Addr().String()}})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
 	// The admin registers the MCP server; its token never comes back.
 	r := expect(t, admin, "POST", "/admin/api/mcp-servers", map[string]any{"id": "team", "name": "Team tools", "transport": "http",
@@ -202,9 +202,9 @@ func TestHostToolsFollowThePolicy(t *testing.T) {
 			llmtest.Call("call_nc", "listen", `{}`),
 			llmtest.Call("call_count", "count_words", `{"text":"one two three"}`)}},
 		llmtest.Reply{Text: "Three words."})
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL,
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL,
 		"FLOWBOX_EXEC_TOOLS": file, "FLOWBOX_POLICY_FILE": policy}})
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
 	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["count_words", "listen"]`)

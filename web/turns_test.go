@@ -5,14 +5,14 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // say sends one turn of the chat API as c, not streamed, and returns the
 // chat's id (a new chat when chatID is empty) and the answer. The demo
 // app's offline model runs the lines of message that start with "$ " in
 // the chat's sandbox, and answers anything else without running a thing.
-func say(t *testing.T, c *servertest.Client, appID, chatID, message string) (id, answer string) {
+func say(t *testing.T, c *enginetest.Client, appID, chatID, message string) (id, answer string) {
 	t.Helper()
 	body := map[string]any{"appId": appID, "messages": []map[string]string{{"role": "user", "content": message}}}
 	if chatID != "" {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // TestPagesRender: the pages signed-in users get from the product, in
@@ -15,13 +15,13 @@ import (
 // answer hold HTML, which the page shows as text.
 func TestPagesRender(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{})
+	env := enginetest.Start(t, enginetest.Options{})
 	aliceID := env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
-	admin := env.Login(t, servertest.AdminName, servertest.AdminPassword)
-	get := func(c *servertest.Client, path, lang string) (int, string) {
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	get := func(c *enginetest.Client, path, lang string) (int, string) {
 		t.Helper()
 		c.Header.Set("Accept-Language", lang)
 		resp := c.Do(t, "GET", path, nil)

@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 )
 
 // part is one file of an upload.
@@ -29,7 +29,7 @@ type part struct {
 }
 
 // upload posts files as multipart/form-data to the upload API at path.
-func upload(t *testing.T, c *servertest.Client, path string, files ...part) servertest.Response {
+func upload(t *testing.T, c *enginetest.Client, path string, files ...part) enginetest.Response {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -64,7 +64,7 @@ type uploaded struct {
 	Message string
 }
 
-func uploadedNames(t *testing.T, r servertest.Response) []string {
+func uploadedNames(t *testing.T, r enginetest.Response) []string {
 	t.Helper()
 	var u uploaded
 	r.JSON(t, &u)
@@ -75,7 +75,7 @@ func uploadedNames(t *testing.T, r servertest.Response) []string {
 	return out
 }
 
-func listUploads(t *testing.T, c *servertest.Client, app, chat, area string) []string {
+func listUploads(t *testing.T, c *enginetest.Client, app, chat, area string) []string {
 	t.Helper()
 	var l struct {
 		Files []struct {
@@ -94,11 +94,11 @@ func listUploads(t *testing.T, c *servertest.Client, app, chat, area string) []s
 
 func TestUploads(t *testing.T) {
 	t.Parallel()
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_FILE_MIB": "1", "FLOWBOX_UPLOAD_MAX_CHAT_MIB": "2"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_FILE_MIB": "1", "FLOWBOX_UPLOAD_MAX_CHAT_MIB": "2"}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	env.CreateUser(t, "bob", auth.RoleUser)
-	alice := env.Login(t, "alice", servertest.Password("alice"))
-	bob := env.Login(t, "bob", servertest.Password("bob"))
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
 	app := newApp(t, alice, "files")
 	base := "/api/uploads/c-files?appId=" + app
 
@@ -188,7 +188,7 @@ func TestUploads(t *testing.T) {
 
 	// Concurrent uploads of one name: every file kept, each its own name.
 	var wg sync.WaitGroup
-	results := make([]servertest.Response, 8)
+	results := make([]enginetest.Response, 8)
 	for i := range results {
 		wg.Add(1)
 		go func() {

@@ -25,9 +25,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
-	"github.com/flowbox/flowbox/internal/server/servertest"
 	"github.com/flowbox/flowbox/sandbox/skills"
 )
 
@@ -48,12 +48,12 @@ func TestWorkspaceBrowser(t *testing.T) {
 			`{"name":"csv-analyzer","script":"scripts/analyze.py","args":["`+workspaceCSVPath+`","--output","`+workspaceSummary+`"]}`)}},
 		llmtest.Reply{Text: "The file has 3 rows; the summary is in " + workspaceSummary + "."},
 	)
-	e := newBrowserEnvWith(t, servertest.Options{Env: map[string]string{
+	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{
 		"FLOWBOX_LLM_BASE_URL":        model.BaseURL,
 		"FLOWBOX_UPLOAD_MAX_FILE_MIB": "1", // a refused upload is one of the scenario's steps
 	}})
-	srv := &servertest.Env{URL: e.url, Engine: e.engine}
-	admin := srv.Login(t, servertest.AdminName, servertest.AdminPassword)
+	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
+	admin := srv.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 	installed := installSkillDir(t, admin, "csv-analyzer")
 
 	t.Run("skills page", func(t *testing.T) { skillsPage(t, e, installed) })
@@ -471,7 +471,7 @@ type skillJSONView struct {
 
 // installSkillDir installs one of the example skills through the admin
 // API, as an admin's program would, and returns it as installed.
-func installSkillDir(t *testing.T, admin *servertest.Client, name string) skillJSONView {
+func installSkillDir(t *testing.T, admin *enginetest.Client, name string) skillJSONView {
 	t.Helper()
 	zipped, err := skills.ZipDir(filepath.Join("..", "skills", name))
 	if err != nil {
@@ -497,7 +497,7 @@ func installSkillDir(t *testing.T, admin *servertest.Client, name string) skillJ
 
 // uploadVia uploads a file into dir of the chat's uploads through the
 // API, with the caller's session.
-func uploadVia(t *testing.T, c *servertest.Client, appID, chatID, dir, name, content string) {
+func uploadVia(t *testing.T, c *enginetest.Client, appID, chatID, dir, name, content string) {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -526,7 +526,7 @@ func uploadVia(t *testing.T, c *servertest.Client, appID, chatID, dir, name, con
 
 // chatUploads lists the files of dir in the chat's uploads through the
 // API, space-separated.
-func chatUploads(t *testing.T, c *servertest.Client, appID, chatID, dir string) string {
+func chatUploads(t *testing.T, c *enginetest.Client, appID, chatID, dir string) string {
 	t.Helper()
 	q := url.Values{"appId": {appID}, "area": {"uploads"}, "dir": {dir}}
 	resp := c.Do(t, "GET", "/api/uploads/"+chatID+"/files?"+q.Encode(), nil)

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flowbox/flowbox/internal/config"
-	"github.com/flowbox/flowbox/internal/server"
+	"github.com/flowbox/flowbox/engine"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
@@ -162,7 +162,7 @@ func serve(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	eng, err := server.New(ctx, cfg, server.Options{Logger: log})
+	eng, err := engine.New(ctx, cfg, engine.Options{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -209,12 +209,12 @@ func worker(ctx context.Context, args []string) error {
 	if cfg.MongoURI == "" || cfg.RedisAddr == "" {
 		return errors.New("engine worker needs the MongoDB and the Redis that engine serve uses: set FLOWBOX_MONGODB_URI and FLOWBOX_REDIS_ADDR (on the embedded defaults, engine serve runs the workers itself)")
 	}
-	svc, err := server.Start(ctx, cfg, log)
+	svc, err := engine.Start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	w, err := server.NewWorkers(svc, cfg, log, server.NewRegistry())
+	w, err := engine.NewWorkers(svc, cfg, log, engine.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func migrate(ctx context.Context) error {
 		return err
 	}
 	// Opening the store creates the indexes; no provider is needed.
-	db, closeDB, desc, err := server.OpenMongo(ctx, cfg, log)
+	db, closeDB, desc, err := engine.OpenMongo(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func shell(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 1, err
 	}
-	svc, err := server.Start(ctx, cfg, log)
+	svc, err := engine.Start(ctx, cfg, log)
 	if err != nil {
 		return 1, err
 	}

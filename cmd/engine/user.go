@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server"
+	"github.com/flowbox/flowbox/engine"
 	"github.com/flowbox/flowbox/web"
 )
 
@@ -75,7 +75,7 @@ func user(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	db, closeDB, _, err := server.OpenMongo(ctx, cfg, log)
+	db, closeDB, _, err := engine.OpenMongo(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server"
+	"github.com/flowbox/flowbox/engine"
 )
 
 // TestUserInviteCommand: an operator creates an account with a
@@ -49,7 +49,7 @@ func TestUserInviteCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, closeDB, _, err := server.OpenMongo(ctx, cfg, log)
+	db, closeDB, _, err := engine.OpenMongo(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/flowbox/flowbox/chats/history"
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/sandbox/workspace"

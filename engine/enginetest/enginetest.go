@@ -1,10 +1,10 @@
-// Package servertest serves the whole product to tests exactly as engine
-// serve builds it (server.New), on a loopback server: the real router,
+// Package enginetest serves the whole product to tests exactly as engine
+// serve builds it (engine.New), on a loopback server: the real router,
 // accounts with real sessions and keys, the workflow engine, the workers,
 // the embedded MongoDB-wire database shared by the test binary, the
 // embedded Redis and bwrap sandboxes. Tests reach it over HTTP as users
 // do. It is for tests only and must never be imported by product code.
-package servertest
+package enginetest
 
 import (
 	"bytes"
@@ -24,9 +24,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/internal/mongodb/mongotest"
-	"github.com/flowbox/flowbox/internal/server"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
@@ -46,7 +46,7 @@ type Options struct {
 	// directory, the shared test database, bwrap, the credentials above,
 	// quick worker polls, warn-level logs).
 	Env map[string]string
-	// Middleware wraps the sandbox exec chain (server.Options).
+	// Middleware wraps the sandbox exec chain (engine.Options).
 	Middleware []sandbox.Middleware
 	// Workers starts the task workers with the engine, as engine serve
 	// does; without it they record deletions but run nothing until the
@@ -55,7 +55,7 @@ type Options struct {
 	// Logger defaults to warnings and errors on stderr.
 	Logger *slog.Logger
 	// LimitClock is the clock of the sign-in and identity-hook rate
-	// limits (server.Options); nil: time.Now.
+	// limits (engine.Options); nil: time.Now.
 	LimitClock func() time.Time
 }
 
@@ -63,7 +63,7 @@ type Options struct {
 type Env struct {
 	URL string
 	// Engine is the engine serving URL, a new one after Restart.
-	Engine *server.Engine
+	Engine *engine.Engine
 	Config config.Config
 
 	opts Options
@@ -154,10 +154,10 @@ func Start(t testing.TB, opts Options) *Env {
 }
 
 // build makes an engine of e's configuration.
-func (e *Env) build(t testing.TB) *server.Engine {
+func (e *Env) build(t testing.TB) *engine.Engine {
 	t.Helper()
 	// Test passwords need no strength; sign-ins are many.
-	eng, err := server.New(context.Background(), e.Config, server.Options{Logger: e.opts.Logger, Middleware: e.opts.Middleware, PasswordCost: bcrypt.MinCost,
+	eng, err := engine.New(context.Background(), e.Config, engine.Options{Logger: e.opts.Logger, Middleware: e.opts.Middleware, PasswordCost: bcrypt.MinCost,
 		LimitClock: e.opts.LimitClock})
 	if err != nil {
 		t.Fatalf("build the product: %v", err)

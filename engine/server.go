@@ -1,10 +1,10 @@
-// Package server is the engine's composition root: it builds one engine
+// Package engine is the engine's composition root: it builds one engine
 // process (the database, Redis, the sandbox provider and manager, the task
 // workers, the workflow engine, accounts and the HTTP handler) from
 // configuration. cmd/engine, the web tests, the browser tests and the
 // benchmarks all build the product here, so what is tested is what ships.
 // It wires; it must hold no product logic of its own.
-package server
+package engine
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/history"
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"

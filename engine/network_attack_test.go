@@ -1,4 +1,4 @@
-package server_test
+package engine_test
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/internal/server/servertest"
+	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -33,7 +33,7 @@ import (
 // socket in a 0700 directory, and a sandbox with the full network reaches
 // neither; the engine itself keeps using both.
 func TestAttackNetworkEmbeddedServices(t *testing.T) {
-	env := servertest.Start(t, servertest.Options{Env: map[string]string{
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 		// The engine's own embedded database in its data directory, not
 		// the test binary's shared one.
 		"FLOWBOX_MONGODB_URI":     "",

@@ -1,9 +1,9 @@
-package server
+package engine
 
 import (
 	"log/slog"
 
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
 )

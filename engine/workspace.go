@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine/config"
 )
 
 func TestEgressSetting(t *testing.T) {

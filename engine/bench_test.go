@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 // policy, redaction) beside the same command without it, in the same run
 // (docs/BENCHMARKS.md):
 //
-//	go test -run '^$' -bench ShellPolicy -benchtime 300x ./internal/server/
+//	go test -run '^$' -bench ShellPolicy -benchtime 300x ./engine/
 func BenchmarkShellPolicy(b *testing.B) {
 	p, err := bwrap.New(bwrap.Config{Root: b.TempDir()})
 	if err != nil {
@@ -68,7 +68,7 @@ func BenchmarkShellPolicy(b *testing.B) {
 // of the differences (the cost of parse + judge + redact + audit per
 // command).
 //
-//	go test -run '^$' -bench ShellPolicyOverhead -benchtime 2000x ./internal/server/
+//	go test -run '^$' -bench ShellPolicyOverhead -benchtime 2000x ./engine/
 func BenchmarkShellPolicyOverhead(b *testing.B) {
 	store, chain := benchChain(b)
 	var out strings.Builder

@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +18,7 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/apps/share"
 	"github.com/flowbox/flowbox/chats/approval"
-	"github.com/flowbox/flowbox/internal/config"
+	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/internal/outbound"
