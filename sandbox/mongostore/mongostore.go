@@ -25,14 +25,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/flowbox/flowbox/internal/mongodb"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/activity"
 )
@@ -133,78 +131,6 @@ var (
 	}
 )
 
-// fallbackOnce keeps the partial-index warning to one per process, however
-// many stores are opened (one per test database, say).
-var fallbackOnce sync.Once
-
-func (s *Store) createIndexes(ctx context.Context, logger *slog.Logger) error {
-	// One createIndexes command per index: FerretDB 1.24 drops the
-	// connection when a single command names more than one index that
-	// already exists, which is every start but the first. A server that
-	// refuses the partial index also fails only its own command.
-	for _, m := range []mongo.IndexModel{
-		{Keys: sandboxKeys, Options: options.Index().SetName(IndexSandbox).SetUnique(true)},
-		{Keys: idleKeys, Options: options.Index().SetName(IndexIdle)},
-	} {
-		if _, err := s.coll.Indexes().CreateOne(ctx, m); err != nil {
-			return err
-		}
-	}
-	// Chat ids are scoped per app and user: two users' chats "c1" of one
-	// app are two chats with a sandbox each, which the old index refused.
-	if err := s.coll.Indexes().DropOne(ctx, indexChatUnscoped); err != nil && !hasCode(err, codeIndexNotFound, codeNamespaceNotFound) {
-		return fmt.Errorf("drop the index %s of one sandbox per app and chat id: %w", indexChatUnscoped, err)
-	}
-
-	_, err := s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
-		Keys:    chatKeys,
-		Options: options.Index().SetName(IndexChat).SetUnique(true).SetPartialFilterExpression(chatFilter),
-	})
-	var why string
-	switch {
-	case err == nil:
-		// A server could accept the option and drop it; look.
-		idx, err := s.indexes(ctx)
-		if err != nil {
-			return err
-		}
-		if idx[IndexChat].PartialFilterExpression != nil {
-			return nil
-		}
-		why = "the server accepted partialFilterExpression but did not keep it"
-	case hasCode(err, codeNotImplemented):
-		why = "the server does not implement partial indexes: " + err.Error()
-	case hasCode(err, codeIndexOptionsConflict, codeIndexKeySpecsConflict):
-		// Typically data moved from the embedded database to MongoDB,
-		// with the fallback index still in place.
-		return fmt.Errorf("index %s exists with other options; drop it so that it can be recreated: %w", IndexChat, err)
-	default:
-		return err
-	}
-
-	// Closest equivalent: a plain unique index. It differs only on records
-	// lacking appId, userId or chatId, and Touch refuses to write those.
-	_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
-		Keys:    chatKeys,
-		Options: options.Index().SetName(IndexChat).SetUnique(true),
-	})
-	if err != nil {
-		return err
-	}
-	fallbackOnce.Do(func() {
-		// The embedded database never has partial indexes, and the plain
-		// index is sound: nothing is wrong, so nothing is said above
-		// debug. Another server without them is worth a line.
-		msg := "sandbox store: %s has no partial indexes; one sandbox per chat is enforced by a plain unique index on {appId, userId, chatId}, sound because every record this store writes has all three"
-		if ferret, err := mongodb.IsFerretDB(ctx, s.coll.Database().Client()); err == nil && ferret {
-			logger.Debug(fmt.Sprintf(msg, "FerretDB"), "collection", Collection, "index", IndexChat)
-			return
-		}
-		logger.Info(fmt.Sprintf(msg, "this server"), "collection", Collection, "index", IndexChat, "reason", why)
-	})
-	return nil
-}
-
 // Server error codes the store tells apart. FerretDB returns
 // NotImplemented for the index options it lacks.
 const (
@@ -214,44 +140,6 @@ const (
 	codeNamespaceNotFound     = 26
 	codeIndexNotFound         = 27
 )
-
-func hasCode(err error, codes ...int) bool {
-	var se mongo.ServerError
-	if !errors.As(err, &se) {
-		return false
-	}
-	for _, c := range codes {
-		if se.HasErrorCode(c) {
-			return true
-		}
-	}
-	return false
-}
-
-// index is one entry of listIndexes, as much of it as the store checks.
-type index struct {
-	Name                    string   `bson:"name"`
-	Key                     bson.D   `bson:"key"`
-	Unique                  bool     `bson:"unique"`
-	PartialFilterExpression bson.Raw `bson:"partialFilterExpression,omitempty"`
-}
-
-// indexes lists the collection's indexes by name.
-func (s *Store) indexes(ctx context.Context) (map[string]index, error) {
-	cur, err := s.coll.Indexes().List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list indexes: %w", err)
-	}
-	var all []index
-	if err := cur.All(ctx, &all); err != nil {
-		return nil, fmt.Errorf("list indexes: %w", err)
-	}
-	out := make(map[string]index, len(all))
-	for _, idx := range all {
-		out[idx.Name] = idx
-	}
-	return out, nil
-}
 
 // key selects a record by its _id, "<provider>/<sandboxId>". Every lookup
 // on the exec path goes through it: FerretDB's SQLite backend passes only
@@ -601,98 +489,4 @@ func (s *Store) Delete(ctx context.Context, provider, sandboxID string) error {
 	}
 	s.forget(ctx, provider, sandboxID)
 	return nil
-}
-
-// idleQuery is Idle's filter, sort and index, shared with its explain.
-func idleQuery(provider string, before time.Time) (filter, sort bson.D) {
-	filter = bson.D{
-		{Key: "status", Value: sandbox.StatusRunning},
-		{Key: "lastActiveAt", Value: bson.D{{Key: "$lt", Value: before.UTC()}}},
-		{Key: "provider", Value: provider},
-	}
-	sort = bson.D{{Key: "lastActiveAt", Value: 1}}
-	return filter, sort
-}
-
-// Idle returns up to limit running records of provider whose lastActiveAt
-// is before before, least recently active first (S7's stop scan). limit <= 0
-// means no limit.
-//
-// Without an activity index the records are queried, hinted to the
-// {status, lastActiveAt} index so that MongoDB never picks the {provider,
-// sandboxId} one, which would read every record of the provider. FerretDB
-// ignores hints and decodes every record.
-//
-// With one (WithActivity) the candidates come from it, and only their
-// Provider, SandboxID, Status (running) and LastActiveAt are set. They
-// may be stale: a caller acts on one only after reading its record again
-// (the stop scan does, under its claim). When Redis has lost the index, it
-// is filled again from the records first, which costs one full query.
-func (s *Store) Idle(ctx context.Context, provider string, before time.Time, limit int) ([]sandbox.Instance, error) {
-	if s.activity == nil {
-		return s.idleRecords(ctx, provider, before, limit)
-	}
-	entries, filled, err := s.activity.Before(ctx, provider, before, limit)
-	if err == nil && !filled {
-		s.log.Info("sandbox store: filling the activity index from the records", "provider", provider)
-		if _, err = s.FillActivity(ctx, provider); err == nil {
-			entries, _, err = s.activity.Before(ctx, provider, before, limit)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find idle sandboxes of %s: %w", provider, err)
-	}
-	out := make([]sandbox.Instance, len(entries))
-	for i, e := range entries {
-		out[i] = sandbox.Instance{Provider: provider, SandboxID: e.SandboxID, Status: sandbox.StatusRunning, LastActiveAt: e.LastActiveAt}
-	}
-	return out, nil
-}
-
-func (s *Store) idleRecords(ctx context.Context, provider string, before time.Time, limit int) ([]sandbox.Instance, error) {
-	filter, sort := idleQuery(provider, before)
-	opts := options.Find().SetSort(sort).SetHint(IndexIdle)
-	if limit > 0 {
-		opts.SetLimit(int64(limit))
-	}
-	cur, err := s.coll.Find(ctx, filter, opts)
-	if err != nil {
-		return nil, fmt.Errorf("find idle sandbox records of %s: %w", provider, err)
-	}
-	var out []sandbox.Instance
-	if err := cur.All(ctx, &out); err != nil {
-		return nil, fmt.Errorf("find idle sandbox records of %s: %w", provider, err)
-	}
-	return out, nil
-}
-
-// FillActivity puts every running record of provider into the activity
-// index (a no-op without one) and returns how many it was missing. Idle
-// calls it when Redis has lost the index.
-func (s *Store) FillActivity(ctx context.Context, provider string) (int, error) {
-	if s.activity == nil {
-		return 0, nil
-	}
-	running, err := s.find(ctx, bson.D{{Key: "provider", Value: provider}, {Key: "status", Value: sandbox.StatusRunning}}, options.Find().SetHint(IndexIdle))
-	if err != nil {
-		return 0, fmt.Errorf("fill the activity index of %s: %w", provider, err)
-	}
-	return s.RefreshActivity(ctx, provider, running)
-}
-
-// RefreshActivity puts the running ones of records, read a moment ago,
-// into the activity index (a no-op without one) and returns how many it
-// was missing: reconciliation's repair of entries that Touch could not
-// write. A sandbox used since keeps its later time.
-func (s *Store) RefreshActivity(ctx context.Context, provider string, records []sandbox.Instance) (int, error) {
-	if s.activity == nil {
-		return 0, nil
-	}
-	var entries []activity.Entry
-	for _, r := range records {
-		if r.Provider == provider && r.Status == sandbox.StatusRunning {
-			entries = append(entries, activity.Entry{SandboxID: r.SandboxID, LastActiveAt: r.LastActiveAt, UserID: r.UserID})
-		}
-	}
-	return s.activity.Fill(ctx, provider, entries)
 }
