@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -12,24 +11,7 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/sandbox"
 )
-
-// AppStore keeps apps (apps.Store).
-type AppStore interface {
-	AppReader
-	List(ctx context.Context, owner string) ([]apps.App, error)
-	Put(ctx context.Context, a apps.App, now time.Time) error
-	Delete(ctx context.Context, id string) error
-}
-
-// SandboxDeleter records that chats' or an app's sandboxes must go. It
-// returns once the intent is durable; the workers do the rest (S8).
-type SandboxDeleter interface {
-	// DeleteChats takes chats by app, user and chat id.
-	DeleteChats(ctx context.Context, chats []sandbox.Scope) error
-	DeleteApp(ctx context.Context, appID string) error
-}
 
 // AppsHandler serves /api/apps.
 type AppsHandler struct {

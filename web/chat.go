@@ -2,9 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,11 +27,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/redact"
 )
-
-// AppReader reads apps (apps.Store).
-type AppReader interface {
-	Get(ctx context.Context, id string) (apps.App, error)
-}
 
 // ChatHistory keeps chats (history.Store).
 type ChatHistory interface {
@@ -488,10 +481,4 @@ func redactArgs(r *redact.Redactor, args string) string {
 		return out
 	}
 	return string(b)
-}
-
-func newID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -14,15 +14,6 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 )
 
-// ChatStore keeps chats (history.Store).
-type ChatStore interface {
-	ChatGetter
-	List(ctx context.Context, appID, userID string, limit int) ([]history.Chat, error)
-	Items(ctx context.Context, chat history.Chat, from, limit int) ([]history.Item, error)
-	Rename(ctx context.Context, chat sandbox.Scope, title string) error
-	Delete(ctx context.Context, chat sandbox.Scope) error
-}
-
 // ChatsHandler serves an app's chats.
 type ChatsHandler struct {
 	Apps    AppReader

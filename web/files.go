@@ -12,26 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/sandbox"
 )
-
-// ChatAccess decides who may reach a chat's sandbox (F3): the chat's
-// owner, the app's owner and admins. A chat is named by its app, user
-// and chat id (chat ids are scoped per app and user). It returns the chat
-// owner's user id,
-// which names the sandbox, or ErrNoAccess, which the API answers as 404:
-// whether another user's chat exists is private.
-type ChatAccess interface {
-	ChatOwner(ctx context.Context, p auth.Principal, appID, userID, chatID string, write bool) (ownerID string, err error)
-	// Whose is the user whose chat a request names (userId, or for app
-	// keys customUid), the caller when it names none; problem answers a
-	// malformed one.
-	Whose(p auth.Principal, userID, customUID string) (user, problem string)
-}
-
-// ErrNoAccess: no such chat, or not yours.
-var ErrNoAccess = errors.New("no such chat")
 
 // SandboxFiles is the part of sandbox.Manager the file API uses.
 type SandboxFiles interface {

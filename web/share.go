@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -30,19 +29,6 @@ type VisitorLinks interface {
 // VisitorCookie holds a share-link visitor's session token; its path is
 // the link's, so each link has its own.
 const VisitorCookie = "flowbox_visitor"
-
-// linkKey holds the share link of a visitor's request in the gin context.
-const linkKey = "flowbox.link"
-
-// linkOf returns the share link a visitor came through, if any.
-func linkOf(c *gin.Context) (share.Link, bool) {
-	v, ok := c.Get(linkKey)
-	if !ok {
-		return share.Link{}, false
-	}
-	l, ok := v.(share.Link)
-	return l, ok
-}
 
 // ShareHandler serves share links' visitors: the pages under
 // /share/:linkId and the chat and file APIs under /share/:linkId/api,
@@ -233,22 +219,4 @@ func (h *ShareHandler) Chat(c *gin.Context) {
 	}
 	h.UI.chatPage(c, a, chatView{Base: link.URL(), Visitor: true, ShowTools: link.ShowTools,
 		Files: string(link.Files)})
-}
-
-// visitorFiles refuses file operations a visitor's link does not allow;
-// it answers the client itself and returns false then.
-func visitorFiles(c *gin.Context, action string) bool {
-	link, ok := linkOf(c)
-	if !ok {
-		return true
-	}
-	switch {
-	case link.Files == share.FilesHidden:
-		apiError(c, http.StatusForbidden, "this share link does not show the sandbox's files")
-		return false
-	case link.Files == share.FilesReadOnly && strings.EqualFold(action, "write"):
-		apiError(c, http.StatusForbidden, "this share link shows the sandbox's files read-only")
-		return false
-	}
-	return true
 }
