@@ -5,7 +5,7 @@ import (
 
 	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/chat"
 )
 
 // sandboxCaps are the manager's caps on running sandboxes; a share link's
@@ -18,8 +18,8 @@ func sandboxCaps(c config.Caps, owners *sandbox.Owners) sandbox.Caps {
 
 // runLimits are the caps on chat runs in progress, counted in the
 // engine's Redis under its database's name.
-func runLimits(svc *Services, c config.Caps, log *slog.Logger) *web.RunLimits {
-	return &web.RunLimits{Redis: svc.Redis, Namespace: svc.DB.Name(),
+func runLimits(svc *Services, c config.Caps, log *slog.Logger) *chat.RunLimits {
+	return &chat.RunLimits{Redis: svc.Redis, Namespace: svc.DB.Name(),
 		Global: c.Runs, PerUser: c.UserRuns, PerGroup: c.LinkRuns, PerApp: c.AppRuns, PerOwner: c.OwnerRuns,
 		Group: sandbox.UserGroup, Owner: svc.Owners.Owner, Log: log}
 }

@@ -15,6 +15,14 @@ import (
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/account"
+	"github.com/flowbox/flowbox/web/admin"
+	"github.com/flowbox/flowbox/web/api"
+	"github.com/flowbox/flowbox/web/chat"
+	"github.com/flowbox/flowbox/web/files"
+	"github.com/flowbox/flowbox/web/sandboxapi"
+	"github.com/flowbox/flowbox/web/ui"
+	"github.com/flowbox/flowbox/web/visitor"
 )
 
 // product builds the user-facing part: the workflow engine with its
@@ -75,48 +83,48 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	}
 	links := share.New(svc.DB)
 	links.Hook = share.HookClient(cfg.Trust.OutboundAllow)
-	access := &web.Access{Apps: appStore, Chats: chats}
+	access := &api.Access{Apps: appStore, Chats: chats}
 	// Every door that writes a chat's files checks the data disk and the
 	// chat quota first (T4).
-	storage := web.Storage{Disk: svc.DataDisk, Quota: svc.Workspace}
-	publish := &web.PublishHandler{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
+	storage := files.Storage{Disk: svc.DataDisk, Quota: svc.Workspace}
+	publish := &account.Publishing{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
-	ui := &web.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
-		Limits: &web.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
+	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
+		Limits: &ui.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
 	if err := ui.Load(); err != nil {
 		return nil, err
 	}
 	e.Accounts, e.Apps, e.Chats = accounts, appStore, chats
 	return &web.Product{
 		Auth: accounts,
-		Sessions: &web.SessionHandler{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
-			AccountLimit: &web.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
-		Chat: &web.ChatHandler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
+		Sessions: &account.Sessions{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
+			AccountLimit: &api.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
+		Chat: &chat.Handler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
-		Apps: &web.AppsHandler{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
+		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
 			CheckGraph: func(g nodes.Graph) []string { return apps.CheckPolicies(g, svc.Policy.Check) }, Now: time.Now},
-		Chats: &web.ChatsHandler{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
-		Users: &web.UsersHandler{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
+		Chats: &chat.Chats{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
+		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},
-		Files:   &web.FilesHandler{Sandboxes: svc.Manager, Access: access, Storage: storage},
-		Uploads: &web.UploadsHandler{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
-		Skills:  &web.SkillsHandler{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
-		Sandbox: &web.SandboxAPI{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
+		Files:   &files.Handler{Sandboxes: svc.Manager, Access: access, Storage: storage},
+		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
+		Skills:  &admin.Skills{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
+		Sandbox: &sandboxapi.API{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
 			ServiceTools: cfg.Trust.ServiceTools,
 			Limits:       sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
 			Network:      cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Storage: storage, Now: time.Now, Log: log},
-		Tools:   &web.ToolsHandler{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
+		Tools:   &admin.Tools{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
 		UI:      ui,
 		Admin:   e.Workers,
 		Publish: publish,
-		Audit:   &web.AuditHandler{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
-		Share: &web.ShareHandler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
-			Limits: &web.RateLimiter{}, HookLimits: &web.RateLimiter{Now: e.limitClock}, Creators: accounts, Now: time.Now, Log: log},
-		LoginLimit: &web.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst, Now: e.limitClock},
-		ChatLimit:  &web.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
+		Audit:   &admin.Audit{Records: svc.Audit, Apps: appStore, Access: access, Pending: svc.AuditWriter.Flush},
+		Share: &visitor.Handler{Links: links, Apps: appStore, Chats: chats, UI: ui, Secure: cfg.Product.SecureCookies,
+			Limits: &api.RateLimiter{}, HookLimits: &api.RateLimiter{Now: e.limitClock}, Creators: accounts, Now: time.Now, Log: log},
+		LoginLimit: &api.RateLimiter{Every: 6 * time.Second, Burst: cfg.Product.LoginBurst, Now: e.limitClock},
+		ChatLimit:  &api.RateLimiter{Every: 100 * time.Millisecond, Burst: 60},
 		// 100 calls a second per caller, 200 at once.
-		SandboxLimit: &web.RateLimiter{Every: 10 * time.Millisecond, Burst: 200},
+		SandboxLimit: &api.RateLimiter{Every: 10 * time.Millisecond, Burst: 200},
 	}, nil
 }
 

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/apps/share"

@@ -8,7 +8,7 @@ import (
 	"github.com/flowbox/flowbox/registry/mcptool"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/admin"
 )
 
 // newRegistry is the engine's one tool registry (A3): the sandbox's
@@ -32,10 +32,10 @@ func newRegistry(svc *Services, deleteSession func(ctx context.Context, scope sa
 }
 
 // execToolInfo describes the exec tools for builders.
-func execToolInfo(tools []*exectool.Tool) []web.ExecToolInfo {
-	out := make([]web.ExecToolInfo, len(tools))
+func execToolInfo(tools []*exectool.Tool) []admin.ExecToolInfo {
+	out := make([]admin.ExecToolInfo, len(tools))
 	for i, t := range tools {
-		out[i] = web.ExecToolInfo{Name: t.Name(), Description: t.Description(), RunIn: string(t.RunIn()), ReadOnly: t.ReadOnly(),
+		out[i] = admin.ExecToolInfo{Name: t.Name(), Description: t.Description(), RunIn: string(t.RunIn()), ReadOnly: t.ReadOnly(),
 			Destructive: t.Destructive(), ConcurrencySafe: t.ConcurrencySafe()}
 	}
 	return out

@@ -15,13 +15,14 @@ import (
 	"github.com/flowbox/flowbox/sandbox/sessions"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/api"
 	"github.com/flowbox/flowbox/workers"
 )
 
 // The web layer records chat and app deletions, and the admin's stops and
 // deletions, through the workers.
 var (
-	_ web.SandboxDeleter = (*workers.Workers)(nil)
+	_ api.SandboxDeleter = (*workers.Workers)(nil)
 	_ web.SandboxAdmin   = (*workers.Workers)(nil)
 )
 

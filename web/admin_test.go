@@ -14,6 +14,7 @@ import (
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/api"
 	"github.com/flowbox/flowbox/workers"
 )
 
@@ -59,7 +60,7 @@ func TestQueueDashboard(t *testing.T) {
 			}
 
 			forged := env.Anonymous()
-			forged.Header.Set("Cookie", web.SessionCookie+"=fbs_forged")
+			forged.Header.Set("Cookie", api.SessionCookie+"=fbs_forged")
 			tests := []struct {
 				name   string
 				as     *enginetest.Client
@@ -180,7 +181,7 @@ func TestAdminStopsASandbox(t *testing.T) {
 	// (a) A session's change needs its CSRF token.
 	noCSRF := *admin
 	noCSRF.CSRF = ""
-	if resp := noCSRF.Do(t, "POST", stop, nil); resp.Status != http.StatusForbidden || !strings.Contains(string(resp.Body), web.CSRFHeader) {
+	if resp := noCSRF.Do(t, "POST", stop, nil); resp.Status != http.StatusForbidden || !strings.Contains(string(resp.Body), api.CSRFHeader) {
 		t.Fatalf("stop without the CSRF token: %d %s, want 403", resp.Status, resp.Body)
 	}
 	if st := state(); st != sandbox.StatusRunning {

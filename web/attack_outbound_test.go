@@ -20,7 +20,7 @@ import (
 
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/visitor"
 )
 
 // countingServer is a loopback server that counts what it gets and
@@ -126,11 +126,11 @@ func TestAttackShareHookFlood(t *testing.T) {
 			t.Errorf("a 429 without Retry-After")
 		}
 	}
-	if statuses[http.StatusForbidden] != web.HookBurstPerAddress || statuses[http.StatusTooManyRequests] != 30-web.HookBurstPerAddress {
-		t.Errorf("30 quick visits: %v, want %d refused by the hook and the rest 429", statuses, web.HookBurstPerAddress)
+	if statuses[http.StatusForbidden] != visitor.HookBurstPerAddress || statuses[http.StatusTooManyRequests] != 30-visitor.HookBurstPerAddress {
+		t.Errorf("30 quick visits: %v, want %d refused by the hook and the rest 429", statuses, visitor.HookBurstPerAddress)
 	}
-	if n := hits.Load(); n != web.HookBurstPerAddress {
-		t.Errorf("the hook was called %d times, want %d", n, web.HookBurstPerAddress)
+	if n := hits.Load(); n != visitor.HookBurstPerAddress {
+		t.Errorf("the hook was called %d times, want %d", n, visitor.HookBurstPerAddress)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 )
 
-// The file API's limits when FilesHandler's are not set, as the product
+// The file API's limits when files.Handler's are not set, as the product
 // builds it (web/files.go).
 const (
 	defaultMaxRead  = 1 << 20

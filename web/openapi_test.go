@@ -25,6 +25,7 @@ import (
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/sandboxapi"
 )
 
 const sandboxPrefix = "/api/sandbox/v1"
@@ -32,7 +33,7 @@ const sandboxPrefix = "/api/sandbox/v1"
 // loadSandboxOpenAPI loads and validates the embedded document.
 func loadSandboxOpenAPI(t *testing.T) *openapi3.T {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(web.SandboxOpenAPIDocument())
+	doc, err := openapi3.NewLoader().LoadFromData(sandboxapi.OpenAPIDocument())
 	if err != nil {
 		t.Fatalf("load the document: %v", err)
 	}
@@ -146,7 +147,7 @@ func TestSandboxOpenAPI(t *testing.T) {
 	t.Run("served", func(t *testing.T) {
 		c := env.Anonymous()
 		resp := c.Do(t, "GET", sandboxPrefix+"/openapi.json", nil)
-		if resp.Status != http.StatusOK || !bytes.Equal(resp.Body, web.SandboxOpenAPIDocument()) {
+		if resp.Status != http.StatusOK || !bytes.Equal(resp.Body, sandboxapi.OpenAPIDocument()) {
 			t.Fatalf("GET %s/openapi.json without credentials: %d %s; want 200 with the embedded document", sandboxPrefix, resp.Status, clip(resp.Body))
 		}
 		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {

@@ -8,6 +8,14 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web/account"
+	"github.com/flowbox/flowbox/web/admin"
+	"github.com/flowbox/flowbox/web/api"
+	"github.com/flowbox/flowbox/web/chat"
+	"github.com/flowbox/flowbox/web/files"
+	"github.com/flowbox/flowbox/web/sandboxapi"
+	"github.com/flowbox/flowbox/web/ui"
+	"github.com/flowbox/flowbox/web/visitor"
 )
 
 // SandboxAdmin stops and deletes sandboxes for operators, through the same
@@ -26,39 +34,39 @@ type SandboxAdmin interface {
 // apps and chats, the sandbox file API and the pages. Its routes are
 // listed in New (router.go) with every other route.
 type Product struct {
-	Auth     Authenticator
-	Sessions *SessionHandler
-	Chat     *ChatHandler
-	Apps     *AppsHandler
-	Chats    *ChatsHandler
-	Files    *FilesHandler
-	Uploads  *UploadsHandler
-	Skills   *SkillsHandler
-	Tools    *ToolsHandler
+	Auth     api.Authenticator
+	Sessions *account.Sessions
+	Chat     *chat.Handler
+	Apps     *account.Apps
+	Chats    *chat.Chats
+	Files    *files.Handler
+	Uploads  *files.Uploads
+	Skills   *admin.Skills
+	Tools    *admin.Tools
 	// Sandbox is the sandbox service API (A1) and its MCP server.
-	Sandbox *SandboxAPI
-	Users   *UsersHandler
-	UI      *UI
+	Sandbox *sandboxapi.API
+	Users   *account.Users
+	UI      *ui.UI
 	Admin   SandboxAdmin
 	// Publish serves an app's keys and share links; Share the links'
 	// visitors.
-	Publish *PublishHandler
-	Share   *ShareHandler
+	Publish *account.Publishing
+	Share   *visitor.Handler
 	// Audit serves the audit of sandbox calls.
-	Audit *AuditHandler
+	Audit *admin.Audit
 	// LoginLimit limits sign-in attempts per client; ChatLimit chat
 	// requests per user.
-	LoginLimit, ChatLimit *RateLimiter
+	LoginLimit, ChatLimit *api.RateLimiter
 	// SandboxLimit limits each caller's calls of the sandbox service API
 	// (programs call it far more often than people chat).
-	SandboxLimit *RateLimiter
+	SandboxLimit *api.RateLimiter
 }
 
 func (p *Product) sandboxAction(do func(context.Context, string) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.Param("id")
 		if !sandbox.ValidID(id) {
-			apiError(c, http.StatusBadRequest, "not a sandbox id")
+			api.Error(c, http.StatusBadRequest, "not a sandbox id")
 			return
 		}
 		err := do(c.Request.Context(), id)
@@ -66,13 +74,13 @@ func (p *Product) sandboxAction(do func(context.Context, string) error) gin.Hand
 		case err == nil:
 			c.JSON(http.StatusOK, gin.H{"sandboxId": id, "done": true})
 		case errors.Is(err, sandbox.ErrNotFound):
-			apiError(c, http.StatusNotFound, "no sandbox "+id+"; reload the page to see the current list")
+			api.Error(c, http.StatusNotFound, "no sandbox "+id+"; reload the page to see the current list")
 		case errors.Is(err, sandbox.ErrBusy):
-			apiError(c, http.StatusConflict, "sandbox "+id+" is being stopped or repaired by the workers right now; retry in a moment")
+			api.Error(c, http.StatusConflict, "sandbox "+id+" is being stopped or repaired by the workers right now; retry in a moment")
 		case errors.Is(err, sandbox.ErrDeleted):
-			apiError(c, http.StatusGone, "sandbox "+id+" is already being deleted with its chat")
+			api.Error(c, http.StatusGone, "sandbox "+id+" is already being deleted with its chat")
 		default:
-			apiError(c, http.StatusServiceUnavailable, "could not do it now; retry later ("+err.Error()+")")
+			api.Error(c, http.StatusServiceUnavailable, "could not do it now; retry later ("+err.Error()+")")
 		}
 	}
 }

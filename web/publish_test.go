@@ -21,7 +21,7 @@ import (
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/visitor"
 )
 
 // expect sends a request and fails the test unless the status is want.
@@ -317,7 +317,7 @@ func TestShareLinks(t *testing.T) {
 	u, _ := url.Parse(env.URL + l.URL)
 	var token string
 	for _, ck := range first.HTTP.Jar.Cookies(u) {
-		if ck.Name == web.VisitorCookie {
+		if ck.Name == visitor.Cookie {
 			token = ck.Value
 		}
 	}
@@ -325,7 +325,7 @@ func TestShareLinks(t *testing.T) {
 		t.Fatal("the first visitor has no session cookie")
 	}
 	stray := env.Anonymous()
-	stray.Header = http.Header{"Cookie": {web.VisitorCookie + "=" + token}}
+	stray.Header = http.Header{"Cookie": {visitor.Cookie + "=" + token}}
 	if resp := stray.Do(t, "GET", other.URL, nil); resp.Status != http.StatusSeeOther {
 		t.Errorf("another link's page with the first visitor's cookie: %d, want 303 to a new visitor session", resp.Status)
 	}

@@ -1,6 +1,10 @@
-// Package web is the engine's HTTP surface: the API, the embedded UI and
-// the admin pages. It maps errors to HTTP statuses at the edge and must
-// never reach a sandbox except through the sandbox.Manager.
+// Package web is the engine's HTTP surface. New (this file) lists every
+// route of the engine, grouped by who may call it; the handlers live in
+// packages by audience: chat, files, sandboxapi, admin, account, visitor
+// (share links) and ui (the pages), on what web/api gives them all (the
+// caller, access rules, the one error table). It maps errors to HTTP
+// statuses at the edge and must never reach a sandbox except through the
+// sandbox.Manager.
 package web
 
 import (
@@ -9,6 +13,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/web/admin"
+	"github.com/flowbox/flowbox/web/api"
+	"github.com/flowbox/flowbox/web/sandboxapi"
+	"github.com/flowbox/flowbox/web/ui"
 )
 
 // Check is one dependency /readyz verifies (the database, Redis, the
@@ -55,7 +64,7 @@ func New(cfg Config) http.Handler {
 	}
 	r.Use(gin.Recovery())
 	p := cfg.Product
-	var auth Authenticator
+	var auth api.Authenticator
 	if p != nil {
 		auth = p.Auth
 	}
@@ -69,108 +78,108 @@ func New(cfg Config) http.Handler {
 		r.GET("/metrics", gin.WrapH(cfg.Metrics))
 	}
 	if p != nil {
-		r.StaticFS("/static", StaticFiles())
-		r.GET("/login", Authenticate(auth), p.UI.Login)
-		r.POST("/api/login", p.LoginLimit.Middleware(ByClient), p.Sessions.Login)
+		r.StaticFS("/static", ui.StaticFiles())
+		r.GET("/login", api.Authenticate(auth), p.UI.Login)
+		r.POST("/api/login", p.LoginLimit.Middleware(api.ByClient), p.Sessions.Login)
 		// One-time set-password links: the token is the credential.
 		r.GET("/set-password/:token", p.Users.SetPasswordPage(p.UI))
-		r.POST("/api/set-password", p.LoginLimit.Middleware(ByClient), p.Users.SetPassword)
+		r.POST("/api/set-password", p.LoginLimit.Middleware(api.ByClient), p.Users.SetPassword)
 	}
 
 	// Admins: signed-in admins (a session, with its CSRF token on changes,
 	// or an admin's API key) and operators with the admin token. Every
 	// admin route is under /admin, so a browser that was given the token
 	// through HTTP basic auth sends it to all of them.
-	admin := r.Group("/admin", adminGate(auth, cfg.AdminToken, true))
+	admins := r.Group("/admin", admin.Gate(auth, cfg.AdminToken, true))
 	if cfg.Queues != nil {
 		// The dashboard's own pages send no CSRF token; changes to the
 		// queues are refused unless they come from this origin.
-		queues := r.Group(QueuesPath, adminGate(auth, cfg.AdminToken, false))
-		h := gin.WrapH(offlineDashboard(cfg.Queues))
+		queues := r.Group(QueuesPath, admin.Gate(auth, cfg.AdminToken, false))
+		h := gin.WrapH(admin.OfflineDashboard(cfg.Queues))
 		queues.Any("", h)
 		queues.Any("/*path", h)
 	}
 	if p == nil {
 		return r
 	}
-	admin.GET("", p.UI.Admin)
-	admin.GET("/users", p.UI.UserList)
-	admin.GET("/audit", p.UI.Audit)
-	admin.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
-	admin.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
-	admin.GET("/api/users", p.Users.List)
-	admin.POST("/api/users", p.Users.Create)
-	admin.POST("/api/users/:userId/disable", p.Users.Disable)
-	admin.POST("/api/users/:userId/enable", p.Users.Enable)
-	admin.POST("/api/users/:userId/password", p.Users.ResetPassword)
-	admin.DELETE("/api/users/:userId", p.Users.Delete)
+	admins.GET("", p.UI.Admin)
+	admins.GET("/users", p.UI.UserList)
+	admins.GET("/audit", p.UI.Audit)
+	admins.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
+	admins.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
+	admins.GET("/api/users", p.Users.List)
+	admins.POST("/api/users", p.Users.Create)
+	admins.POST("/api/users/:userId/disable", p.Users.Disable)
+	admins.POST("/api/users/:userId/enable", p.Users.Enable)
+	admins.POST("/api/users/:userId/password", p.Users.ResetPassword)
+	admins.DELETE("/api/users/:userId", p.Users.Delete)
 	// The audit of every sandbox call.
-	admin.GET("/api/audit", p.Audit.List)
-	admin.GET("/api/audit/export", p.Audit.Export)
+	admins.GET("/api/audit", p.Audit.List)
+	admins.GET("/api/audit/export", p.Audit.Export)
 	// Skills every sandbox sees read-only (K4).
-	admin.GET("/skills", p.UI.Skills)
-	admin.GET("/mcp", p.UI.MCP)
-	admin.GET("/api/skills", p.Skills.List)
-	admin.POST("/api/skills", p.Skills.Install)
-	admin.POST("/api/skills/examples/:name", p.Skills.InstallExample)
-	admin.GET("/api/skills/:name", p.Skills.Get)
-	admin.DELETE("/api/skills/:name", p.Skills.Delete)
+	admins.GET("/skills", p.UI.Skills)
+	admins.GET("/mcp", p.UI.MCP)
+	admins.GET("/api/skills", p.Skills.List)
+	admins.POST("/api/skills", p.Skills.Install)
+	admins.POST("/api/skills/examples/:name", p.Skills.InstallExample)
+	admins.GET("/api/skills/:name", p.Skills.Get)
+	admins.DELETE("/api/skills/:name", p.Skills.Delete)
 	// MCP servers the apps' agents may use (N6).
-	admin.GET("/api/mcp-servers", p.Tools.ServerList)
-	admin.POST("/api/mcp-servers", p.Tools.CreateServer)
-	admin.PUT("/api/mcp-servers/:id", p.Tools.UpdateServer)
-	admin.DELETE("/api/mcp-servers/:id", p.Tools.DeleteServer)
-	admin.POST("/api/mcp-servers/:id/refresh", p.Tools.RefreshServer)
+	admins.GET("/api/mcp-servers", p.Tools.ServerList)
+	admins.POST("/api/mcp-servers", p.Tools.CreateServer)
+	admins.PUT("/api/mcp-servers/:id", p.Tools.UpdateServer)
+	admins.DELETE("/api/mcp-servers/:id", p.Tools.DeleteServer)
+	admins.POST("/api/mcp-servers/:id/refresh", p.Tools.RefreshServer)
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
-	r.POST("/api/v1/chat/completions", AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
+	r.POST("/api/v1/chat/completions", api.AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
 
 	// Signed-in users (a session with its CSRF token on changes, or an
 	// API key). App keys reach only the routes of their app's chats and
 	// files; the rest is for accounts.
-	api := r.Group("/api", Authenticate(auth), RequireUser())
-	account := api.Group("", RequireAccount())
-	account.POST("/logout", p.Sessions.Logout)
-	account.GET("/me", p.Sessions.Me)
-	account.POST("/me/password", p.Users.ChangePassword)
-	account.GET("/keys", p.Users.Keys)
-	account.POST("/keys", p.Users.CreateKey)
-	account.DELETE("/keys/:keyId", p.Users.RevokeKey)
-	account.GET("/apps", p.Apps.List)
-	account.POST("/apps", p.Apps.Create)
-	account.GET("/apps/:appId", p.Apps.Get)
-	account.PUT("/apps/:appId", p.Apps.Update)
-	account.DELETE("/apps/:appId", p.Apps.Delete)
+	users := r.Group("/api", api.Authenticate(auth), api.RequireUser())
+	accounts := users.Group("", api.RequireAccount())
+	accounts.POST("/logout", p.Sessions.Logout)
+	accounts.GET("/me", p.Sessions.Me)
+	accounts.POST("/me/password", p.Users.ChangePassword)
+	accounts.GET("/keys", p.Users.Keys)
+	accounts.POST("/keys", p.Users.CreateKey)
+	accounts.DELETE("/keys/:keyId", p.Users.RevokeKey)
+	accounts.GET("/apps", p.Apps.List)
+	accounts.POST("/apps", p.Apps.Create)
+	accounts.GET("/apps/:appId", p.Apps.Get)
+	accounts.PUT("/apps/:appId", p.Apps.Update)
+	accounts.DELETE("/apps/:appId", p.Apps.Delete)
 	// Publishing an app: its keys and share links (owner and admins).
-	account.GET("/apps/:appId/keys", p.Publish.Keys)
-	account.POST("/apps/:appId/keys", p.Publish.CreateKey)
-	account.DELETE("/apps/:appId/keys/:keyId", p.Publish.RevokeKey)
-	account.GET("/apps/:appId/links", p.Publish.Links)
-	account.POST("/apps/:appId/links", p.Publish.CreateLink)
-	account.DELETE("/apps/:appId/links/:linkId", p.Publish.RevokeLink)
+	accounts.GET("/apps/:appId/keys", p.Publish.Keys)
+	accounts.POST("/apps/:appId/keys", p.Publish.CreateKey)
+	accounts.DELETE("/apps/:appId/keys/:keyId", p.Publish.RevokeKey)
+	accounts.GET("/apps/:appId/links", p.Publish.Links)
+	accounts.POST("/apps/:appId/links", p.Publish.CreateLink)
+	accounts.DELETE("/apps/:appId/links/:linkId", p.Publish.RevokeLink)
 	// The audit of the app's sandbox calls (owner and admins).
-	account.GET("/apps/:appId/audit", p.Audit.AppList)
-	account.GET("/skills", p.Skills.Choices)
-	account.GET("/tools", p.Tools.Choices)
-	api.GET("/apps/:appId/chats", p.Chats.List)
-	api.DELETE("/apps/:appId/chats", p.Chats.Delete)
-	api.GET("/apps/:appId/chats/:chatId", p.Chats.Get)
-	api.PATCH("/apps/:appId/chats/:chatId", p.Chats.Rename)
-	api.POST("/core/ai/sandbox/file", p.Files.File)
-	api.POST("/core/ai/sandbox/download", p.Files.Download)
-	api.POST("/core/ai/sandbox/status", p.Files.Status)
+	accounts.GET("/apps/:appId/audit", p.Audit.AppList)
+	accounts.GET("/skills", p.Skills.Choices)
+	accounts.GET("/tools", p.Tools.Choices)
+	users.GET("/apps/:appId/chats", p.Chats.List)
+	users.DELETE("/apps/:appId/chats", p.Chats.Delete)
+	users.GET("/apps/:appId/chats/:chatId", p.Chats.Get)
+	users.PATCH("/apps/:appId/chats/:chatId", p.Chats.Rename)
+	users.POST("/core/ai/sandbox/file", p.Files.File)
+	users.POST("/core/ai/sandbox/download", p.Files.Download)
+	users.POST("/core/ai/sandbox/status", p.Files.Status)
 	// Files a user gives the agent (K2), kept on the host.
-	api.POST("/uploads/:chatId", p.Uploads.Upload)
-	api.GET("/uploads/:chatId/files", p.Uploads.List)
-	api.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
+	users.POST("/uploads/:chatId", p.Uploads.Upload)
+	users.GET("/uploads/:chatId/files", p.Uploads.List)
+	users.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
 
 	// The sandbox service API (A1, docs/SANDBOX_API.md): programs with a
 	// personal or app key, or a signed-in session with its CSRF token,
 	// each caller at most 100 calls a second. Its OpenAPI document is
 	// public.
-	r.GET("/api/sandbox/v1/openapi.json", SandboxOpenAPI)
-	sb := r.Group("/api/sandbox/v1", Authenticate(auth), RequireUser(), p.SandboxLimit.Middleware(ByUser))
+	r.GET("/api/sandbox/v1/openapi.json", sandboxapi.OpenAPI)
+	sb := r.Group("/api/sandbox/v1", api.Authenticate(auth), api.RequireUser(), p.SandboxLimit.Middleware(api.ByUser))
 	sb.GET("/tools", p.Sandbox.ToolList)
 	sb.GET("/sessions", p.Sandbox.ListSessions)
 	sb.POST("/sessions", p.Sandbox.CreateSession)
@@ -193,7 +202,7 @@ func New(cfg Config) http.Handler {
 	shared.GET("/chat/:chatId", p.Share.Gate(false), p.Share.Chat)
 	shared.POST("/switch", p.Share.Gate(false), p.Share.Switch)
 	visitors := shared.Group("/api", p.Share.Gate(true))
-	visitors.POST("/v1/chat/completions", p.ChatLimit.Middleware(ByUser), p.Chat.Completions)
+	visitors.POST("/v1/chat/completions", p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)
@@ -202,7 +211,7 @@ func New(cfg Config) http.Handler {
 	visitors.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
 
 	// Pages for signed-in users; anonymous visitors go to /login.
-	pages := r.Group("/", Authenticate(auth), RequirePage(), RequireAccount())
+	pages := r.Group("/", api.Authenticate(auth), api.RequirePage(), api.RequireAccount())
 	pages.GET("/", p.UI.AppList)
 	pages.GET("/apps/:appId/edit", p.UI.Builder)
 	pages.GET("/apps/:appId/chats", p.UI.ChatList)

@@ -23,6 +23,8 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/account"
+	"github.com/flowbox/flowbox/web/api"
 )
 
 // The callers of the table, in the order they are tried on each route.
@@ -48,12 +50,12 @@ const (
 	// Callers bound to one app.
 	appKey       = "app key"                // a key of the shared app
 	appKeyOther  = "app key of another app" // a key of alice's private app
-	visitor      = "share-link visitor"     // a visitor of a link to the shared app, with a chat there
+	linkVisitor  = "share-link visitor"     // a visitor of a link to the shared app, with a chat there
 	visitorOther = "another share visitor"  // another visitor of the same link
 )
 
 var callers = []string{anonymous, wrongKey, userNoCSRF, wrongCSRF, userSession, userKey, serviceKey, appOwner, otherUser, adminSession, adminToken, adminBasic, forged,
-	disabledSession, disabledKey, revokedKey, expiredKey, appKey, appKeyOther, visitor, visitorOther}
+	disabledSession, disabledKey, revokedKey, expiredKey, appKey, appKeyOther, linkVisitor, visitorOther}
 
 // like names the caller whose column a caller's status is read from,
 // where it is not a column of its own: dead credentials are refused as
@@ -67,7 +69,7 @@ func like(caller, path string) string {
 		return forged
 	case wrongCSRF:
 		return userNoCSRF
-	case visitor, visitorOther:
+	case linkVisitor, visitorOther:
 		if !strings.HasPrefix(path, "/share/") {
 			return anonymous
 		}
@@ -127,7 +129,7 @@ func newFixture(t *testing.T) *fixture {
 	stolen.CSRF = f.clients[otherUser].CSRF
 	f.clients[wrongCSRF] = &stolen
 	f.clients[forged] = env.Anonymous()
-	f.clients[forged].Header.Set("Cookie", web.SessionCookie+"=fbs_forged")
+	f.clients[forged].Header.Set("Cookie", api.SessionCookie+"=fbs_forged")
 	basic := env.Anonymous()
 	basic.Header.Set("Authorization", "Basic "+basicAuth("operator", enginetest.AdminToken))
 	f.clients[adminBasic] = basic
@@ -189,9 +191,9 @@ func (f *fixture) publish(t *testing.T) {
 	}
 	f.link = newLink(t, alice, f.shared, map[string]any{"name": "table", "showTools": true, "files": "write"}).ID
 	f.expired = newLink(t, alice, f.shared, map[string]any{"name": "brief", "expiresAt": time.Now().Add(time.Second).Format(time.RFC3339Nano)}).ID
-	f.clients[visitor] = visit(t, env, "/share/"+f.link)
+	f.clients[linkVisitor] = visit(t, env, "/share/"+f.link)
 	f.clients[visitorOther] = visit(t, env, "/share/"+f.link)
-	f.visited, _ = sendTurn(t, f.clients[visitor], "/share/"+f.link+"/api/v1/chat/completions",
+	f.visited, _ = sendTurn(t, f.clients[linkVisitor], "/share/"+f.link+"/api/v1/chat/completions",
 		map[string]any{"messages": message("$ echo visited > visitor.txt")}, 200)
 	f.visitorID = chatOf(t, env, f.shared, f.visited).UserID
 }
@@ -351,7 +353,7 @@ func (f *fixture) routes() []route {
 			return b
 		}
 	}
-	visitorOnly := map[string]int{visitor: 200, visitorOther: 404}
+	visitorOnly := map[string]int{linkVisitor: 200, visitorOther: 404}
 	appBody := func(name string, public bool) func(*fixture, string) any {
 		return func(*fixture, string) any {
 			return map[string]any{"name": name, "public": public, "graph": apps.DemoGraph()}
@@ -492,7 +494,7 @@ func (f *fixture) routes() []route {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return web.SetPasswordPath(link.Token)
+			return account.SetPasswordPath(link.Token)
 		}, open: true, want: public, def: 200},
 		{method: "GET", path: "/set-password/:token", pathFor: func(*fixture, *testing.T, string) string { return "/set-password/fbp_not-a-link" },
 			open: true, want: public, def: 404},
@@ -552,16 +554,16 @@ func (f *fixture) routes() []route {
 		// sending the first one's chat id talks in a chat of their own.
 		{method: "POST", path: shareAPI + "/v1/chat/completions", open: true, body: func(f *fixture, caller string) any {
 			return map[string]any{"chatId": f.visited, "messages": []map[string]string{{"role": "user", "content": "hello from " + caller}}}
-		}, want: map[string]int{visitor: 200, visitorOther: 200}, def: 401},
+		}, want: map[string]int{linkVisitor: 200, visitorOther: 200}, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("read", map[string]any{"path": "visitor.txt"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, upload: true,
-			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{visitor: 201, visitorOther: 404}, def: 401},
+			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{linkVisitor: 201, visitorOther: 404}, def: 401},
 		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, want: visitorOnly, def: 401},
-		{method: "DELETE", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID) + "&path=" + url.QueryEscape("from "+visitor+".txt"), open: true,
-			want: map[string]int{visitor: 200, visitorOther: 404}, def: 401},
+		{method: "DELETE", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID) + "&path=" + url.QueryEscape("from "+linkVisitor+".txt"), open: true,
+			want: map[string]int{linkVisitor: 200, visitorOther: 404}, def: 401},
 		{method: "GET", path: "/share/" + f.expired, open: true, want: public, def: 410},
 		{method: "POST", path: "/share/" + f.expired + "/api/v1/chat/completions", open: true, body: jsonBody(map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}), want: public, def: 410},
 		// The pages give a caller without a visitor session one (a cookie

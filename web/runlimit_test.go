@@ -14,7 +14,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/redisconn/redistest"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/chat"
 )
 
 // fakeNow is a clock the test moves by hand.
@@ -47,7 +47,7 @@ func redises(t *testing.T, test func(t *testing.T, rdb *redis.Client)) {
 
 // acquireAll asks for one place per user at once and returns the
 // releases of those granted and the refusals.
-func acquireAll(t *testing.T, l *web.RunLimits, users []string) (granted []func(), refused []*web.RunLimitError) {
+func acquireAll(t *testing.T, l *chat.RunLimits, users []string) (granted []func(), refused []*chat.RunLimitError) {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -56,11 +56,11 @@ func acquireAll(t *testing.T, l *web.RunLimits, users []string) (granted []func(
 			release, err := l.Acquire(context.Background(), u)
 			mu.Lock()
 			defer mu.Unlock()
-			var e *web.RunLimitError
+			var e *chat.RunLimitError
 			switch {
 			case err == nil:
 				granted = append(granted, release)
-			case errors.As(err, &e) && errors.Is(err, web.ErrRunLimit):
+			case errors.As(err, &e) && errors.Is(err, chat.ErrRunLimit):
 				refused = append(refused, e)
 			default:
 				t.Errorf("Acquire(%s): %v, want a place or a *RunLimitError", u, err)
@@ -102,27 +102,27 @@ func TestRunLimitsCaps(t *testing.T) {
 	redises(t, func(t *testing.T, rdb *redis.Client) {
 		tests := []struct {
 			name    string
-			limits  web.RunLimits
+			limits  chat.RunLimits
 			users   []string
 			granted int
-			refusal web.RunLimitError
+			refusal chat.RunLimitError
 			text    string
 		}{
-			{"per user", web.RunLimits{PerUser: 3}, repeat("u:alice", 20), 3,
-				web.RunLimitError{Cap: sandbox.CapUser, Limit: 3, Use: 3}, "you already have 3 chat runs in progress and the limit per user is 3"},
-			{"per share link", web.RunLimits{PerUser: 5, PerGroup: 2}, []string{"share:L:a", "share:L:b", "share:L:c", "share:L:a", "share:L:d"}, 2,
-				web.RunLimitError{Cap: sandbox.CapGroup, Group: "share:L:", Limit: 2, Use: 2}, "share link L already has 2 chat runs in progress and its limit is 2"},
+			{"per user", chat.RunLimits{PerUser: 3}, repeat("u:alice", 20), 3,
+				chat.RunLimitError{Cap: sandbox.CapUser, Limit: 3, Use: 3}, "you already have 3 chat runs in progress and the limit per user is 3"},
+			{"per share link", chat.RunLimits{PerUser: 5, PerGroup: 2}, []string{"share:L:a", "share:L:b", "share:L:c", "share:L:a", "share:L:d"}, 2,
+				chat.RunLimitError{Cap: sandbox.CapGroup, Group: "share:L:", Limit: 2, Use: 2}, "share link L already has 2 chat runs in progress and its limit is 2"},
 			// An app key's end users count together (T6): looping
 			// customUid on one key takes only its app's places.
-			{"per app", web.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 2}, []string{"app:A:u1", "app:A:u2", "app:A:u3", "app:A:u1", "app:A:u4"}, 2,
-				web.RunLimitError{Cap: sandbox.CapGroup, Group: "app:A:", Limit: 2, Use: 2}, "app A (its key users) already has 2 chat runs in progress and its limit is 2"},
+			{"per app", chat.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 2}, []string{"app:A:u1", "app:A:u2", "app:A:u3", "app:A:u1", "app:A:u4"}, 2,
+				chat.RunLimitError{Cap: sandbox.CapGroup, Group: "app:A:", Limit: 2, Use: 2}, "app A (its key users) already has 2 chat runs in progress and its limit is 2"},
 			// An owner's apps, links and own chats count together: many
 			// apps cannot take every place either.
-			{"per owner", web.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 9, PerOwner: 3, Owner: aliceOwns},
+			{"per owner", chat.RunLimits{PerUser: 5, PerGroup: 9, PerApp: 9, PerOwner: 3, Owner: aliceOwns},
 				[]string{"app:A:u1", "share:L:a", "app:B:u1", "u:alice", "app:A:u2", "share:L:b"}, 3,
-				web.RunLimitError{Cap: sandbox.CapOwner, Owner: "u:alice", Limit: 3, Use: 3}, "owner u:alice (its own chats, its apps' key users and its share links' visitors together) already has 3 chat runs in progress and the limit per owner is 3"},
-			{"global", web.RunLimits{Global: 4, PerUser: 3}, []string{"u:a", "u:b", "u:c", "u:d", "u:e", "u:f", "share:L:a", "share:L:b"}, 4,
-				web.RunLimitError{Cap: sandbox.CapGlobal, Limit: 4, Use: 4}, "the server already has 4 chat runs in progress and its limit is 4"},
+				chat.RunLimitError{Cap: sandbox.CapOwner, Owner: "u:alice", Limit: 3, Use: 3}, "owner u:alice (its own chats, its apps' key users and its share links' visitors together) already has 3 chat runs in progress and the limit per owner is 3"},
+			{"global", chat.RunLimits{Global: 4, PerUser: 3}, []string{"u:a", "u:b", "u:c", "u:d", "u:e", "u:f", "share:L:a", "share:L:b"}, 4,
+				chat.RunLimitError{Cap: sandbox.CapGlobal, Limit: 4, Use: 4}, "the server already has 4 chat runs in progress and its limit is 4"},
 		}
 		for i, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -153,14 +153,14 @@ func TestRunLimitsCaps(t *testing.T) {
 
 		// Other users, share links and owners are not held back by a
 		// full user, link or owner.
-		l := web.RunLimits{Redis: rdb, Namespace: "others", PerUser: 1, PerGroup: 1, PerOwner: 2, Owner: aliceOwns}
+		l := chat.RunLimits{Redis: rdb, Namespace: "others", PerUser: 1, PerGroup: 1, PerOwner: 2, Owner: aliceOwns}
 		acquireAll(t, &l, []string{"u:alice", "share:L:a"})
 		granted, refused := acquireAll(t, &l, []string{"u:bob", "share:M:a", "u:alice", "share:L:b", "app:A:u1"})
 		if len(granted) != 2 || len(refused) != 3 {
 			t.Fatalf("%d granted, %d refused; want bob and link M granted, alice, link L and alice's app refused", len(granted), len(refused))
 		}
 		// A run whose owner cannot be read goes ahead, uncounted by owner.
-		l = web.RunLimits{Redis: rdb, Namespace: "unread", PerOwner: 1, Owner: func(context.Context, string) (string, error) {
+		l = chat.RunLimits{Redis: rdb, Namespace: "unread", PerOwner: 1, Owner: func(context.Context, string) (string, error) {
 			return "", errors.New("database down")
 		}}
 		if granted, _ := acquireAll(t, &l, []string{"app:A:u1", "app:A:u2"}); len(granted) != 2 {
@@ -178,7 +178,7 @@ func TestRunLimitsAcrossProcesses(t *testing.T) {
 		clock := &fakeNow{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 		// The lease is long in real time so that nothing renews it: the
 		// test moves the injected clock instead.
-		a := web.RunLimits{Redis: rdb, Namespace: "two", Global: 5, Lease: time.Hour, Now: clock.Now}
+		a := chat.RunLimits{Redis: rdb, Namespace: "two", Global: 5, Lease: time.Hour, Now: clock.Now}
 		b := a
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -195,7 +195,7 @@ func TestRunLimitsAcrossProcesses(t *testing.T) {
 				defer mu.Unlock()
 				if err == nil {
 					granted = append(granted, release)
-				} else if errors.Is(err, web.ErrRunLimit) {
+				} else if errors.Is(err, chat.ErrRunLimit) {
 					refused++
 				} else {
 					t.Errorf("Acquire: %v", err)
@@ -218,7 +218,7 @@ func TestRunLimitsAcrossProcesses(t *testing.T) {
 
 		// The processes die holding their places.
 		clock.Add(59 * time.Minute)
-		if _, err := b.Acquire(context.Background(), "u:late"); !errors.Is(err, web.ErrRunLimit) {
+		if _, err := b.Acquire(context.Background(), "u:late"); !errors.Is(err, chat.ErrRunLimit) {
 			t.Fatalf("before the leases expire: %v, want a refusal", err)
 		}
 		clock.Add(2 * time.Minute)
@@ -237,7 +237,7 @@ func TestRunLimitsRenewal(t *testing.T) {
 	redises(t, func(t *testing.T, rdb *redis.Client) {
 		clock := &fakeNow{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 		const lease = 90 * time.Millisecond // renewed every 30 ms of real time
-		l := &web.RunLimits{Redis: rdb, Namespace: "renew", PerUser: 1, Lease: lease, Now: clock.Now}
+		l := &chat.RunLimits{Redis: rdb, Namespace: "renew", PerUser: 1, Lease: lease, Now: clock.Now}
 		release, err := l.Acquire(context.Background(), "u:alice")
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func TestRunLimitsRenewal(t *testing.T) {
 			}
 		}
 		// Well past the first expiry, the run still holds its place.
-		if _, err := l.Acquire(context.Background(), "u:alice"); !errors.Is(err, web.ErrRunLimit) {
+		if _, err := l.Acquire(context.Background(), "u:alice"); !errors.Is(err, chat.ErrRunLimit) {
 			t.Fatalf("a second run beside a renewed one: %v, want a refusal", err)
 		}
 		release()
@@ -278,7 +278,7 @@ func TestRunLimitsRenewal(t *testing.T) {
 func TestRunLimitsUse(t *testing.T) {
 	t.Parallel()
 	redises(t, func(t *testing.T, rdb *redis.Client) {
-		l := &web.RunLimits{Redis: rdb, Namespace: "use", Owner: aliceOwns}
+		l := &chat.RunLimits{Redis: rdb, Namespace: "use", Owner: aliceOwns}
 		acquireAll(t, l, []string{"u:alice", "u:alice", "u:bob", "share:L:a", "share:L:b", "share:M:a"})
 		use, err := l.Use(context.Background())
 		if err != nil {
@@ -297,7 +297,7 @@ func TestRunLimitsUse(t *testing.T) {
 // runs through rather than stopping every chat.
 func TestRunLimitsWithoutRedis(t *testing.T) {
 	t.Parallel()
-	var none *web.RunLimits
+	var none *chat.RunLimits
 	release, err := none.Acquire(context.Background(), "u:alice")
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func TestRunLimitsWithoutRedis(t *testing.T) {
 	release()
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Embedded(t), MaxRetries: -1})
 	rdb.Close()
-	l := &web.RunLimits{Redis: rdb, PerUser: 1, Log: slog.New(slog.DiscardHandler)}
+	l := &chat.RunLimits{Redis: rdb, PerUser: 1, Log: slog.New(slog.DiscardHandler)}
 	for range 2 {
 		release, err := l.Acquire(context.Background(), "u:alice")
 		if err != nil {

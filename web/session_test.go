@@ -8,7 +8,7 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/api"
 )
 
 // A browser's round through the product: sign in, use the cookie (with
@@ -35,7 +35,7 @@ func TestSessionRoundTrip(t *testing.T) {
 	u, _ := url.Parse(env.URL)
 	var session string
 	for _, ck := range c.HTTP.Jar.Cookies(u) {
-		if ck.Name == web.SessionCookie {
+		if ck.Name == api.SessionCookie {
 			session = ck.Value
 		}
 	}
@@ -48,11 +48,11 @@ func TestSessionRoundTrip(t *testing.T) {
 	if resp := c.Do(t, "POST", "/api/apps", newApp); resp.Status != 403 {
 		t.Fatalf("a change without the CSRF token: %d %s, want 403", resp.Status, resp.Body)
 	}
-	c.Header.Set(web.CSRFHeader, "not-"+login.CSRF)
+	c.Header.Set(api.CSRFHeader, "not-"+login.CSRF)
 	if resp := c.Do(t, "POST", "/api/apps", newApp); resp.Status != 403 {
 		t.Fatalf("a change with a wrong CSRF token: %d %s, want 403", resp.Status, resp.Body)
 	}
-	c.Header.Del(web.CSRFHeader)
+	c.Header.Del(api.CSRFHeader)
 	c.CSRF = login.CSRF
 	if resp := c.Do(t, "POST", "/api/apps", newApp); resp.Status != 201 || !strings.Contains(string(resp.Body), `"name":"mine"`) {
 		t.Fatalf("a change with the CSRF token: %d %s", resp.Status, resp.Body)
@@ -70,7 +70,7 @@ func TestSessionRoundTrip(t *testing.T) {
 	}
 	// The browser dropped the cookie; one kept from before is dead too.
 	old := env.Anonymous()
-	old.Header.Set("Cookie", web.SessionCookie+"="+session)
+	old.Header.Set("Cookie", api.SessionCookie+"="+session)
 	if resp := old.Do(t, "GET", "/api/me", nil); resp.Status != 401 {
 		t.Fatalf("the signed-out session's cookie: %d %s, want 401", resp.Status, resp.Body)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine"
-	"github.com/flowbox/flowbox/web"
+	"github.com/flowbox/flowbox/web/account"
 )
 
 const userUsage = `usage: engine user <command> [flags]
@@ -121,7 +121,7 @@ func user(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 			return fmt.Errorf("issue a set-password link for %s: %w", name, err)
 		}
 		fmt.Fprintf(stdout, "set-password link: %s\n(works once, until %s; put the server's address in front and give it to them over a safe channel)\n",
-			web.SetPasswordPath(link.Token), link.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
+			account.SetPasswordPath(link.Token), link.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
 		return nil
 	}
 	password, made, err := readPassword(stdin)

@@ -1,0 +1,154 @@
+package account
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/web/api"
+)
+
+// Apps serves /api/apps.
+type Apps struct {
+	Apps    api.AppStore
+	Access  *api.Access
+	Deleter api.SandboxDeleter
+	// Publishing, when set, loses the app's keys and share links with
+	// the app.
+	Publishing *Publishing
+	// CheckGraph, when set, says what else is wrong with a graph about to
+	// be saved (the tool-call node's command policy, checked against the
+	// operator's).
+	CheckGraph func(nodes.Graph) []string
+	Now        func() time.Time
+}
+
+type appBody struct {
+	Name   string      `json:"name"`
+	Public bool        `json:"public"`
+	Graph  nodes.Graph `json:"graph"`
+}
+
+// visible loads the app at :appId if the caller may see it; otherwise it
+// answers 404 and returns false.
+func (h *Apps) visible(c *gin.Context) (apps.App, bool) {
+	app, err := h.Apps.Get(c.Request.Context(), c.Param("appId"))
+	if err == nil && h.Access.CanUseApp(api.Caller(c), app) {
+		return app, true
+	}
+	if err != nil && !errors.Is(err, apps.ErrNotFound) {
+		api.Error(c, http.StatusInternalServerError, "could not read the app; retry later")
+		return apps.App{}, false
+	}
+	api.Error(c, http.StatusNotFound, "no app "+strconv.Quote(c.Param("appId")))
+	return apps.App{}, false
+}
+
+func (h *Apps) editable(c *gin.Context) (apps.App, bool) {
+	app, ok := h.visible(c)
+	if ok && !h.Access.CanEditApp(api.Caller(c), app) {
+		api.Error(c, http.StatusForbidden, "only the app's owner and admins may change it")
+		return apps.App{}, false
+	}
+	return app, ok
+}
+
+// List answers the apps the caller may use.
+func (h *Apps) List(c *gin.Context) {
+	all, err := h.Apps.List(c.Request.Context(), "")
+	if err != nil {
+		api.Error(c, http.StatusInternalServerError, "could not list apps; retry later")
+		return
+	}
+	out := []apps.App{}
+	for _, a := range all {
+		if h.Access.CanUseApp(api.Caller(c), a) {
+			out = append(out, a)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"apps": out})
+}
+
+// Get answers one app with its graph.
+func (h *Apps) Get(c *gin.Context) {
+	if app, ok := h.visible(c); ok {
+		c.JSON(http.StatusOK, app)
+	}
+}
+
+func (h *Apps) save(c *gin.Context, app apps.App, status int) {
+	var body appBody
+	if err := api.DecodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20), &body); err != nil {
+		api.Error(c, http.StatusBadRequest, "the request body is not a valid app: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(body.Name) == "" {
+		api.Error(c, http.StatusBadRequest, "an app needs a name")
+		return
+	}
+	app.Name, app.Public, app.Graph = strings.TrimSpace(body.Name), body.Public, body.Graph
+	if h.CheckGraph != nil {
+		if problems := h.CheckGraph(app.Graph); len(problems) > 0 {
+			c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
+				"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": strings.Join(problems, "; "), "problems": problems})
+			return
+		}
+	}
+	err := h.Apps.Put(c.Request.Context(), app, h.Now())
+	var invalid *nodes.ValidationError
+	switch {
+	case errors.As(err, &invalid):
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
+			"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": err.Error(), "problems": invalid.Problems})
+		return
+	case err != nil:
+		api.Error(c, http.StatusInternalServerError, "could not save the app; retry later")
+		return
+	}
+	saved, _ := h.Apps.Get(c.Request.Context(), app.ID)
+	c.JSON(status, saved)
+}
+
+// Create makes an app owned by the caller; its graph must be valid.
+func (h *Apps) Create(c *gin.Context) {
+	p, _ := api.PrincipalOf(c)
+	h.save(c, apps.App{ID: api.NewID(), OwnerID: p.UserID}, http.StatusCreated)
+}
+
+// Update replaces an app's name, visibility and graph.
+func (h *Apps) Update(c *gin.Context) {
+	if app, ok := h.editable(c); ok {
+		h.save(c, app, http.StatusOK)
+	}
+}
+
+// Delete records the deletion of the app's sandboxes and removes the app;
+// it answers at once, the workers remove the sandboxes (S8).
+func (h *Apps) Delete(c *gin.Context) {
+	app, ok := h.editable(c)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	if err := h.Deleter.DeleteApp(ctx, app.ID); err != nil {
+		api.Error(c, http.StatusServiceUnavailable, "could not record the deletion of the app's sandboxes; nothing was deleted, retry later")
+		return
+	}
+	// Keys and links first: they must not outlive the app, and a retry
+	// finds the app still there to delete.
+	if err := h.Publishing.forgetApp(ctx, app.ID); err != nil {
+		api.Error(c, http.StatusInternalServerError, "the app's sandboxes are being deleted but its keys and share links could not be; retry")
+		return
+	}
+	if err := h.Apps.Delete(ctx, app.ID); err != nil {
+		api.Error(c, http.StatusInternalServerError, "the app's sandboxes are being deleted but the app could not be; retry")
+		return
+	}
+	c.JSON(http.StatusAccepted, gin.H{"deleted": app.ID})
+}

@@ -1,0 +1,486 @@
+package chat
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/apps/share"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/approval"
+	"github.com/flowbox/flowbox/chats/history"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/redact"
+	"github.com/flowbox/flowbox/web/api"
+	"github.com/flowbox/flowbox/web/files"
+)
+
+// History keeps chats (history.Store).
+type History interface {
+	Open(ctx context.Context, chat sandbox.Scope) (history.Chat, error)
+	AppendTurn(ctx context.Context, chat history.Chat, question, answer history.Item, now time.Time) (history.Chat, error)
+}
+
+// Handler serves POST /api/v1/chat/completions, compatible with
+// FastGPT's chat API: OpenAI-shaped answers and chunks, and with detail
+// the SSE events answer, flowNodeStatus, toolCall, toolParams,
+// toolResponse, flowResponses and error, plus toolOutput carrying a
+// command's output while it runs.
+type Handler struct {
+	Engine  *nodes.Engine
+	Apps    api.AppReader
+	History History
+	// APIKey authorises programs that have no account (they name their
+	// user in customUid); empty refuses them. Signed-in callers (a session
+	// or their own API key, see Authenticate) chat as themselves.
+	APIKey string
+	// Access, when set, decides which apps signed-in callers may use.
+	Access *api.Access
+	// Runs counts share-link visitors' runs against their link's cap.
+	Runs interface {
+		TakeRun(ctx context.Context, l share.Link) error
+	}
+	// Redactor, when set, gives the app's secret redaction for what the
+	// chat shows and keeps of the model's side: its answer and the
+	// commands it wrote (the commands' output is redacted in the sandbox
+	// chain).
+	Redactor func(ctx context.Context, appID string) *redact.Redactor
+	// RunLimits caps the runs in progress at once; nil caps none.
+	RunLimits *RunLimits
+	// Approvals keeps the runs paused for a person's approval (P10);
+	// ApprovalTimeout is how long one waits (default 30 minutes). Audit
+	// records the rejections, which never reach the sandbox chain.
+	Approvals       Approvals
+	ApprovalTimeout time.Duration
+	Audit           AuditRecorder
+	// Uploads holds the chats' uploaded files, which a message may
+	// attach by name (K2); nil: messages attach none.
+	Uploads files.Workspace
+	// DefaultApp answers requests that name no app.
+	DefaultApp string
+	Now        func() time.Time
+	Log        *slog.Logger
+
+	// trace, when set (benchmarks), learns when each relayed event left
+	// the engine.
+	trace func(chatID string, at time.Time)
+}
+
+// maxChatBody bounds a request body.
+const maxChatBody = 1 << 20
+
+// validItemID matches a client's responseChatItemId: 1 to 64 letters,
+// digits, '_' or '-', safe in URLs and logs.
+var validItemID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func (h *Handler) authorised(c *gin.Context) bool {
+	if _, ok := api.PrincipalOf(c); ok {
+		return true
+	}
+	got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || h.APIKey == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.APIKey)) != 1 {
+		api.Error(c, http.StatusUnauthorized, "missing or wrong API key: send Authorization: Bearer <FLOWBOX_API_KEY>")
+		return false
+	}
+	return true
+}
+
+// Completions runs the app's workflow for the user's last message, in
+// named steps: read the request, find whose chat it is, open the app and
+// the chat, admit the run, run it and record the turn. Each step that
+// refuses has answered the client.
+func (h *Handler) Completions(c *gin.Context) {
+	if !h.authorised(c) {
+		return
+	}
+	t, ok := h.readTurn(c)
+	if !ok || !h.resolveCaller(c, t) || !h.openChat(c, t) {
+		return
+	}
+	release, ok := h.admit(c, t)
+	if !ok {
+		return
+	}
+	defer release()
+	h.runTurn(c, t)
+}
+
+// turn is one request to Completions as its steps fill it in.
+type turn struct {
+	req      chatRequest
+	question string
+	attached []string
+	replyID  string
+	newChat  bool
+
+	principal auth.Principal
+	signedIn  bool
+	link      share.Link
+	visitor   bool
+
+	app    apps.App
+	chat   history.Chat
+	paused approval.Approval
+	resume *nodes.Resume
+}
+
+// readTurn reads and checks the request: its JSON, its messages, the
+// question (or an interactive answer) and the chat id.
+func (h *Handler) readTurn(c *gin.Context) (*turn, bool) {
+	t := &turn{}
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, maxChatBody)
+	dec := json.NewDecoder(body)
+	err := dec.Decode(&t.req)
+	if err == nil {
+		// Read the body to its end: the server watches the connection for
+		// a client going away during a long run only once the body is
+		// consumed, and the decoder stops at the value's end (whatever
+		// follows it is ignored, as before).
+		_, err = io.Copy(io.Discard, body)
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			api.Error(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", maxChatBody))
+			return nil, false
+		}
+		api.Error(c, http.StatusBadRequest, "the request body is not valid JSON: "+err.Error())
+		return nil, false
+	}
+	req := &t.req
+	for i, m := range req.Messages {
+		if m.Content.problem != "" {
+			api.Error(c, http.StatusBadRequest, fmt.Sprintf("messages[%d].%s", i, m.Content.problem))
+			return nil, false
+		}
+	}
+	var problem string
+	if t.replyID, problem = responseChatItemID(req.ResponseChatItemID); problem != "" {
+		api.Error(c, http.StatusBadRequest, problem)
+		return nil, false
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			t.question, t.attached = req.Messages[i].Content.Text, req.Messages[i].Content.Files
+			break
+		}
+	}
+	t.newChat = req.ChatID == ""
+	if req.Interactive != nil {
+		if problem := req.Interactive.problem(); problem != "" {
+			api.Error(c, http.StatusBadRequest, problem)
+			return nil, false
+		}
+		if t.newChat {
+			api.Error(c, http.StatusBadRequest, "an interactive answer needs the chatId of the chat that waits for it")
+			return nil, false
+		}
+	} else if strings.TrimSpace(t.question) == "" && len(t.attached) == 0 {
+		api.Error(c, http.StatusBadRequest, `messages must end with a non-empty {"role":"user","content":"..."}`)
+		return nil, false
+	}
+	if t.newChat {
+		req.ChatID = api.NewID()
+	} else if problem := files.ChatIDProblem(req.ChatID); problem != "" {
+		api.Error(c, http.StatusBadRequest, "chatId: "+problem)
+		return nil, false
+	}
+	if req.AppID == "" {
+		req.AppID = h.DefaultApp
+	}
+	if req.CustomUID == "" {
+		req.CustomUID = "api"
+	}
+	return t, true
+}
+
+// resolveCaller decides whose chat this is: a share link's visitor, an
+// app key's end user, an account, or the service key's end user.
+func (h *Handler) resolveCaller(c *gin.Context, t *turn) bool {
+	req := &t.req
+	t.principal, t.signedIn = api.PrincipalOf(c)
+	t.link, t.visitor = api.LinkOf(c)
+	customUID := func() bool {
+		if len(req.CustomUID) > 128 || strings.ContainsFunc(req.CustomUID, unicode.IsControl) {
+			api.Error(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
+			return false
+		}
+		return true
+	}
+	switch {
+	case t.visitor:
+		req.AppID, req.CustomUID = t.principal.AppID, t.principal.UserID
+		// A link that hides the tool cards sends answers only.
+		req.Detail = req.Detail && t.link.ShowTools
+	case t.signedIn && t.principal.Bound():
+		// An app key: its app, whatever the request names; its end users
+		// are its own, apart from accounts and other apps' users.
+		if !customUID() {
+			return false
+		}
+		req.AppID, req.CustomUID = t.principal.AppID, t.principal.UserID+":"+req.CustomUID
+	case t.signedIn:
+		req.CustomUID = t.principal.UserID
+	default:
+		// The service key: its end users live apart from accounts, app
+		// keys' users and visitors (auth.ServiceUser).
+		if !customUID() {
+			return false
+		}
+		req.CustomUID = auth.ServiceUser(req.CustomUID)
+	}
+	return true
+}
+
+// openChat reads the app the caller may use and the caller's chat (a new
+// chat's id names no stored chat: no need to look), with the files the
+// message attaches.
+func (h *Handler) openChat(c *gin.Context, t *turn) bool {
+	ctx := c.Request.Context()
+	req := &t.req
+	app, err := h.Apps.Get(ctx, req.AppID)
+	if err == nil && t.signedIn && h.Access != nil && !h.Access.CanUseApp(api.Caller(c), app) {
+		err = apps.ErrNotFound
+	}
+	if errors.Is(err, apps.ErrNotFound) {
+		api.Error(c, http.StatusNotFound, fmt.Sprintf("no app %q", req.AppID))
+		return false
+	} else if err != nil {
+		h.Log.Error("read app", "appId", req.AppID, "err", err)
+		api.Error(c, http.StatusInternalServerError, "could not read the app; retry later")
+		return false
+	}
+	t.app = app
+	// Chat ids are scoped per app and user: the chat is the caller's
+	// (or their end user's) own, whatever other users named theirs.
+	scope := sandbox.Scope{AppID: app.ID, UserID: req.CustomUID, ChatID: req.ChatID}
+	t.chat = history.Of(scope)
+	if !t.newChat {
+		t.chat, err = h.History.Open(ctx, scope)
+	}
+	if err != nil {
+		h.Log.Error("read chat", "chatId", req.ChatID, "err", err)
+		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
+		return false
+	}
+	if len(t.attached) > 0 && req.Interactive == nil {
+		note, ok := h.attachments(c, t.chat, t.attached)
+		if !ok {
+			return false
+		}
+		t.question = strings.TrimSpace(t.question + "\n\n" + note)
+	}
+	if req.Interactive != nil {
+		var ok bool
+		if t.paused, ok = h.approvalFor(c, t.chat, req.Interactive); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// admit counts the run against the caps and the share link's runs, then
+// claims the approval it answers (a refused run leaves the approval
+// waiting) or lapses the one a new message supersedes. release ends the
+// run's count.
+func (h *Handler) admit(c *gin.Context, t *turn) (release func(), ok bool) {
+	ctx := c.Request.Context()
+	req := &t.req
+	// Counted before the link's runs: a run refused here uses none of them.
+	release, err := h.RunLimits.Acquire(ctx, req.CustomUID)
+	if err != nil {
+		runRefused(c, err)
+		return nil, false
+	}
+	if t.visitor && h.Runs != nil {
+		if err := h.Runs.TakeRun(ctx, t.link); errors.Is(err, share.ErrRunsUsed) {
+			release()
+			api.Error(c, http.StatusTooManyRequests, "this share link has used all its "+strconv.Itoa(t.link.MaxRuns)+" runs; ask whoever shared it for a new one")
+			return nil, false
+		} else if err != nil {
+			release()
+			api.Error(c, http.StatusServiceUnavailable, "could not count the run against the share link's cap; retry in a moment")
+			return nil, false
+		}
+	}
+	if req.Interactive == nil {
+		// A new message instead of an answer: the waiting run does not
+		// resume.
+		h.lapsePending(ctx, t.chat, req.CustomUID)
+		return release, true
+	}
+	if !h.claim(c, t.paused, req.Interactive, req.CustomUID) {
+		release()
+		return nil, false
+	}
+	ans := req.Interactive
+	t.resume = &nodes.Resume{Paused: t.paused.Paused, Answer: nodes.Answer{Decision: ans.Decision, Command: ans.Command, Reason: ans.Reason}}
+	t.question = ans.question(t.paused.Command)
+	if h.Redactor != nil {
+		t.question = redactText(h.Redactor(ctx, t.app.ID), t.question)
+	}
+	return release, true
+}
+
+// runTurn runs the workflow, streams it to the client and records the
+// turn, also when the client went away (its commands ran), before the
+// client learns of a paused run, and after the answer otherwise.
+func (h *Handler) runTurn(c *gin.Context, t *turn) {
+	ctx := c.Request.Context()
+	req := &t.req
+	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.chat.History(50),
+		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}
+	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
+	if h.Redactor != nil {
+		if r := h.Redactor(ctx, t.app.ID); r != nil {
+			out.redactor, out.answer = r, r.Transformer()
+		}
+	}
+	out.replyID = t.replyID
+	if h.trace != nil {
+		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
+	}
+	start := h.Now()
+	res, runErr := h.Engine.Run(ctx, &t.app.Graph, run, out.event)
+	if runErr != nil && errors.Is(runErr, nodes.ErrInvalid) {
+		api.Error(c, http.StatusUnprocessableEntity, runErr.Error())
+		return
+	}
+	if res == nil {
+		res = &nodes.Result{}
+	}
+	redactResult(out.redactor, res)
+	answer := res.Answer
+	// The turn is kept even when the client went away: its commands ran.
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if res.Paused != nil && runErr == nil {
+		// Kept before the client learns of it, so that an answer finds
+		// the paused run and its turn, in whichever engine it arrives.
+		command := redactText(out.redactor, res.Paused.Request.Command)
+		expires, err := h.keepPaused(saveCtx, t.chat, res, command)
+		if err != nil {
+			h.Log.Error("keep paused run", "chatId", req.ChatID, "err", err)
+			runErr = errors.New("the command waits for approval, but the paused run could not be kept: " + err.Error())
+		} else {
+			out.approval = interactive(res.Paused.Request, command, expires)
+		}
+	}
+	record := func() {
+		_, err := h.History.AppendTurn(saveCtx, t.chat,
+			history.Item{Role: "user", Text: t.question},
+			history.Item{Role: "assistant", ResponseChatItemID: t.replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
+			h.Now())
+		if err != nil {
+			h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
+		}
+	}
+	switch {
+	case runErr != nil:
+		answer += "\n[interrupted: " + runErr.Error() + "]"
+		if res.Paused != nil {
+			out.event(nodes.Event{Data: nodes.NodeError{Message: runErr.Error()}})
+			out.finish(&nodes.Result{Answer: answer, Responses: res.Responses})
+		}
+		record()
+	case out.approval != nil:
+		// The answer continues this turn: it is written down first.
+		record()
+		out.finish(res)
+	default:
+		// The client has the whole answer before the turn is written down.
+		out.finish(res)
+		record()
+	}
+}
+
+// redactText redacts a text the chat shows (nil: as it is).
+func redactText(r *redact.Redactor, text string) string {
+	if r == nil {
+		return text
+	}
+	out, _ := r.Redact(text)
+	return out
+}
+
+// via names the credential of a chat request for the audit: a share link,
+// an API key (by the first characters of its hash, which let no one in),
+// a session, or the service key.
+func via(p auth.Principal, signedIn bool, link share.Link, visitor bool) string {
+	switch {
+	case visitor:
+		return "share:" + link.ID
+	case signedIn && p.ViaKey && p.Bound():
+		return "app-key:" + p.KeyID[:min(12, len(p.KeyID))]
+	case signedIn && p.ViaKey:
+		return "key:" + p.KeyID[:min(12, len(p.KeyID))]
+	case signedIn:
+		return "session"
+	}
+	return "service-key"
+}
+
+// redactResult redacts what a run's result keeps of the model's side: the
+// answer and the commands of its tool calls.
+func redactResult(r *redact.Redactor, res *nodes.Result) {
+	if r == nil {
+		return
+	}
+	res.Answer, _ = r.Redact(res.Answer)
+	for _, resp := range res.Responses {
+		if d, ok := resp.Detail.(toolcall.Detail); ok {
+			for i := range d.ToolCalls { // shared with resp.Detail's slice
+				d.ToolCalls[i].Arguments = redactArgs(r, d.ToolCalls[i].Arguments)
+				if ap := d.ToolCalls[i].Approval; ap != nil {
+					ap.Command, ap.Edited = redactText(r, ap.Command), redactText(r, ap.Edited)
+				}
+			}
+		}
+	}
+}
+
+// redactArgs redacts a tool call's JSON arguments value by value, so that
+// a marker never breaks the JSON; arguments that are not a JSON object
+// are redacted as text.
+func redactArgs(r *redact.Redactor, args string) string {
+	if r == nil {
+		return args
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(args), &obj) != nil {
+		out, _ := r.Redact(args)
+		return out
+	}
+	changed := false
+	for k, v := range obj {
+		if str, ok := v.(string); ok {
+			if red, findings := r.Redact(str); len(findings) > 0 {
+				obj[k], changed = red, true
+			}
+		}
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		out, _ := r.Redact(args)
+		return out
+	}
+	return string(b)
+}

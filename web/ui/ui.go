@@ -1,0 +1,392 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
+	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/toolcall"
+	"github.com/flowbox/flowbox/registry"
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/audit"
+	"github.com/flowbox/flowbox/web/api"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// StaticFiles serves the UI's script and style sheet.
+func StaticFiles() http.FileSystem {
+	sub, _ := fs.Sub(staticFS, "static")
+	return http.FS(sub)
+}
+
+// Translate is a label in lang, or in English (labels.go).
+func Translate(lang, key string) string {
+	if s, ok := labels[lang][key]; ok {
+		return s
+	}
+	return labels["en"][key]
+}
+
+// SandboxLister lists every sandbox record for the admin page.
+type SandboxLister interface {
+	List(ctx context.Context) ([]sandbox.Instance, error)
+}
+
+// UI serves the server-rendered pages.
+type UI struct {
+	Apps      api.AppStore
+	Chats     api.ChatStore
+	Access    *api.Access
+	Templates nodes.Templates
+	Sandboxes SandboxLister
+	// Limits, when set, are the caps the admin page shows with their use.
+	Limits *Limits
+	// Pool, when set, gives the warm pool's figures the admin page shows.
+	Pool PoolStats
+
+	pages map[string]*template.Template
+}
+
+type page struct {
+	Lang, Title, CSRF string
+	User              auth.Principal
+	I18N              map[string]string
+	Data              any
+}
+
+// Load parses the templates.
+func (u *UI) Load() error {
+	u.pages = map[string]*template.Template{}
+	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
+		t, err := template.New(name).Funcs(template.FuncMap{"t": Translate}).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return err
+		}
+		u.pages[name] = t
+	}
+	return nil
+}
+
+func Lang(c *gin.Context) string {
+	if l := c.Query("lang"); l == "en" || l == "zh" {
+		c.SetCookie("flowbox_lang", l, 365*24*3600, "/", "", false, false)
+		return l
+	}
+	if l, err := c.Cookie("flowbox_lang"); err == nil && (l == "en" || l == "zh") {
+		return l
+	}
+	if strings.HasPrefix(c.GetHeader("Accept-Language"), "zh") {
+		return "zh"
+	}
+	return "en"
+}
+
+func (u *UI) Render(c *gin.Context, name, title string, data any) {
+	u.RenderStatus(c, http.StatusOK, name, title, data)
+}
+
+// RenderStatus renders a page answered with status (a page saying why
+// something is not there is still a page).
+func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data any) {
+	p, _ := api.PrincipalOf(c)
+	csrf, _ := c.Get(api.CSRFKey)
+	l := Lang(c)
+	tokenStr, _ := csrf.(string)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+	c.Status(status)
+	if err := u.pages[name].ExecuteTemplate(c.Writer, name+".html", page{Lang: l, Title: title, CSRF: tokenStr, User: p, I18N: labels[l], Data: data}); err != nil {
+		_ = c.Error(err)
+	}
+}
+
+// Login is the sign-in page.
+func (u *UI) Login(c *gin.Context) { u.Render(c, "login", Translate(Lang(c), "signIn"), nil) }
+
+// Apps is the app list.
+func (u *UI) AppList(c *gin.Context) {
+	all, err := u.Apps.List(c.Request.Context(), "")
+	if err != nil {
+		c.String(http.StatusInternalServerError, "could not list apps; retry later")
+		return
+	}
+	var visible []apps.App
+	for _, a := range all {
+		if u.Access.CanUseApp(api.Caller(c), a) {
+			visible = append(visible, a)
+		}
+	}
+	u.Render(c, "apps", Translate(Lang(c), "apps"), gin.H{"Apps": visible, "StarterGraph": starterGraph})
+}
+
+// starterGraph is a new app's graph: the tool-call node on the offline
+// model, with the sandbox switch off until the builder turns it on.
+const starterGraph = `{"nodes":[{"nodeId":"start","type":"workflowStart","name":"Start"},` +
+	`{"nodeId":"agent","type":"tools","name":"Agent","inputs":{"model":"` + llmDefault + `","useAgentSandbox":false,` +
+	`"systemPrompt":"You are a helpful assistant."}}],"edges":[{"source":"start","target":"agent"}]}`
+
+func (u *UI) app(c *gin.Context) (apps.App, bool) {
+	a, err := u.Apps.Get(c.Request.Context(), c.Param("appId"))
+	if err != nil || !u.Access.CanUseApp(api.Caller(c), a) {
+		c.String(http.StatusNotFound, "no such app")
+		return apps.App{}, false
+	}
+	return a, true
+}
+
+type builderInputs struct {
+	Model, SystemPrompt               string
+	MaxToolRounds                     int
+	UseAgentSandbox                   bool
+	StartupCommands, ShutdownCommands []string
+	// Policy is the node's command policy as indented JSON ("" for none).
+	Policy string
+	// Skills are the names of the skills the node may use.
+	Skills []string
+	// Tools are the extra tools the node offers: exec tools by name,
+	// MCP servers as "mcp:{serverId}" (or "mcp:{serverId}/{tool}").
+	Tools []string
+}
+
+// Builder edits an app's tool-call node: model, system prompt, rounds, the
+// sandbox switch, the skills and the other tools.
+func (u *UI) Builder(c *gin.Context) {
+	a, ok := u.app(c)
+	if !ok {
+		return
+	}
+	if !u.Access.CanEditApp(api.Caller(c), a) {
+		c.String(http.StatusForbidden, "only the app's owner and admins may edit it")
+		return
+	}
+	l := Lang(c)
+	tmpl := u.Templates["tools"]
+	var schema struct {
+		Properties map[string]struct {
+			Label       map[string]string `json:"x-label"`
+			Description map[string]string `json:"x-description"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(tmpl.Schema, &schema)
+	lbls, descs := map[string]string{}, map[string]string{}
+	for k, p := range schema.Properties {
+		lbls[k], descs[k] = p.Label[l], p.Description[l]
+	}
+	in := builderInputs{Model: llmDefault, MaxToolRounds: 10}
+	for _, n := range a.Graph.Nodes {
+		if n.Type != "tools" {
+			continue
+		}
+		raw := map[string]any{}
+		for k, v := range n.Inputs {
+			var x any
+			_ = json.Unmarshal(v, &x)
+			raw[k] = x
+		}
+		in.Model = nodes.StringInput(raw, "model")
+		in.SystemPrompt = nodes.StringInput(raw, "systemPrompt")
+		in.UseAgentSandbox = nodes.BoolInput(raw, "useAgentSandbox")
+		if r := nodes.IntInput(raw, "maxToolRounds"); r > 0 {
+			in.MaxToolRounds = r
+		}
+		_ = json.Unmarshal(n.Inputs["startupCommands"], &in.StartupCommands)
+		_ = json.Unmarshal(n.Inputs["shutdownCommands"], &in.ShutdownCommands)
+		_ = json.Unmarshal(n.Inputs["skills"], &in.Skills)
+		_ = json.Unmarshal(n.Inputs["tools"], &in.Tools)
+		var indented bytes.Buffer
+		if raw := n.Inputs["policy"]; len(raw) > 0 && json.Indent(&indented, raw, "", "  ") == nil && indented.String() != "null" {
+			in.Policy = indented.String()
+		}
+		break
+	}
+	graph, _ := json.Marshal(a.Graph)
+	if in.Skills == nil {
+		in.Skills = []string{}
+	}
+	if in.Tools == nil {
+		in.Tools = []string{}
+	}
+	chosen, _ := json.Marshal(in.Skills)
+	tools, _ := json.Marshal(in.Tools)
+	u.Render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls, "Descriptions": descs,
+		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph),
+		"SkillsJSON": string(chosen), "ToolsJSON": string(tools)})
+}
+
+const llmDefault = "flowbox-demo"
+
+// ChatList lists the app's chats the caller may see.
+func (u *UI) ChatList(c *gin.Context) {
+	a, ok := u.app(c)
+	if !ok {
+		return
+	}
+	p, _ := api.PrincipalOf(c)
+	user := p.UserID
+	if u.Access.ManagesChats(api.Caller(c), a) {
+		user = ""
+	}
+	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
+	u.Render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": "/apps/" + a.ID, "Me": p.UserID})
+}
+
+type pageCall struct {
+	toolcall.Call
+	Command string
+}
+
+type pageItem struct {
+	history.Item
+	Calls []pageCall
+}
+
+// ChatView is how a chat page is shown: to signed-in users (Base empty:
+// the API at /api, pages under /apps), or to a share link's visitors
+// (Base the link's path, with the link's choices).
+type ChatView struct {
+	Base      string // prefix of the chat and file API the page calls
+	Visitor   bool
+	ShowTools bool
+	Files     string // hidden | read | write
+}
+
+// Chat is a chat page: its history, the input, the files panel. "new"
+// starts a chat.
+func (u *UI) Chat(c *gin.Context) {
+	a, ok := u.app(c)
+	if !ok {
+		return
+	}
+	if c.Param("chatId") == "new" {
+		c.Redirect(http.StatusSeeOther, "/apps/"+a.ID+"/chat/"+api.NewID())
+		return
+	}
+	u.ChatPage(c, a, ChatView{ShowTools: true, Files: "write"})
+}
+
+// ChatPage draws the chat at :chatId of app a, if the caller may read it.
+func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
+	chatID := c.Param("chatId")
+	ctx := c.Request.Context()
+	// Another user's chat (?userId=, as the chat list links it) is
+	// shown to those who may read it; messages go to the caller's own
+	// chats only, so its page has no input.
+	user, _ := u.Access.Whose(api.Caller(c), c.Query("userId"), "")
+	if _, err := u.Access.ChatOwner(ctx, api.Caller(c), a.ID, user, chatID, false); err != nil {
+		c.String(http.StatusNotFound, "no such chat")
+		return
+	}
+	p, _ := api.PrincipalOf(c)
+	own := user == p.UserID
+	other := ""
+	if !own {
+		other = user
+		if view.Files == "write" {
+			view.Files = "read"
+		}
+	}
+	title := chatID
+	var items []pageItem
+	chat, err := u.Chats.Get(ctx, sandbox.Scope{AppID: a.ID, UserID: user, ChatID: chatID})
+	if err == nil {
+		title = chat.Title
+		raw, _ := u.Chats.Items(ctx, chat, 0, 500)
+		for _, it := range raw {
+			pi := pageItem{Item: it}
+			var calls []toolcall.Call
+			if view.ShowTools {
+				_ = json.Unmarshal(it.ToolCalls, &calls)
+			}
+			for _, call := range calls {
+				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: callSummary(call.Tool, call.Arguments)})
+			}
+			items = append(items, pi)
+		}
+	} else if !errors.Is(err, history.ErrNotFound) {
+		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
+		return
+	}
+	u.Render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "UserID": other, "Own": own, "CanDelete": own || p.Admin(),
+		"Title": title, "Items": items, "View": view})
+}
+
+// callSummary is what a tool card shows of a call: a command's command
+// line, a skill tool's skill, script or file and arguments, or the
+// arguments as the model sent them. app.js draws live cards the same way.
+func callSummary(tool, arguments string) string {
+	var args struct {
+		Command, Name, Script, Path string
+		Args                        []string
+	}
+	if json.Unmarshal([]byte(arguments), &args) != nil {
+		return arguments
+	}
+	switch {
+	case args.Command != "":
+		return args.Command
+	case tool == registry.RunSkillScriptName && args.Name != "":
+		return strings.Join(append([]string{args.Name, args.Script}, args.Args...), " ")
+	case tool == registry.LoadSkillName || tool == registry.ReadSkillFileName:
+		if args.Name != "" {
+			return strings.TrimSpace(args.Name + " " + args.Path)
+		}
+	}
+	return arguments
+}
+
+// Admin lists every sandbox with its state.
+func (u *UI) Admin(c *gin.Context) {
+	var list []sandbox.Instance
+	if u.Sandboxes != nil {
+		var err error
+		if list, err = u.Sandboxes.List(c.Request.Context()); err != nil {
+			c.String(http.StatusInternalServerError, "could not list sandboxes; retry later")
+			return
+		}
+	}
+	u.Render(c, "admin", Translate(Lang(c), "sandboxes"), gin.H{"Sandboxes": list, "Limits": u.Limits.view(c.Request.Context(), list), "Pool": u.Pool.view(c.Request.Context())})
+}
+
+// UserList is the admins' user management. The script draws the list
+// from /admin/api/users and redraws it after each change, so the page and
+// the API show the same accounts.
+func (u *UI) UserList(c *gin.Context) {
+	u.Render(c, "users", Translate(Lang(c), "users"), nil)
+}
+
+// Account is the caller's own page: their password and their API keys,
+// listed by the script from /api/keys. A new key's secret is shown by the
+// script from the answer that made it, never by this page.
+func (u *UI) Account(c *gin.Context) {
+	u.Render(c, "account", Translate(Lang(c), "account"), nil)
+}
+
+// Audit is the admins' audit page: the filters, a page of records and
+// the next, drawn by the script from /admin/api/audit.
+func (u *UI) Audit(c *gin.Context) {
+	u.Render(c, "audit", Translate(Lang(c), "audit"), gin.H{"Statuses": audit.Statuses})
+}
+
+// Skills is the admin page of the skills: the installed ones with their
+// versions, the invalid directories and why, and the install form.
+func (u *UI) Skills(c *gin.Context) {
+	u.Render(c, "skills", Translate(Lang(c), "skills"), nil)
+}
