@@ -359,6 +359,8 @@ func wireMessage(err error) string {
 func noAnswer(method string, res sandbox.ExecResult, initialized bool, timeout time.Duration) error {
 	var why string
 	switch {
+	case res.TimedOut && !initialized:
+		why = fmt.Sprintf("it did not answer initialize within %s", timeout)
 	case res.TimedOut:
 		why = fmt.Sprintf("it did not answer %s within %s", method, timeout)
 	case res.ExitCode == 127:
