@@ -113,8 +113,8 @@ func TestCapsManager(t *testing.T) {
 	}
 }
 
-// ownerOfAliceApps makes u:alice the owner of apps A1 and A2 and of share
-// link L1's app.
+// ownerOfAliceApps makes u:alice the owner of the apps "A1" and "A2" and
+// of the app of the share link "L1".
 func ownerOfAliceApps(_ context.Context, userID string) (string, error) {
 	for _, g := range []string{"app:A1:", "app:A2:", "share:L1:"} {
 		if strings.HasPrefix(userID, g) {

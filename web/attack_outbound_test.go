@@ -1,6 +1,6 @@
 package web_test
 
-// The attacks on the requests the engine makes for users (SPEC T7, issue
+// The attacks on the requests the engine makes for users (T7, issue
 // 28 finding 6): an app owner aims the share link's identity hook, an
 // admin an MCP server, an operator the alert webhook at the engine's own
 // loopback. Each is refused at the dial unless FLOWBOX_OUTBOUND_ALLOW

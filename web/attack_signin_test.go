@@ -1,6 +1,6 @@
 package web_test
 
-// The attacks on sign-in and on share-link identities (SPEC T5/T8,
+// The attacks on sign-in and on share-link identities (T5/T8,
 // issue 28 findings 8 and 11): X-Forwarded-For rotation past the
 // address limit, password guessing on one account from many addresses,
 // cross-site sign-in, and a share-link token that swaps a visitor's

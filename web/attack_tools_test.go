@@ -1,6 +1,6 @@
 package web_test
 
-// The attack on tool scoping (SPEC T9, issue 28 finding 13): an app key
+// The attack on tool scoping (T9, issue 28 finding 13): an app key
 // whose app lists no tools ran the operator's host exec tools and the
 // admins' MCP servers through the sandbox service API. Exec tools and
 // MCP servers are callable only by sessions of an app that lists them,
