@@ -163,6 +163,9 @@ type Store struct {
 	Now func() time.Time
 	// Cost is bcrypt's work factor; default bcrypt.DefaultCost.
 	Cost int
+
+	decoyOnce sync.Once
+	decoy     []byte
 }
 
 // New returns a store over db.
@@ -252,18 +255,14 @@ func (s *Store) EnsureAdmin(ctx context.Context, name, password string) error {
 	return err
 }
 
-var decoy struct {
-	once sync.Once
-	hash []byte
-}
-
 // decoyHash is a hash no password matches, compared against when the user
-// does not exist.
-func decoyHash() []byte {
-	decoy.once.Do(func() {
-		decoy.hash, _ = bcrypt.GenerateFromPassword([]byte(secret("")), bcrypt.DefaultCost)
+// does not exist. It has the store's cost, so the comparison takes as long
+// as one with a real user's hash.
+func (s *Store) decoyHash() []byte {
+	s.decoyOnce.Do(func() {
+		s.decoy, _ = bcrypt.GenerateFromPassword([]byte(secret("")), s.Cost)
 	})
-	return decoy.hash
+	return s.decoy
 }
 
 // Login checks a name and password and opens a session. It returns the
@@ -273,7 +272,7 @@ func (s *Store) Login(ctx context.Context, name, password string) (token, csrf s
 	if err != nil {
 		// Spend the time a real check would, so that timing does not tell
 		// which user names exist.
-		_ = bcrypt.CompareHashAndPassword(decoyHash(), []byte(password))
+		_ = bcrypt.CompareHashAndPassword(s.decoyHash(), []byte(password))
 		return "", "", User{}, ErrBadCredentials
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.Disabled {

@@ -218,3 +218,16 @@ func TestAccountManagement(t *testing.T) {
 		t.Errorf("users: %+v %v", users, err)
 	}
 }
+
+// A sign-in with an unknown name compares the password with a decoy hash
+// of the store's own cost, so it takes as long as one with a known name
+// and a wrong password: the time does not tell which names exist.
+func TestDecoyHasTheStoresCost(t *testing.T) {
+	for _, cost := range []int{bcrypt.MinCost, bcrypt.MinCost + 2} {
+		s := &Store{Cost: cost}
+		got, err := bcrypt.Cost(s.decoyHash())
+		if err != nil || got != cost {
+			t.Errorf("store of cost %d: decoy of cost %d (%v), want %d", cost, got, err, cost)
+		}
+	}
+}

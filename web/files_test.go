@@ -18,7 +18,7 @@ import (
 )
 
 // The file API's limits when files.Handler's are not set, as the product
-// builds it (web/files.go).
+// builds it (web/files/files.go).
 const (
 	defaultMaxRead  = 1 << 20
 	defaultMaxWrite = 1 << 20
