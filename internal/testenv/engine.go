@@ -15,32 +15,49 @@ import (
 )
 
 type build struct {
+	// env names a prebuilt binary (scripts/test builds both once, before
+	// the test binaries run, instead of each test binary linking its own).
+	env  string
 	once sync.Once
 	path string
 	err  error
 }
 
-var engineBuild, agentBuild build
+var (
+	engineBuild = build{env: "FLOWBOX_TEST_ENGINE_BINARY"}
+	agentBuild  = build{env: "FLOWBOX_TEST_AGENT_BINARY"}
+)
 
 // EngineBinary returns a static engine binary (CGO_ENABLED=0 go build
 // ./cmd/engine) for tests that run its commands inside sandboxes (the
 // command agent, the egress forwarder): a test binary has none of them.
-// It is built from this module once per test binary (the first build may
-// take a minute) and kept at one path in the temporary directory,
-// replaced atomically by each build, so that a Docker daemon on this
-// machine sees it at the same path.
+// FLOWBOX_TEST_ENGINE_BINARY names one built already (scripts/test builds
+// it once for all test binaries); else it is built from this module once
+// per test binary (the first build may take a minute) and kept at one
+// path in the temporary directory, replaced atomically by each build, so
+// that a Docker daemon on this machine sees it at the same path.
 func EngineBinary(t testing.TB) string { return engineBuild.get(t, "./cmd/engine", "flowbox-engine") }
 
 // AgentBinary returns the static agent-only binary (./cmd/flowbox-agent),
 // which the engine runs as the sandboxes' command agent when it lies
-// beside it; built and kept as EngineBinary is.
+// beside it; named by FLOWBOX_TEST_AGENT_BINARY, or built and kept as
+// EngineBinary is.
 func AgentBinary(t testing.TB) string {
 	return agentBuild.get(t, "./cmd/flowbox-agent", "flowbox-agent")
 }
 
 func (b *build) get(t testing.TB, pkg, name string) string {
 	t.Helper()
-	b.once.Do(func() { b.path, b.err = buildStatic(pkg, name) })
+	b.once.Do(func() {
+		if p := os.Getenv(b.env); p != "" {
+			b.path = p
+			if _, err := os.Stat(p); err != nil {
+				b.err = fmt.Errorf("%s names %s: %w", b.env, p, err)
+			}
+			return
+		}
+		b.path, b.err = buildStatic(pkg, name)
+	})
 	if b.err != nil {
 		t.Fatalf("testenv: build %s: %v", pkg, b.err)
 	}
