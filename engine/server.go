@@ -72,7 +72,7 @@ type Engine struct {
 	log          *slog.Logger
 	passwordCost int
 	limitClock   func() time.Time
-	dashboard    *asynqmon.HTTPHandler
+	dashboard    *dashboard
 	started      bool
 }
 
@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if e.Workers, err = NewWorkers(svc, cfg, log, reg); err != nil {
 		return nil, err
 	}
-	e.dashboard = asynqmon.New(asynqmon.Options{RootPath: web.QueuesPath, RedisConnOpt: svc.redisOpt})
+	e.dashboard = &dashboard{opts: asynqmon.Options{RootPath: web.QueuesPath, RedisConnOpt: svc.redisOpt}}
 	prod, err := e.product(ctx)
 	if err != nil {
 		return nil, err
@@ -158,9 +158,7 @@ func (e *Engine) StopWorkers() {
 // reverse order. The HTTP server serving Handler must be shut down first.
 func (e *Engine) Close() {
 	e.StopWorkers()
-	if e.dashboard != nil {
-		e.dashboard.Close()
-	}
+	e.dashboard.Close()
 	if e.stopWarmup != nil {
 		e.stopWarmup()
 	}
