@@ -8,11 +8,21 @@
 # needs user namespaces that Docker's default seccomp profile refuses, so
 # the compose file uses the docker provider.
 
+# The browser app (web/ui/app), which the engine embeds.
+FROM node:20-bookworm AS ui
+WORKDIR /src/web/ui
+COPY web/ui/labels labels
+COPY web/ui/app/package.json web/ui/app/package-lock.json app/
+RUN cd app && npm ci --no-audit --no-fund
+COPY web/ui/app app
+RUN cd app && npm run build
+
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+COPY --from=ui /src/web/ui/app/dist web/ui/app/dist
 # Pure Go (the embedded database uses modernc.org/sqlite): with cgo off the
 # binaries are static, and the agent must be: the docker provider runs it
 # inside every sandbox, whatever the image, as the sandbox's command agent.

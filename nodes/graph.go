@@ -28,6 +28,16 @@ type Node struct {
 	Type   string                     `json:"type"`
 	Name   string                     `json:"name,omitempty"`
 	Inputs map[string]json.RawMessage `json:"inputs,omitempty"`
+	// Position is where the builder's canvas draws the node, as FastGPT
+	// keeps it; the runner never reads it. Nil: the canvas lays the node
+	// out itself.
+	Position *Position `json:"position,omitempty"`
+}
+
+// Position is a point on the builder's canvas.
+type Position struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
 }
 
 // Edge orders two nodes: target runs after source.

@@ -79,6 +79,7 @@ func New(cfg Config) http.Handler {
 	}
 	if p != nil {
 		r.StaticFS("/static", ui.StaticFiles())
+		r.StaticFS("/ui", ui.AppFiles())
 		r.GET("/login", api.Authenticate(auth), p.UI.Login)
 		r.POST("/api/login", p.LoginLimit.Middleware(api.ByClient), p.Sessions.Login)
 		// One-time set-password links: the token is the credential.
@@ -214,6 +215,7 @@ func New(cfg Config) http.Handler {
 	pages := r.Group("/", api.Authenticate(auth), api.RequirePage(), api.RequireAccount())
 	pages.GET("/", p.UI.AppList)
 	pages.GET("/apps/:appId/edit", p.UI.Builder)
+	pages.GET("/apps/:appId/flow", p.UI.Flow)
 	pages.GET("/apps/:appId/chats", p.UI.ChatList)
 	pages.GET("/apps/:appId/chat/:chatId", p.UI.Chat)
 	pages.GET("/account", p.UI.Account)

@@ -373,6 +373,7 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/readyz", open: true, want: public, def: 200},
 		{method: "GET", path: "/metrics", open: true, want: public, def: 200},
 		{method: "GET", path: "/static/app.js", open: true, want: public, def: 200},
+		{method: "GET", path: "/ui/.keep", open: true, want: public, def: 200},
 		{method: "GET", path: "/login", want: map[string]int{wrongKey: 401, serviceKey: 401, adminToken: 401}, def: 200},
 		// Signing in needs no credentials; the login rate limit makes this
 		// row short.
@@ -459,6 +460,8 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 		{method: "GET", path: "/apps/" + f.shared + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "GET", path: "/apps/" + f.private + "/edit", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "GET", path: "/apps/" + f.shared + "/flow", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 403, userNoCSRF: 403, userKey: 403, otherUser: 403}), def: 200},
+		{method: "GET", path: "/apps/" + f.private + "/flow", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303, userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
 		{method: "GET", path: "/apps/" + f.shared + "/chat/" + f.chat + "?userId=" + f.carol, want: with(chatRead, map[string]int{anonymous: 303, adminBasic: 303, appKey: 403, appKeyOther: 403}), def: 200},
 		{method: "GET", path: "/account", want: with(userRead, map[string]int{anonymous: 303, adminBasic: 303}), def: 200},
 
@@ -625,7 +628,7 @@ func TestRouteAccess(t *testing.T) {
 		}
 	}
 	for _, rt := range web.Routes(f.env.Engine.Handler) {
-		if strings.HasPrefix(rt, "GET /static/") || strings.HasPrefix(rt, "HEAD ") {
+		if strings.HasPrefix(rt, "GET /static/") || strings.HasPrefix(rt, "GET /ui/") || strings.HasPrefix(rt, "HEAD ") {
 			continue
 		}
 		if strings.Contains(rt, web.QueuesPath) {
@@ -659,6 +662,9 @@ func pattern(f *fixture, path string) string {
 	}
 	if p == "/static/app.js" {
 		return "/static/*filepath"
+	}
+	if p == "/ui/.keep" {
+		return "/ui/*filepath"
 	}
 	return p
 }
