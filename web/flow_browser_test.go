@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/engine/enginetest"
@@ -92,20 +93,54 @@ func TestFlowCanvas(t *testing.T) {
 	if got := tb.text(t, `[data-node-id="`+tools+`"] .step-kind`); got != "工具调用" {
 		t.Errorf("in Chinese the tool-call node's kind reads %q, want 工具调用", got)
 	}
-	transform := tb.js(t, `document.querySelector('.react-flow__node[data-id="`+tools+`"]').style.transform`)
+	reloaded := tb.js(t, `document.querySelector('.react-flow__node[data-id="`+tools+`"]').style.transform`)
 	want := "translate(" + strconv.FormatFloat(before[tools], 'f', -1, 64) + "px"
-	if !strings.HasPrefix(transform, want) {
-		t.Errorf("after a reload the node is drawn at %q, want it at its saved x (%s…)", transform, want)
+	if !strings.HasPrefix(reloaded, want) {
+		t.Errorf("after a reload the node is drawn at %q, want it at its saved x (%s…)", reloaded, want)
 	}
 	e.screenshot(t, tb, "canvas-zh.png")
 	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(flow+"?lang=zh"))
 	run(t, tb, poll[bool](allNodes))
 	e.screenshot(t, tb, "canvas-phone.png")
-	tb.do(t, chromedp.EmulateViewport(1280, 800))
+	tb.do(t, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(flow+"?lang=zh"))
+	run(t, tb, poll[bool](allNodes))
 
-	// Auto-layout puts every node back in its column and saves as a drag does.
-	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar button:not(.primary)`)))
-	run(t, tb, poll[bool](`() => document.querySelector(".save-state").textContent === "有未保存的更改"`))
+	state := func(want string) {
+		t.Helper()
+		run(t, tb, poll[bool](`() => document.querySelector(".save-state").textContent === `+strconv.Quote(want)))
+	}
+	transform := func(id string) string {
+		return tb.js(t, `document.querySelector('.react-flow__node[data-id="`+id+`"]').style.transform`)
+	}
+
+	// An edge selected and deleted with the Delete key; Ctrl+Z brings it
+	// back, and the canvas is what was saved again.
+	edgeCount := `document.querySelectorAll(".react-flow__edge").length`
+	mid := run(t, tb, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(".react-flow__edge path").getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
+	tb.do(t, chromedp.MouseClickXY(mid[0], mid[1]))
+	run(t, tb, poll[bool](`() => document.querySelector(".react-flow__edge.selected") !== null`))
+	tb.do(t, chromedp.KeyEvent(kb.Delete))
+	run(t, tb, poll[bool](`() => `+edgeCount+` === `+strconv.Itoa(len(demo.Graph.Edges)-1)))
+	state("有未保存的更改")
+	tb.do(t, chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	run(t, tb, poll[bool](`() => `+edgeCount+` === `+strconv.Itoa(len(demo.Graph.Edges))))
+	state("已保存全部更改")
+
+	// Auto-layout puts the dragged node back in its column; Undo and Redo
+	// walk over it; saved, every node is at a column's x.
+	dragged := transform(tools)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar button.layout`)))
+	state("有未保存的更改")
+	if transform(tools) == dragged {
+		t.Errorf("auto-layout left the dragged node where it was (%s)", dragged)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar button.undo`)))
+	state("已保存全部更改")
+	if got := transform(tools); got != dragged {
+		t.Errorf("after Undo the node is drawn at %s, want %s where it was before the layout", got, dragged)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar button.redo`)))
+	state("有未保存的更改")
 	save(t, tb, "已保存全部更改")
 	laid, err := e.apps.Get(ctx, apps.DemoAppID)
 	if err != nil {
