@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/flowbox/flowbox/nodes"
 )
@@ -29,12 +28,12 @@ func (s *Store) PolicyDocument(ctx context.Context, appID string) ([]byte, error
 
 // CheckPolicies says what is wrong with the command policies of a graph
 // about to be saved, node by node, by check (policy.Resolver.Check).
-func CheckPolicies(g nodes.Graph, check func(raw []byte) error) []string {
-	var problems []string
+func CheckPolicies(g nodes.Graph, check func(raw []byte) error) []nodes.Problem {
+	var problems []nodes.Problem
 	for _, n := range g.Nodes {
 		if raw, ok := policyInput(n); ok {
 			if err := check(raw); err != nil {
-				problems = append(problems, fmt.Sprintf("node %s: %v", n.NodeID, err))
+				problems = append(problems, nodes.Problem{NodeID: n.NodeID, Field: "policy", Message: err.Error()})
 			}
 		}
 	}

@@ -70,7 +70,7 @@ func TestWhatTheSandboxReadsOfAnApp(t *testing.T) {
 		}
 		return nil
 	})
-	if len(problems) != 1 || !strings.Contains(problems[0], "node "+g.Nodes[1].NodeID+": too loose") {
+	if len(problems) != 1 || problems[0].NodeID != g.Nodes[1].NodeID || problems[0].Field != "policy" || !strings.Contains(problems[0].Message, "too loose") {
 		t.Errorf("problems %q, want the node's", problems)
 	}
 	plain.Nodes[1].Inputs["policy"] = json.RawMessage(`null`)

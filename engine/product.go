@@ -103,7 +103,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
 		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
-			CheckGraph: func(g nodes.Graph) []string { return apps.CheckPolicies(g, svc.Policy.Check) }, Now: time.Now},
+			CheckGraph: func(g nodes.Graph) []nodes.Problem { return checkGraph(engine, g, svc.Policy.Check) }, Now: time.Now},
 		Chats: &chat.Chats{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},
@@ -134,4 +134,17 @@ type providerRecords struct{ svc *Services }
 
 func (r providerRecords) List(ctx context.Context) ([]sandbox.Instance, error) {
 	return r.svc.Store.ByProvider(ctx, r.svc.Provider.Name())
+}
+
+// checkGraph says everything wrong with a graph about to be saved: the
+// engine's refusals (W3), then its command policies'.
+func checkGraph(e *nodes.Engine, g nodes.Graph, policy func([]byte) error) []nodes.Problem {
+	var problems []nodes.Problem
+	var invalid *nodes.ValidationError
+	if err := e.Check(&g); errors.As(err, &invalid) {
+		problems = invalid.Problems
+	} else if err != nil {
+		problems = append(problems, nodes.Problem{Message: err.Error()})
+	}
+	return append(problems, apps.CheckPolicies(g, policy)...)
 }

@@ -14,14 +14,51 @@ type Models interface {
 }
 
 // Builtins returns the node types every engine has: workflowStart,
-// answerNode and chatNode. The tool-call node (type "tools") is installed
-// by the caller from nodes/toolcall.
+// answerNode, chatNode and the loop with its start and end. The tool-call
+// node (type "tools") is installed by the caller from nodes/toolcall.
 func Builtins(models Models) map[string]NodeType {
 	return map[string]NodeType{
 		"workflowStart": startNode{},
 		"answerNode":    answerNode{},
 		"chatNode":      chatNode{models: models},
+		"loop":          loopNode{},
+		"loopStart":     loopStart{},
+		"loopEnd":       loopEnd{},
 	}
+}
+
+// loopNode runs its body once per item of its array, one round after
+// another; each round counts against the run's bound on node runs.
+type loopNode struct{}
+
+func (loopNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
+	items, _ := run.Inputs["loopInputArray"].([]any)
+	results := make([]any, 0, len(items))
+	var rounds [][]NodeResponse
+	defer func() { run.Detail = map[string]any{"rounds": rounds} }()
+	for i, item := range items {
+		out, responses, err := run.Body(ctx, map[string]any{"loopStartInput": item, "loopStartIndex": float64(i)})
+		rounds = append(rounds, responses)
+		if err != nil {
+			return nil, fmt.Errorf("round %d of %d: %w", i+1, len(items), err)
+		}
+		if out != nil {
+			results = append(results, out["loopEndInput"])
+		}
+	}
+	return map[string]any{"loopArray": results}, nil
+}
+
+type loopStart struct{}
+
+func (loopStart) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
+	return run.Entry, nil
+}
+
+type loopEnd struct{}
+
+func (loopEnd) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
+	return map[string]any{"loopEndInput": run.Inputs["loopEndInput"]}, nil
 }
 
 type startNode struct{}
@@ -33,7 +70,7 @@ func (startNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) 
 type answerNode struct{}
 
 func (answerNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
-	t, _ := run.Inputs["text"].(string)
+	t := text(run.Inputs["text"])
 	run.Emit(AnswerDelta{Text: t})
 	return map[string]any{"answerText": t}, nil
 }

@@ -19,6 +19,34 @@ import (
 type Graph struct {
 	Nodes []Node `json:"nodes"`
 	Edges []Edge `json:"edges"`
+	// Variables are the app's global variables: what the chat asks before
+	// it starts (W3), referenced as {{$VARIABLE_NODE_ID.key$}}.
+	Variables []Variable `json:"variables,omitempty"`
+}
+
+// Variable is one global variable of an app (FastGPT's chatConfig
+// variables).
+type Variable struct {
+	Key         string          `json:"key"`
+	Label       string          `json:"label,omitempty"`
+	Type        string          `json:"type"` // one of VariableTypes
+	Required    bool            `json:"required,omitempty"`
+	Default     json.RawMessage `json:"defaultValue,omitempty"`
+	Options     []string        `json:"options,omitempty"` // for "select"
+	Description string          `json:"description,omitempty"`
+}
+
+// VariableTypes are the types a global variable may have.
+var VariableTypes = []string{"string", "number", "boolean", "select", "json"}
+
+// VariablesNode is the node id references use for global and system
+// variables, as FastGPT spells it.
+const VariablesNode = "VARIABLE_NODE_ID"
+
+// SystemVariables are the variables every run has beside the app's own.
+var SystemVariables = map[string]string{
+	"appId": "string", "chatId": "string", "userId": "string",
+	"cTime": "string", "histories": "array",
 }
 
 // Node is one step of the workflow. Inputs map input keys to JSON values;
@@ -28,10 +56,24 @@ type Node struct {
 	Type   string                     `json:"type"`
 	Name   string                     `json:"name,omitempty"`
 	Inputs map[string]json.RawMessage `json:"inputs,omitempty"`
+	// Outputs declares outputs beyond the template's, for the types whose
+	// outputs their builder chooses (x-dynamic-outputs: a code node's
+	// results, a form's fields).
+	Outputs []NodeOutput `json:"outputs,omitempty"`
+	// ParentNodeID, when set, puts the node inside a loop: it runs once
+	// per item of that loop node, with the loop's other children.
+	ParentNodeID string `json:"parentNodeId,omitempty"`
 	// Position is where the builder's canvas draws the node, as FastGPT
 	// keeps it; the runner never reads it. Nil: the canvas lays the node
 	// out itself.
 	Position *Position `json:"position,omitempty"`
+}
+
+// NodeOutput is an output a node declares itself.
+type NodeOutput struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"` // string, number, boolean, object, array or any
+	Label string `json:"label,omitempty"`
 }
 
 // Position is a point on the builder's canvas.
@@ -40,11 +82,22 @@ type Position struct {
 	Y float64 `json:"y"`
 }
 
-// Edge orders two nodes: target runs after source.
+// Edge orders two nodes: target runs after source, when the source took
+// the edge's branch.
 type Edge struct {
 	Source string `json:"source"`
 	Target string `json:"target"`
+	// SourceHandle names the branch of the source the edge leaves from:
+	// empty for the node's ordinary way out, one of the branches its type
+	// offers (an ifElseNode's "IF", "ELSE IF 1", ..., "ELSE"; a
+	// classifyQuestion's class keys), or CatchBranch.
+	SourceHandle string `json:"sourceHandle,omitempty"`
 }
+
+// CatchBranch is the branch a node takes when it fails; a node with an
+// edge from it does not end the run when it fails (W4). Its output
+// "error" says why it failed.
+const CatchBranch = "catch"
 
 // Ref is a reference to another node's output.
 type Ref struct {
@@ -84,11 +137,34 @@ func pureRef(raw json.RawMessage) (Ref, bool) {
 // ValidationError lists everything wrong with a graph, each problem naming
 // the node and input it concerns.
 type ValidationError struct {
-	Problems []string
+	Problems []Problem
+}
+
+// Problem is one thing wrong with a graph: the node it concerns (empty
+// for the graph as a whole), the input, output or edge handle (empty for
+// the node as a whole), and what is wrong, in words that say what to do.
+type Problem struct {
+	NodeID  string `json:"nodeId,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	switch {
+	case p.NodeID != "" && p.Field != "":
+		return fmt.Sprintf("node %q %s: %s", p.NodeID, p.Field, p.Message)
+	case p.NodeID != "":
+		return fmt.Sprintf("node %q: %s", p.NodeID, p.Message)
+	}
+	return p.Message
 }
 
 func (e *ValidationError) Error() string {
-	return "invalid workflow: " + strings.Join(e.Problems, "; ")
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return "invalid workflow: " + strings.Join(lines, "; ")
 }
 
 // ErrInvalid is wrapped by every ValidationError, for errors.Is.

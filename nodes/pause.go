@@ -59,7 +59,15 @@ type Paused struct {
 	// Outputs and Failed are those of the nodes that ended before the
 	// pause: they do not run again.
 	Outputs map[string]map[string]any `json:"outputs,omitempty"`
-	Failed  map[string]string         `json:"failed,omitempty"`
+	// Taken are the branches those nodes took, when not the ordinary one;
+	// Skipped the nodes that were skipped.
+	Taken   map[string][]string `json:"taken,omitempty"`
+	Skipped []string            `json:"skipped,omitempty"`
+	// Variables are the global variables as they were at the pause.
+	Variables map[string]any `json:"variables,omitempty"`
+	// Failed is read from runs paused by earlier versions, whose failed
+	// nodes did not end the run; their nodes count as skipped.
+	Failed map[string]string `json:"failed,omitempty"`
 }
 
 // Answer is a person's answer to an ApprovalRequest.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,21 @@ type NodeRun struct {
 	// Resume, when set, continues this node where it paused (see
 	// Interrupt) with a person's answer.
 	Resume *NodeResume
+	// Branches, when set by the node, are the branches it took (see
+	// Edge.SourceHandle); nil is the ordinary way out.
+	Branches []string
+	// SetVariables, when set by the node, change global variables once
+	// the node has ended (variableUpdate).
+	SetVariables map[string]any
+	// Variables are the global and system variables as the node starts.
+	Variables map[string]any
+	// Entry, for the first node of a loop's body (loopStart), is what the
+	// loop gives this round.
+	Entry map[string]any
+	// Body, for a node with children (loop), runs them once: entry goes
+	// to their loopStart, and the result is what their loopEnd received
+	// (nil when it did not run), with the children's responses.
+	Body func(ctx context.Context, entry map[string]any) (map[string]any, []NodeResponse, error)
 }
 
 // Chat is the conversation a run belongs to.
@@ -62,8 +78,8 @@ type Event struct {
 }
 
 // EventData is what an event carries: one of AnswerDelta, NodeStatus,
-// ToolCallStarted, ToolParams, ToolOutput, ToolResult, NodeError or
-// ApprovalRequest.
+// ToolCallStarted, ToolParams, ToolOutput, ToolResult, NodeError,
+// NodeDone or ApprovalRequest.
 type EventData interface{ isEventData() }
 
 // AnswerDelta is the next piece of the answer text.
@@ -105,6 +121,12 @@ func (ToolParams) isEventData()      {}
 func (ToolOutput) isEventData()      {}
 func (ToolResult) isEventData()      {}
 func (NodeError) isEventData()       {}
+func (NodeDone) isEventData()        {}
+
+// NodeDone says a node ended; it carries the node's response, so that a
+// builder lights the node up while the run goes on (FastGPT's
+// flowNodeResponse).
+type NodeDone struct{ Response NodeResponse }
 
 // NodeResponse records one node's run (FastGPT's flowResponses entry).
 type NodeResponse struct {
@@ -115,8 +137,9 @@ type NodeResponse struct {
 	Inputs      map[string]any `json:"inputs,omitempty"`
 	Outputs     map[string]any `json:"outputs,omitempty"`
 	Error       string         `json:"error,omitempty"`
-	Skipped     bool           `json:"skipped,omitempty"`
 	Detail      any            `json:"detail,omitempty"`
+	// Branches are the branches the node took, when not the ordinary one.
+	Branches []string `json:"branches,omitempty"`
 }
 
 // Result is a finished run.
@@ -127,6 +150,9 @@ type Result struct {
 	// Paused, when set, says the run stopped at a node that waits for a
 	// person; the nodes after it did not run.
 	Paused *Paused
+	// Failed, when set, says the run ended because a node failed that has
+	// no error branch; its message names the node.
+	Failed string
 }
 
 // Engine runs graphs.
@@ -135,146 +161,14 @@ type Engine struct {
 	Types     map[string]NodeType
 	// Now is the clock for running times; default time.Now.
 	Now func() time.Time
+	// MaxNodeRuns bounds the node runs of one turn, each round of a loop
+	// counted; zero means DefaultMaxNodeRuns.
+	MaxNodeRuns int
 }
 
-// Run validates the graph and runs every node in dependency order. A node
-// that fails records its error; nodes that reference its outputs are
-// skipped, and every other node still runs. Events go to emit as they
-// happen, from the calling goroutine only. The error is for a graph that
-// cannot run at all (invalid) or a cancelled context.
-func (e *Engine) Run(ctx context.Context, g *Graph, chat Chat, emit func(Event)) (*Result, error) {
-	if err := e.Templates.Validate(g); err != nil {
-		return nil, err
-	}
-	order, err := g.order()
-	if err != nil {
-		return nil, err
-	}
-	now := e.Now
-	if now == nil {
-		now = time.Now
-	}
-	if emit == nil {
-		emit = func(Event) {}
-	}
-	res := &Result{}
-	var answer strings.Builder
-	outputs := map[string]map[string]any{}
-	failed := map[string]string{} // node → why
-	resume := chat.Resume
-	if resume != nil {
-		for id, out := range resume.Paused.Outputs {
-			outputs[id] = out
-		}
-		for id, why := range resume.Paused.Failed {
-			failed[id] = why
-		}
-	}
-	for _, n := range order {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		if _, done := outputs[n.NodeID]; done && resume != nil {
-			continue
-		}
-		if _, done := failed[n.NodeID]; done && resume != nil {
-			continue
-		}
-		name := n.Name
-		if name == "" {
-			name = n.NodeID
-		}
-		resp := NodeResponse{NodeID: n.NodeID, Name: name, Type: n.Type}
-		t := e.Templates[n.Type]
-		inputs, blockedBy, err := resolve(t.withDefaults(n.Inputs), outputs, failed)
-		switch {
-		case blockedBy != "":
-			resp.Skipped = true
-			resp.Error = fmt.Sprintf("skipped: it uses the output of node %q, which failed", blockedBy)
-			failed[n.NodeID] = resp.Error
-			res.Responses = append(res.Responses, resp)
-			continue
-		case err == nil:
-			err = t.validateValues(inputs)
-		}
-		resp.Inputs = inputs
-		nodeEmit := func(data EventData) {
-			if a, ok := data.(AnswerDelta); ok {
-				answer.WriteString(a.Text)
-			}
-			emit(Event{NodeID: n.NodeID, NodeName: name, Data: data})
-		}
-		start := now()
-		if err == nil {
-			nodeEmit(NodeStatus{Status: StatusRunning})
-			typ := e.Types[n.Type]
-			if typ == nil {
-				err = fmt.Errorf("node type %q is declared but not installed in this engine", n.Type)
-			} else {
-				run := &NodeRun{Node: n, Inputs: inputs, Chat: chat, Emit: nodeEmit}
-				if resume != nil && resume.Paused.NodeID == n.NodeID {
-					run.Resume = &NodeResume{Request: resume.Paused.Request, State: resume.Paused.State, Answer: resume.Answer}
-				}
-				var out map[string]any
-				out, err = typ.Run(ctx, run)
-				resp.Outputs, resp.Detail, resp.Error = out, run.Detail, run.Warning
-				var pause *Interrupt
-				if errors.As(err, &pause) {
-					resp.Outputs = nil
-					resp.RunningTime = now().Sub(start).Seconds()
-					res.Responses = append(res.Responses, resp)
-					res.Answer = answer.String()
-					res.Paused = &Paused{NodeID: n.NodeID, Request: pause.Request, State: pause.State, Outputs: outputs, Failed: failed}
-					return res, nil
-				}
-				outputs[n.NodeID] = out
-			}
-		}
-		resp.RunningTime = now().Sub(start).Seconds()
-		if err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			resp.Error = err.Error()
-			failed[n.NodeID] = err.Error()
-			nodeEmit(NodeError{Message: fmt.Sprintf("node %s: %v", name, err)})
-		}
-		res.Responses = append(res.Responses, resp)
-	}
-	res.Answer = answer.String()
-	return res, nil
-}
-
-// resolve turns raw inputs into values, replacing references with the
-// referenced outputs: a value that is exactly one reference takes the
-// output's value and type; references inside a longer string are replaced
-// by the output's text.
-func resolve(raw map[string]json.RawMessage, outputs map[string]map[string]any, failed map[string]string) (map[string]any, string, error) {
-	values := make(map[string]any, len(raw))
-	for key, r := range raw {
-		for _, ref := range refsIn(r) {
-			if _, bad := failed[ref.NodeID]; bad {
-				return nil, ref.NodeID, nil
-			}
-		}
-		if ref, ok := pureRef(r); ok {
-			values[key] = outputs[ref.NodeID][ref.Key]
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(r, &v); err != nil {
-			return nil, "", fmt.Errorf("input %q: %w", key, err)
-		}
-		if s, ok := v.(string); ok {
-			v = refRe.ReplaceAllStringFunc(s, func(m string) string {
-				sub := refRe.FindStringSubmatch(m)
-				return text(outputs[sub[1]][sub[2]])
-			})
-		}
-		values[key] = v
-	}
-	return values, "", nil
-}
+// DefaultMaxNodeRuns is the bound on a turn's node runs unless the engine
+// says otherwise.
+const DefaultMaxNodeRuns = 500
 
 func text(v any) string {
 	switch v := v.(type) {
@@ -285,4 +179,44 @@ func text(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Brancher is implemented by the node types whose nodes choose among
+// branches of their own (x-branches): it lists a node's branches.
+type Brancher interface {
+	Branches(n *Node) []string
+}
+
+// Check is what a graph must pass to be saved: Templates.Check, and edges
+// that leave from branches their nodes have.
+func (e *Engine) Check(g *Graph) error {
+	var problems []Problem
+	var invalid *ValidationError
+	if err := e.Templates.Check(g); errors.As(err, &invalid) {
+		problems = invalid.Problems
+	} else if err != nil {
+		return err
+	}
+	byID := map[string]*Node{}
+	for i := range g.Nodes {
+		byID[g.Nodes[i].NodeID] = &g.Nodes[i]
+	}
+	for _, edge := range g.Edges {
+		src := byID[edge.Source]
+		if src == nil || edge.SourceHandle == "" || edge.SourceHandle == CatchBranch {
+			continue
+		}
+		b, ok := e.Types[src.Type].(Brancher)
+		if !ok {
+			continue
+		}
+		if branches := b.Branches(src); !slices.Contains(branches, edge.SourceHandle) {
+			problems = append(problems, Problem{NodeID: src.NodeID, Field: "sourceHandle",
+				Message: fmt.Sprintf("the node has no branch %q (its branches: %s); connect from one of them", edge.SourceHandle, strings.Join(branches, ", "))})
+		}
+	}
+	if len(problems) > 0 {
+		return &ValidationError{Problems: problems}
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ type Apps struct {
 	// CheckGraph, when set, says what else is wrong with a graph about to
 	// be saved (the tool-call node's command policy, checked against the
 	// operator's).
-	CheckGraph func(nodes.Graph) []string
+	CheckGraph func(nodes.Graph) []nodes.Problem
 	Now        func() time.Time
 }
 
@@ -95,8 +95,9 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 	app.Name, app.Public, app.Graph = strings.TrimSpace(body.Name), body.Public, body.Graph
 	if h.CheckGraph != nil {
 		if problems := h.CheckGraph(app.Graph); len(problems) > 0 {
+			invalid := &nodes.ValidationError{Problems: problems}
 			c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
-				"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": strings.Join(problems, "; "), "problems": problems})
+				"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": invalid.Error(), "problems": problems})
 			return
 		}
 	}

@@ -117,7 +117,13 @@ func (s *chatStream) event(ev nodes.Event) {
 	}
 	switch d := ev.Data.(type) {
 	case nodes.NodeStatus:
-		s.send("flowNodeStatus", map[string]any{"status": d.Status, "name": ev.NodeName})
+		s.send("flowNodeStatus", map[string]any{"status": d.Status, "name": ev.NodeName, "nodeId": ev.NodeID})
+	case nodes.NodeDone:
+		// What lights the node up in a builder; its inputs and outputs come
+		// with flowResponses, redacted, when the run ends.
+		r := d.Response
+		s.send("flowNodeResponse", map[string]any{"nodeId": r.NodeID, "moduleName": r.Name, "moduleType": r.Type,
+			"runningTime": r.RunningTime, "error": r.Error, "branches": r.Branches})
 	case nodes.ToolCallStarted:
 		s.send("toolCall", map[string]any{"tool": map[string]any{"id": d.ID, "toolName": d.Tool, "functionName": d.Tool, "params": redactArgs(s.redactor, d.Params), "response": ""}})
 	case nodes.ToolParams:
