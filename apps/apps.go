@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -113,14 +112,7 @@ func (s *Store) forget(id string) {
 }
 
 func (a App) clone() App {
-	a.Graph.Nodes = append([]nodes.Node(nil), a.Graph.Nodes...)
-	for i := range a.Graph.Nodes {
-		a.Graph.Nodes[i].Inputs = maps.Clone(a.Graph.Nodes[i].Inputs)
-		if p := a.Graph.Nodes[i].Position; p != nil {
-			a.Graph.Nodes[i].Position = &nodes.Position{X: p.X, Y: p.Y}
-		}
-	}
-	a.Graph.Edges = append([]nodes.Edge(nil), a.Graph.Edges...)
+	a.Graph = a.Graph.Clone()
 	return a
 }
 

@@ -102,7 +102,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Chat: &chat.Handler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
-		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish,
+		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Templates: templates,
 			CheckGraph: func(g nodes.Graph) []nodes.Problem { return checkGraph(engine, g, svc.Policy.Check) }, Now: time.Now},
 		Chats: &chat.Chats{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,

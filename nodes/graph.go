@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,6 +24,16 @@ type Graph struct {
 	// Variables are the app's global variables: what the chat asks before
 	// it starts (W3), referenced as {{$VARIABLE_NODE_ID.key$}}.
 	Variables []Variable `json:"variables,omitempty"`
+	// Notes are the builder's comment notes on the canvas; the engine
+	// never reads them.
+	Notes []Note `json:"notes,omitempty"`
+}
+
+// Note is a comment on the canvas (FastGPT's comment node).
+type Note struct {
+	ID       string   `json:"id"`
+	Text     string   `json:"text"`
+	Position Position `json:"position"`
 }
 
 // Variable is one global variable of an app (FastGPT's chatConfig
@@ -98,6 +110,28 @@ type Edge struct {
 // edge from it does not end the run when it fails (W4). Its output
 // "error" says why it failed.
 const CatchBranch = "catch"
+
+// Clone returns a copy of the graph that shares nothing a caller may
+// change with g (raw input values are never changed in place).
+func (g Graph) Clone() Graph {
+	g.Nodes = slices.Clone(g.Nodes)
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		n.Inputs = maps.Clone(n.Inputs)
+		n.Outputs = slices.Clone(n.Outputs)
+		if n.Position != nil {
+			p := *n.Position
+			n.Position = &p
+		}
+	}
+	g.Edges = slices.Clone(g.Edges)
+	g.Variables = slices.Clone(g.Variables)
+	for i := range g.Variables {
+		g.Variables[i].Options = slices.Clone(g.Variables[i].Options)
+	}
+	g.Notes = slices.Clone(g.Notes)
+	return g
+}
 
 // Ref is a reference to another node's output.
 type Ref struct {

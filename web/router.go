@@ -161,6 +161,7 @@ func New(cfg Config) http.Handler {
 	accounts.DELETE("/apps/:appId/links/:linkId", p.Publish.RevokeLink)
 	// The audit of the app's sandbox calls (owner and admins).
 	accounts.GET("/apps/:appId/audit", p.Audit.AppList)
+	accounts.GET("/node-templates", p.Apps.NodeTemplates)
 	accounts.GET("/skills", p.Skills.Choices)
 	accounts.GET("/tools", p.Tools.Choices)
 	users.GET("/apps/:appId/chats", p.Chats.List)

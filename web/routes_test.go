@@ -442,6 +442,7 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/admin/api/skills/markdown-report", want: adminOnly, def: 200},
 		{method: "DELETE", path: "/admin/api/skills/no-such-skill", want: adminOnly, def: 404},
 		{method: "GET", path: "/api/skills", want: userRead, def: 200},
+		{method: "GET", path: "/api/node-templates", want: userRead, def: 200},
 
 		// MCP servers: admins register them, builders choose them.
 		{method: "GET", path: "/admin/api/mcp-servers", want: adminOnly, def: 200},

@@ -1,8 +1,10 @@
 package account
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +28,40 @@ type Apps struct {
 	// be saved (the tool-call node's command policy, checked against the
 	// operator's).
 	CheckGraph func(nodes.Graph) []nodes.Problem
-	Now        func() time.Time
+	// Templates are the node types the builder offers.
+	Templates nodes.Templates
+	Now       func() time.Time
+}
+
+// nodeTemplate is a node type as the builder's palette and side panel
+// read it.
+type nodeTemplate struct {
+	Type           string                  `json:"type"`
+	Label          map[string]string       `json:"label"`
+	Description    string                  `json:"description"`
+	Group          string                  `json:"group"`
+	Catch          bool                    `json:"catch,omitempty"`
+	Branches       bool                    `json:"branches,omitempty"`
+	DynamicOutputs bool                    `json:"dynamicOutputs,omitempty"`
+	Outputs        map[string]nodes.Output `json:"outputs"`
+	// Schema is the template itself: its inputs' JSON Schema with labels,
+	// defaults and how to draw them.
+	Schema json.RawMessage `json:"schema"`
+}
+
+// NodeTemplates answers every node type an app may use, by type.
+func (h *Apps) NodeTemplates(c *gin.Context) {
+	out := make([]nodeTemplate, 0, len(h.Templates))
+	for _, t := range h.Templates {
+		outputs := t.Outputs
+		if outputs == nil {
+			outputs = map[string]nodes.Output{}
+		}
+		out = append(out, nodeTemplate{Type: t.Type, Label: t.Label, Description: t.Description, Group: t.Group,
+			Catch: t.Catch, Branches: t.Branches, DynamicOutputs: t.DynamicOutputs, Outputs: outputs, Schema: t.Schema})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	c.JSON(http.StatusOK, gin.H{"templates": out, "variableTypes": nodes.VariableTypes, "systemVariables": nodes.SystemVariables})
 }
 
 type appBody struct {

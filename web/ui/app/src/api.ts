@@ -1,4 +1,5 @@
 import type { Graph } from "./graph";
+import type { Template, Templates } from "./templates";
 
 // App is what GET /api/apps/:appId answers (the fields the canvas uses).
 export interface App {
@@ -14,21 +15,83 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    // what the engine found wrong with a graph, node by node
+    readonly problems: Problem[] = [],
   ) {
     super(message);
   }
 }
 
+// Problem is one thing the engine refuses in a graph: the node and field
+// it concerns (empty for the graph as a whole) and what to do.
+export interface Problem {
+  nodeId?: string;
+  field?: string;
+  message: string;
+}
+
 async function answer<T>(resp: Response): Promise<T> {
   const body = await resp.json().catch(() => ({}));
   if (!resp.ok) {
-    throw new ApiError(resp.status, (body && (body.message || body.error)) || resp.statusText);
+    const problems = Array.isArray(body?.problems) ? (body.problems as Problem[]) : [];
+    throw new ApiError(resp.status, (body && (body.message || body.error)) || resp.statusText, problems);
   }
   return body as T;
 }
 
-export function loadApp(appId: string): Promise<App> {
-  return fetch("/api/apps/" + encodeURIComponent(appId), { credentials: "same-origin" }).then(answer<App>);
+export interface Catalog {
+  templates: Templates;
+  variableTypes: string[];
+  systemVariables: Record<string, string>;
+}
+
+// loadTemplates reads the node types the engine offers.
+export async function loadTemplates(): Promise<Catalog> {
+  const body = await get<{ templates: Template[]; variableTypes: string[]; systemVariables: Record<string, string> }>(
+    "/api/node-templates",
+  );
+  return {
+    templates: Object.fromEntries(body.templates.map((t) => [t.type, t])),
+    variableTypes: body.variableTypes,
+    systemVariables: body.systemVariables,
+  };
+}
+
+// Choice is one skill or tool a tool-call node may be given.
+export interface Choice {
+  value: string;
+  name: string;
+  about: string;
+}
+
+export async function loadSkills(): Promise<Choice[]> {
+  const body = await get<{ skills: { name: string; description: string }[] }>("/api/skills");
+  return body.skills.map((s) => ({ value: s.name, name: s.name, about: s.description }));
+}
+
+export async function loadTools(): Promise<Choice[]> {
+  const body = await get<{
+    execTools: { name: string; description: string }[];
+    mcpServers: { id: string; name: string; tools?: { name: string; description: string }[] }[];
+  }>("/api/tools");
+  const out: Choice[] = body.execTools.map((t) => ({ value: t.name, name: t.name, about: t.description }));
+  for (const s of body.mcpServers) {
+    out.push({ value: "mcp:" + s.id, name: s.name, about: "MCP: " + s.id });
+    for (const t of s.tools ?? []) out.push({ value: "mcp:" + s.id + "/" + t.name, name: s.name + " / " + t.name, about: t.description });
+  }
+  return out;
+}
+
+const get = <T>(path: string) => fetch(path, { credentials: "same-origin" }).then(answer<T>);
+
+// loadApp reads an app; a graph's missing lists (the engine writes null
+// for none) are empty ones.
+export async function loadApp(appId: string): Promise<App> {
+  const app = await get<App>("/api/apps/" + encodeURIComponent(appId));
+  const g = app.graph ?? { nodes: [], edges: [] };
+  app.graph = { ...g, nodes: g.nodes ?? [], edges: g.edges ?? [] };
+  for (const n of app.graph.nodes) if (n.inputs === null) delete n.inputs;
+  return app;
 }
 
 // saveApp stores the app's name, visibility and graph; the engine checks

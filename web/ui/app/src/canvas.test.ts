@@ -1,4 +1,4 @@
-import { historyLimit, open, reduce, toSave, unsaved, type Canvas } from "./canvas";
+import { copy, historyLimit, notePrefix, open, reduce, toSave, unsaved, type Canvas } from "./canvas";
 import type { Graph } from "./graph";
 
 const graph: Graph = {
@@ -85,5 +85,81 @@ describe("saving", () => {
     c = reduce(during, { type: "saved", sent });
     expect(unsaved(c)).toBe(true);
     expect(unsaved(reduce(c, { type: "undo" }))).toBe(false);
+  });
+});
+
+describe("copy and paste", () => {
+  const g: Graph = {
+    nodes: [
+      { nodeId: "start", type: "workflowStart" },
+      { nodeId: "a", type: "chatNode", inputs: { userChatInput: "{{$start.userChatInput$}}" } },
+      { nodeId: "b", type: "answerNode", inputs: { text: "{{$a.answerText$}} and {{$start.userChatInput$}}" } },
+    ],
+    edges: [
+      { source: "start", target: "a" },
+      { source: "a", target: "b" },
+    ],
+  };
+  it("pastes fresh nodes with the edges and references among them renamed, never the start", () => {
+    const c = open(g);
+    const clip = copy(c.present, ["start", "a", "b"]);
+    expect(clip.nodes.map((n) => n.nodeId)).toEqual(["a", "b"]);
+    const pasted = reduce(c, { type: "paste", clip, offset: { x: 40, y: 40 } });
+    expect(ids(pasted)).toEqual(["start", "a", "b", "a_2", "b_2"]);
+    expect(edges(pasted)).toEqual(["start>a", "a>b", "a_2>b_2"]);
+    const b2 = pasted.present.graph.nodes.find((n) => n.nodeId === "b_2")!;
+    expect(b2.inputs!.text).toBe("{{$a_2.answerText$}} and {{$start.userChatInput$}}");
+    expect(pasted.present.at.a_2).toEqual({ x: c.present.at.a.x + 40, y: c.present.at.a.y + 40 });
+    // One edit: Undo takes the whole paste back.
+    expect(ids(reduce(pasted, { type: "undo" }))).toEqual(["start", "a", "b"]);
+  });
+  it("takes a loop with its body, and deleting the loop deletes its body", () => {
+    const loop: Graph = {
+      nodes: [
+        { nodeId: "start", type: "workflowStart" },
+        { nodeId: "loop", type: "loop" },
+        { nodeId: "ls", type: "loopStart", parentNodeId: "loop" },
+      ],
+      edges: [{ source: "start", target: "loop" }],
+    };
+    const c = open(loop);
+    expect(copy(c.present, ["loop"]).nodes.map((n) => n.nodeId)).toEqual(["loop", "ls"]);
+    const pasted = reduce(c, { type: "paste", clip: copy(c.present, ["loop"]), offset: { x: 0, y: 0 } });
+    expect(pasted.present.graph.nodes.find((n) => n.nodeId === "ls_2")?.parentNodeId).toBe("loop_2");
+    expect(ids(reduce(c, { type: "remove", ids: ["loop"] }))).toEqual(["start"]);
+  });
+});
+
+describe("branches, settings, variables and notes", () => {
+  it("connects from a branch's handle, told apart from the ordinary way out", () => {
+    let c = open({ nodes: [{ nodeId: "if", type: "ifElseNode" }, { nodeId: "x", type: "answerNode" }], edges: [] });
+    c = reduce(c, { type: "connect", source: "if", target: "x", sourceHandle: "IF" });
+    c = reduce(c, { type: "connect", source: "if", target: "x", sourceHandle: "ELSE" });
+    expect(c.present.graph.edges).toEqual([
+      { source: "if", target: "x", sourceHandle: "IF" },
+      { source: "if", target: "x", sourceHandle: "ELSE" },
+    ]);
+    c = reduce(c, { type: "disconnect", source: "if", target: "x", sourceHandle: "IF" });
+    expect(c.present.graph.edges).toEqual([{ source: "if", target: "x", sourceHandle: "ELSE" }]);
+  });
+  it("changes a node's settings, the app's variables and name as edits Undo takes back", () => {
+    let c = open(graph, { name: "App", public: false });
+    c = reduce(c, { type: "update", id: "tools", patch: { inputs: { model: "other" } } });
+    c = reduce(c, { type: "variables", variables: [{ key: "lang", type: "string" }] });
+    c = reduce(c, { type: "meta", meta: { name: "Renamed", public: true } });
+    expect(c.present.graph.nodes[1].inputs).toEqual({ model: "other" });
+    expect(c.present.graph.variables).toEqual([{ key: "lang", type: "string" }]);
+    expect(c.present.meta).toEqual({ name: "Renamed", public: true });
+    c = reduce(reduce(reduce(c, { type: "undo" }), { type: "undo" }), { type: "undo" });
+    expect(c.present.graph.nodes[1].inputs).toEqual({ model: "m" });
+    expect(unsaved(c)).toBe(false);
+  });
+  it("adds, moves and deletes notes, which the engine keeps but never runs", () => {
+    let c = open(graph);
+    c = reduce(c, { type: "note", note: { id: "n1", text: "why", position: { x: 1, y: 2 } } });
+    c = reduce(c, { type: "move", id: notePrefix + "n1", to: { x: 5, y: 6 } });
+    expect(toSave(c).notes).toEqual([{ id: "n1", text: "why", position: { x: 5, y: 6 } }]);
+    c = reduce(c, { type: "remove", ids: [notePrefix + "n1"] });
+    expect(toSave(c).notes).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { columnGap, layout, positioned, rowGap, withPositions, type Graph } from "./graph";
+import { branchesOf, columnGap, layout, positioned, rowGap, withPositions, type Graph } from "./graph";
 
 const chain: Graph = {
   nodes: [
@@ -76,5 +76,14 @@ describe("positioned and withPositions", () => {
     const saved = withPositions(g, { a: { x: 10.4, y: -3.6 } });
     expect(saved.nodes[0]).toEqual({ nodeId: "a", type: "tools", inputs: { model: "m" }, position: { x: 10, y: -4 } });
     expect(g.nodes[0].position).toBeUndefined();
+  });
+});
+
+describe("a node's branches", () => {
+  it("are those the engine derives from its inputs", () => {
+    expect(branchesOf({ nodeId: "i", type: "ifElseNode", inputs: { ifElseList: [{}, {}, {}] } })).toEqual(["IF", "ELSE IF 1", "ELSE IF 2", "ELSE"]);
+    expect(branchesOf({ nodeId: "i", type: "ifElseNode" })).toEqual(["IF", "ELSE"]);
+    expect(branchesOf({ nodeId: "c", type: "classifyQuestion", inputs: { agents: [{ key: "a1" }, { key: "" }, { key: "b" }] } })).toEqual(["a1", "b"]);
+    expect(branchesOf({ nodeId: "x", type: "answerNode" })).toEqual([]);
   });
 });

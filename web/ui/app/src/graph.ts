@@ -7,22 +7,82 @@ export interface Position {
   y: number;
 }
 
+export interface NodeOutput {
+  key: string;
+  type: string;
+  label?: string;
+}
+
 export interface GraphNode {
   nodeId: string;
   type: string;
   name?: string;
   inputs?: Record<string, unknown>;
+  // outputs the node declares itself (types with dynamic outputs)
+  outputs?: NodeOutput[];
+  // the loop the node is inside, if any
+  parentNodeId?: string;
   position?: Position;
 }
 
+// An edge leaves its source from a handle: "" (or none) is the ordinary
+// way out, "catch" the error branch, anything else a branch of the node.
 export interface GraphEdge {
   source: string;
   target: string;
+  sourceHandle?: string;
+}
+
+export interface Variable {
+  key: string;
+  label?: string;
+  type: string;
+  required?: boolean;
+  defaultValue?: unknown;
+  options?: string[];
+  description?: string;
+}
+
+export interface Note {
+  id: string;
+  text: string;
+  position: Position;
 }
 
 export interface Graph {
   nodes: GraphNode[];
   edges: GraphEdge[];
+  variables?: Variable[];
+  notes?: Note[];
+}
+
+export const catchBranch = "catch";
+
+// edgeId names an edge on the canvas: its ends and its handle.
+export const edgeId = (e: GraphEdge) => e.source + "->" + e.target + (e.sourceHandle ? "#" + e.sourceHandle : "");
+
+export const sameEdge = (a: GraphEdge, b: GraphEdge) =>
+  a.source === b.source && a.target === b.target && (a.sourceHandle ?? "") === (b.sourceHandle ?? "");
+
+// branchesOf lists the branches a node chooses among, as the engine
+// derives them from its inputs; empty for a node with one way out.
+export function branchesOf(n: GraphNode): string[] {
+  const list = (key: string) => (Array.isArray(n.inputs?.[key]) ? (n.inputs![key] as unknown[]) : []);
+  const keys = (key: string) =>
+    list(key)
+      .map((x) => (x && typeof x === "object" ? String((x as Record<string, unknown>).key ?? "") : ""))
+      .filter((k) => k !== "");
+  switch (n.type) {
+    case "ifElseNode": {
+      const conditions = list("ifElseList").length || 1;
+      return ["IF", ...Array.from({ length: conditions - 1 }, (_, i) => "ELSE IF " + (i + 1)), "ELSE"];
+    }
+    case "classifyQuestion":
+      return keys("agents");
+    case "userSelect":
+      return keys("userSelectOptions");
+  }
+  return [];
 }
 
 // Spacing of the automatic layout, in canvas units: between columns

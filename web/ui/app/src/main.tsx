@@ -16,6 +16,6 @@ document.title = t("canvas") + " · Flowbox";
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
-    <Builder appId={appId} csrf={csrf} t={t} />
+    <Builder appId={appId} csrf={csrf} t={t} lang={lang} />
   </StrictMode>,
 );

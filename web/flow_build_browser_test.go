@@ -1,0 +1,151 @@
+package web_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/nodes"
+)
+
+// Building an app on the canvas from a start node alone, in Chromium on
+// the real engine: a node found in the palette and added, its text set in
+// the side panel with a value picked from what runs before it, connected
+// by dragging from a handle to a handle, saved, and chatted with. A node
+// nothing leads to is refused by the engine, named on the node itself;
+// copy and paste, a note and a global variable are kept with the graph.
+func TestFlowCanvasBuildsAnApp(t *testing.T) {
+	t.Parallel()
+	e := newBrowserEnv(t)
+	ctx := context.Background()
+	var start nodes.Graph
+	start.Nodes = []nodes.Node{{NodeID: "start", Type: "workflowStart", Name: "Start"}}
+	if err := e.apps.Put(ctx, apps.App{ID: "built", Name: "Built on the canvas", OwnerID: "u:" + enginetest.AdminName, Graph: start}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tb := e.signInWith(t, enginetest.AdminName, enginetest.AdminPassword)
+	tb.do(t, chromedp.Navigate(e.url+"/apps/built/flow?lang=en"))
+	count := func(css string) string { return `document.querySelectorAll(` + strconv.Quote(css) + `).length` }
+	waitFor := func(cond string) {
+		t.Helper()
+		run(t, tb, poll[bool](`() => `+cond))
+	}
+	waitFor(count(".palette-item") + ` > 3`)
+	waitFor(count(".react-flow__node") + ` === 1`)
+
+	// The palette's search finds the answer node in either language's
+	// words; a click adds it, selected, with its settings in the panel.
+	tb.do(t, chromedp.SendKeys(chromedp.CSS(".palette-search"), "sends a text"))
+	waitFor(count(".palette-item") + ` === 1`)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.palette-item[data-type="answerNode"]`)))
+	waitFor(count(".react-flow__node") + ` === 2`)
+	waitFor(`document.querySelector(".panel #node-name") !== null`)
+	if got := tb.js(t, `document.querySelector(".panel #node-name").value`); got != "Answer" {
+		t.Errorf("the new node is named %q, want its type's label", got)
+	}
+	// Its text: typed, then a value picked from what runs before it. The
+	// node is not connected yet, so nothing runs before it but the
+	// variables; connect first.
+	handle := func(css string) (float64, float64) {
+		t.Helper()
+		p := run(t, tb, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(`+strconv.Quote(css)+`).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
+		return p[0], p[1]
+	}
+	e.screenshot(t, tb, "canvas-added.png")
+	sx, sy := handle(`.react-flow__node[data-id="start"] .react-flow__handle.source`)
+	tx, ty := handle(`.react-flow__node[data-id="answerNode1"] .react-flow__handle.target`)
+	tb.do(t,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, sx, sy, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (sx+tx)/2, (sy+ty)/2, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, tx, ty, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, tx, ty, chromedp.ButtonLeft),
+	)
+	waitFor(count(".react-flow__edge") + ` === 1`)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="answerNode1"]`)))
+	waitFor(`document.querySelector('.panel [data-field="text"] textarea') !== null`)
+	tb.do(t,
+		chromedp.SendKeys(chromedp.CSS(`.panel [data-field="text"] textarea`), "You said: "),
+		chromedp.Click(chromedp.CSS(`.panel #node-name`)), // the text is committed when it loses the focus
+	)
+	// Pick the start's question from the list of values before the node.
+	options := tb.js(t, `[...document.querySelectorAll('.panel [data-field="text"] .insert-reference option')].map((o) => o.textContent).join("|")`)
+	if !strings.Contains(options, "Start · User question") {
+		t.Errorf("the values to insert are %q, want the start's question among them", options)
+	}
+	tb.js(t, `(() => { const s = document.querySelector('.panel [data-field="text"] .insert-reference'); s.value = "{{$start.userChatInput$}}"; s.dispatchEvent(new Event("change", { bubbles: true })); return ""; })()`)
+	waitFor(`document.querySelector('.panel [data-field="text"] textarea').value === "You said: {{$start.userChatInput$}}"`)
+	save(t, tb, "All changes saved")
+	got, err := e.apps.Get(ctx, "built")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Graph.Nodes) != 2 || string(got.Graph.Nodes[1].Inputs["text"]) != `"You said: {{$start.userChatInput$}}"` ||
+		len(got.Graph.Edges) != 1 || got.Graph.Edges[0] != (nodes.Edge{Source: "start", Target: "answerNode1"}) {
+		t.Fatalf("saved graph %+v", got.Graph)
+	}
+
+	// A node nothing leads to: the engine refuses the graph and the
+	// canvas marks the node with what to do; nothing is saved.
+	// A new search replaces the text (React reads the input event).
+	tb.js(t, `(() => { const i = document.querySelector(".palette-search"); Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(i, "AI chat"); i.dispatchEvent(new Event("input", { bubbles: true })); return ""; })()`)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.palette-item[data-type="chatNode"]`)))
+	waitFor(count(".react-flow__node") + ` === 3`)
+	tb.expected = []string{"status of 422"} // the refusal, on purpose
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar button.primary`)))
+	waitFor(`document.querySelector(".step-bad") !== null`)
+	if msg := tb.text(t, `[data-node-id="chatNode1"] .step-problem`); !strings.Contains(msg, "nothing leads to this node") {
+		t.Errorf("the refused node says %q", msg)
+	}
+	if bar := tb.text(t, ".problem"); !strings.Contains(bar, "refused") || !strings.Contains(bar, "Nothing was saved") {
+		t.Errorf("the page says %q", bar)
+	}
+	if still, _ := e.apps.Get(ctx, "built"); len(still.Graph.Nodes) != 2 {
+		t.Fatalf("a refused graph was saved: %+v", still.Graph)
+	}
+	e.screenshot(t, tb, "canvas-refused.png")
+
+	// Copy and paste the selected node (Ctrl+C, Ctrl+V): a second one,
+	// with a fresh id; then delete both and add a note.
+	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="chatNode1"]`)))
+	tb.do(t, chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	waitFor(count(`.react-flow__node[data-id="chatNode1_2"]`) + ` === 1`)
+	tb.do(t, chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	waitFor(count(".react-flow__node") + ` === 2`)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .add-note`)))
+	waitFor(count(".note-card textarea") + ` === 1`)
+	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.note-card textarea`), "Greets the user"), chromedp.Click(chromedp.CSS(`.palette-search`)))
+
+	// A global variable, from the app's panel (nothing selected).
+	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__pane`)))
+	waitFor(`document.querySelector(".panel .add-variable") !== null`)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.panel .add-variable`)))
+	waitFor(count(`.panel [data-variable="var1"]`) + ` === 1`)
+	save(t, tb, "All changes saved")
+	got, err = e.apps.Get(ctx, "built")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Graph.Notes) != 1 || got.Graph.Notes[0].Text != "Greets the user" || len(got.Graph.Variables) != 1 || got.Graph.Variables[0].Key != "var1" {
+		t.Fatalf("saved notes %+v, variables %+v", got.Graph.Notes, got.Graph.Variables)
+	}
+	e.screenshot(t, tb, "canvas-built.png")
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/built/flow?lang=en"))
+	waitFor(count(".react-flow__node") + ` === 3`)
+	e.screenshot(t, tb, "canvas-built-phone.png")
+	tb.do(t, chromedp.EmulateViewport(1280, 800))
+
+	// The app answers as built.
+	e.openChat(t, tb, "built")
+	tb.do(t,
+		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), "hello canvas"),
+		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
+	)
+	tb.waitAnswer(t, "You said: hello canvas")
+}

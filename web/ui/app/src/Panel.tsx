@@ -1,0 +1,435 @@
+// The side panel: the settings of the node chosen on the canvas, or the
+// app's own (name, visibility, variables) when none is.
+import { useEffect, useState } from "react";
+import type { Choice, Problem } from "./api";
+import type { Action, Meta } from "./canvas";
+import type { Graph, GraphNode, NodeOutput, Variable } from "./graph";
+import type { Translate } from "./i18n";
+import { fields, fits, label, reference, upstream, variablesNode, type Field, type Source, type Templates } from "./templates";
+
+export interface PanelProps {
+  graph: Graph;
+  templates: Templates;
+  systemVariables: Record<string, string>;
+  variableTypes: string[];
+  lang: string;
+  t: Translate;
+  problems: Problem[];
+  dispatch: (a: Action) => void;
+}
+
+const sourceName = (s: Source, t: Translate) =>
+  (s.nodeId === variablesNode ? t("canvasVariable") : s.nodeName) + " · " + s.label;
+
+// NodePanel edits one node: its name, its inputs as its template draws
+// them, the outputs it declares, and the loop it is in.
+export function NodePanel(props: PanelProps & { node: GraphNode; choices: Record<string, Choice[] | string> }) {
+  const { node, graph, templates, lang, t, problems, dispatch } = props;
+  const tmpl = templates[node.type];
+  const inputs = node.inputs ?? {};
+  const sources = upstream(graph, node.nodeId, templates, lang, props.systemVariables);
+  const set = (key: string, value: unknown) => {
+    const next = { ...inputs };
+    if (value === undefined) delete next[key];
+    else next[key] = value;
+    dispatch({ type: "update", id: node.nodeId, patch: { inputs: next } });
+  };
+  const loops = graph.nodes.filter((n) => n.type === "loop" && n.nodeId !== node.nodeId);
+  const own = problems.filter((p) => p.nodeId === node.nodeId);
+  const placed = new Set<string>();
+  return (
+    <aside className="panel" aria-label={t("canvasNodeSettings")}>
+      <h2>{label(tmpl, lang, node.type)}</h2>
+      {tmpl?.description && <p className="hint">{tmpl.description}</p>}
+      {own
+        .filter((p) => !p.field || !tmpl?.schema.properties?.[p.field])
+        .map((p, i) => (
+          <p key={i} className="field-problem" role="alert">
+            {p.field ? p.field + ": " : ""}
+            {p.message}
+          </p>
+        ))}
+      <label htmlFor="node-name">{t("name")}</label>
+      <Text id="node-name" value={node.name ?? ""} onCommit={(v) => dispatch({ type: "update", id: node.nodeId, patch: { name: v } })} />
+      <p className="hint node-id">
+        {t("canvasNodeId")}: <code>{node.nodeId}</code>
+      </p>
+      {loops.length > 0 && !["workflowStart", "loop", "loopStart", "loopEnd"].includes(node.type) && (
+        <>
+          <label htmlFor="node-parent">{t("canvasInsideLoop")}</label>
+          <select
+            id="node-parent"
+            value={node.parentNodeId ?? ""}
+            onChange={(e) => dispatch({ type: "update", id: node.nodeId, patch: { parentNodeId: e.target.value || undefined } })}
+          >
+            <option value="">{t("canvasNoLoop")}</option>
+            {loops.map((l) => (
+              <option key={l.nodeId} value={l.nodeId}>
+                {l.name || l.nodeId}
+              </option>
+            ))}
+          </select>
+        </>
+      )}
+      {tmpl &&
+        fields(tmpl, lang).map((f) => {
+          placed.add(f.key);
+          const fieldProblems = own.filter((p) => p.field === f.key);
+          return (
+            <div key={f.key} className={"field field-" + f.kind + (fieldProblems.length ? " field-bad" : "")} data-field={f.key}>
+              <FieldInput f={f} value={inputs[f.key]} set={(v) => set(f.key, v)} sources={sources} t={t} choices={props.choices[f.key]} />
+              {f.hint && <p className="hint">{f.hint}</p>}
+              {fieldProblems.map((p, i) => (
+                <p key={i} className="field-problem" role="alert">
+                  {p.message}
+                </p>
+              ))}
+            </div>
+          );
+        })}
+      {tmpl?.dynamicOutputs && (
+        <Outputs outputs={node.outputs ?? []} t={t} onChange={(outputs) => dispatch({ type: "update", id: node.nodeId, patch: { outputs } })} />
+      )}
+    </aside>
+  );
+}
+
+// Text is an input that commits its value when it loses the focus or on
+// Enter, so that typing is one edit, not one per key.
+function Text(props: { id: string; value: string; onCommit: (v: string) => void; area?: boolean; rows?: number }) {
+  const [v, setV] = useState(props.value);
+  useEffect(() => setV(props.value), [props.value]);
+  const commit = () => v !== props.value && props.onCommit(v);
+  return props.area ? (
+    <textarea id={props.id} rows={props.rows ?? 4} value={v} onChange={(e) => setV(e.target.value)} onBlur={commit} spellCheck={false} />
+  ) : (
+    <input
+      id={props.id}
+      type="text"
+      value={v}
+      onChange={(e) => setV(e.target.value)}
+      onBlur={commit}
+      onKeyDown={(e) => e.key === "Enter" && commit()}
+    />
+  );
+}
+
+function FieldInput(props: {
+  f: Field;
+  value: unknown;
+  set: (v: unknown) => void;
+  sources: Source[];
+  t: Translate;
+  choices?: Choice[] | string;
+}) {
+  const { f, value, set, sources, t } = props;
+  const id = "field-" + f.key;
+  const head = (
+    <label htmlFor={id}>
+      {f.label}
+      {f.required && <span className="required"> *</span>}
+    </label>
+  );
+  const fitting = sources.filter((s) => fits(s.type, f.type));
+  switch (f.kind) {
+    case "switch":
+      return (
+        <label className="switch" htmlFor={id}>
+          <input id={id} type="checkbox" checked={value === true} onChange={(e) => set(e.target.checked)} /> {f.label}
+        </label>
+      );
+    case "number":
+      return (
+        <>
+          {head}
+          <Text
+            id={id}
+            value={value === undefined ? "" : String(value)}
+            onCommit={(v) => set(v.trim() === "" ? undefined : /^\{\{/.test(v.trim()) ? v.trim() : Number(v))}
+          />
+        </>
+      );
+    case "select":
+      return (
+        <>
+          {head}
+          <select id={id} value={value === undefined ? "" : String(value)} onChange={(e) => set(e.target.value || undefined)}>
+            <option value="">—</option>
+            {(f.options ?? []).map((o) => (
+              <option key={String(o)} value={String(o)}>
+                {String(o)}
+              </option>
+            ))}
+          </select>
+        </>
+      );
+    case "reference":
+      return (
+        <>
+          {head}
+          <ReferencePick id={id} value={typeof value === "string" ? value : ""} sources={fitting} t={t} onPick={(v) => set(v || undefined)} />
+        </>
+      );
+    case "text":
+    case "textarea":
+      return (
+        <>
+          {head}
+          <Text id={id} area={f.kind === "textarea"} value={typeof value === "string" ? value : ""} onCommit={(v) => set(v)} />
+          {f.kind === "textarea" && <InsertReference sources={sources} t={t} onPick={(r) => set((typeof value === "string" ? value : "") + r)} />}
+        </>
+      );
+    case "lines":
+      return (
+        <>
+          {head}
+          <Text
+            id={id}
+            area
+            rows={3}
+            value={Array.isArray(value) ? (value as unknown[]).join("\n") : ""}
+            onCommit={(v) =>
+              set(
+                v
+                  .split("\n")
+                  .map((l) => l.trim())
+                  .filter((l) => l !== ""),
+              )
+            }
+          />
+        </>
+      );
+    case "choices":
+      return <Choices f={f} value={Array.isArray(value) ? (value as string[]) : []} set={set} t={t} choices={props.choices} />;
+  }
+  return <Json id={id} head={head} value={value} set={set} t={t} sources={sources} />;
+}
+
+// ReferencePick chooses one value that runs before the node and fits the
+// input's type (FastGPT's reference picker).
+function ReferencePick(props: { id: string; value: string; sources: Source[]; t: Translate; onPick: (v: string) => void }) {
+  const { sources, t } = props;
+  const known = sources.some((s) => reference(s) === props.value);
+  return (
+    <select id={props.id} className="reference" value={props.value} onChange={(e) => props.onPick(e.target.value)}>
+      <option value="">{t("canvasPickReference")}</option>
+      {!known && props.value && <option value={props.value}>{props.value}</option>}
+      {sources.map((s) => (
+        <option key={reference(s)} value={reference(s)}>
+          {sourceName(s, t)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function InsertReference(props: { sources: Source[]; t: Translate; onPick: (r: string) => void }) {
+  if (props.sources.length === 0) return null;
+  return (
+    <select className="insert-reference" aria-label={props.t("canvasInsertReference")} value="" onChange={(e) => e.target.value && props.onPick(e.target.value)}>
+      <option value="">{props.t("canvasInsertReference")}</option>
+      {props.sources.map((s) => (
+        <option key={reference(s)} value={reference(s)}>
+          {sourceName(s, props.t)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function Json(props: { id: string; head: React.ReactNode; value: unknown; set: (v: unknown) => void; t: Translate; sources: Source[] }) {
+  const shown = props.value === undefined ? "" : JSON.stringify(props.value, null, 2);
+  const [text, setText] = useState(shown);
+  const [bad, setBad] = useState("");
+  useEffect(() => {
+    setText(shown);
+    setBad("");
+  }, [shown]);
+  const commit = () => {
+    if (text === shown) return;
+    if (text.trim() === "") {
+      setBad("");
+      props.set(undefined);
+      return;
+    }
+    try {
+      props.set(JSON.parse(text));
+      setBad("");
+    } catch (err) {
+      setBad(props.t("canvasNotJson") + ": " + (err as Error).message);
+    }
+  };
+  return (
+    <>
+      {props.head}
+      <textarea id={props.id} className="json" rows={5} value={text} spellCheck={false} onChange={(e) => setText(e.target.value)} onBlur={commit} />
+      <InsertReference sources={props.sources} t={props.t} onPick={(r) => setText(text + JSON.stringify(r))} />
+      {bad && (
+        <p className="field-problem" role="alert">
+          {bad}
+        </p>
+      )}
+    </>
+  );
+}
+
+// Choices offers the skills or tools the engine has, the chosen ones
+// checked; one chosen but no longer offered stays listed, marked.
+function Choices(props: { f: Field; value: string[]; set: (v: unknown) => void; t: Translate; choices?: Choice[] | string }) {
+  const { f, value, t, choices } = props;
+  if (typeof choices === "string")
+    return (
+      <fieldset className="choices">
+        <legend>{f.label}</legend>
+        <p className="field-problem">{choices}</p>
+      </fieldset>
+    );
+  const offered = choices ?? [];
+  const rows = [...offered, ...value.filter((v) => !offered.some((c) => c.value === v)).map((v) => ({ value: v, name: v, about: "", missing: true }))];
+  const toggle = (v: string, on: boolean) => props.set(on ? [...value, v] : value.filter((x) => x !== v));
+  return (
+    <fieldset className="choices" id={"field-" + f.key}>
+      <legend>{f.label}</legend>
+      {rows.length === 0 && <p className="hint">{t(f.key === "skills" ? "canvasNoSkills" : "canvasNoTools")}</p>}
+      <ul>
+        {rows.map((r) => (
+          <li key={r.value} data-choice={r.value}>
+            <label>
+              <input type="checkbox" checked={value.includes(r.value)} onChange={(e) => toggle(r.value, e.target.checked)} /> <strong>{r.name}</strong>{" "}
+              {"missing" in r ? <span className="field-problem">{t("toolNotAvailable")}</span> : <span className="hint">{r.about}</span>}
+            </label>
+          </li>
+        ))}
+      </ul>
+    </fieldset>
+  );
+}
+
+// Outputs edits the outputs a node declares itself.
+function Outputs(props: { outputs: NodeOutput[]; t: Translate; onChange: (o: NodeOutput[]) => void }) {
+  const { outputs, t } = props;
+  const types = ["string", "number", "boolean", "object", "array", "any"];
+  const change = (i: number, patch: Partial<NodeOutput>) => props.onChange(outputs.map((o, j) => (j === i ? { ...o, ...patch } : o)));
+  return (
+    <fieldset className="outputs">
+      <legend>{t("canvasOutputs")}</legend>
+      {outputs.map((o, i) => (
+        <div key={i} className="row">
+          <Text id={"output-" + i} value={o.key} onCommit={(v) => change(i, { key: v.trim() })} />
+          <select aria-label={t("canvasType")} value={o.type || "any"} onChange={(e) => change(i, { type: e.target.value })}>
+            {types.map((ty) => (
+              <option key={ty}>{ty}</option>
+            ))}
+          </select>
+          <button type="button" onClick={() => props.onChange(outputs.filter((_, j) => j !== i))}>
+            {t("delete")}
+          </button>
+        </div>
+      ))}
+      <button type="button" onClick={() => props.onChange([...outputs, { key: "output" + (outputs.length + 1), type: "string" }])}>
+        {t("canvasAddOutput")}
+      </button>
+    </fieldset>
+  );
+}
+
+// AppPanel edits the app: its name, whether everyone may use it, and its
+// global variables (the chat asks for them before it starts).
+export function AppPanel(props: PanelProps & { meta: Meta }) {
+  const { graph, t, dispatch, meta } = props;
+  const vars = graph.variables ?? [];
+  const setVars = (variables: Variable[]) => dispatch({ type: "variables", variables });
+  const change = (i: number, patch: Partial<Variable>) => setVars(vars.map((v, j) => (j === i ? { ...v, ...patch } : v)));
+  const graphProblems = props.problems.filter((p) => !p.nodeId);
+  return (
+    <aside className="panel" aria-label={t("canvasAppSettings")}>
+      <h2>{t("canvasAppSettings")}</h2>
+      <label htmlFor="app-name">{t("name")}</label>
+      <Text id="app-name" value={meta.name} onCommit={(v) => dispatch({ type: "meta", meta: { ...meta, name: v } })} />
+      <label className="switch" htmlFor="app-public">
+        <input id="app-public" type="checkbox" checked={meta.public} onChange={(e) => dispatch({ type: "meta", meta: { ...meta, public: e.target.checked } })} />{" "}
+        {t("publicApp")}
+      </label>
+      <fieldset className="variables">
+        <legend>{t("canvasVariables")}</legend>
+        <p className="hint">{t("canvasVariablesHint")}</p>
+        {vars.map((v, i) => {
+          const bad = graphProblems.filter((p) => p.field === "variables[" + i + "]");
+          return (
+            <div key={i} className="variable" data-variable={v.key}>
+              <div className="row">
+                <Text id={"var-key-" + i} value={v.key} onCommit={(k) => change(i, { key: k.trim() })} />
+                <select aria-label={t("canvasType")} value={v.type} onChange={(e) => change(i, { type: e.target.value })}>
+                  {props.variableTypes.map((ty) => (
+                    <option key={ty} value={ty}>
+                      {t("canvasVarType." + ty)}
+                    </option>
+                  ))}
+                </select>
+                <label className="switch">
+                  <input type="checkbox" checked={!!v.required} onChange={(e) => change(i, { required: e.target.checked })} /> {t("canvasRequired")}
+                </label>
+                <button type="button" onClick={() => setVars(vars.filter((_, j) => j !== i))}>
+                  {t("delete")}
+                </button>
+              </div>
+              <label htmlFor={"var-label-" + i}>{t("canvasLabel")}</label>
+              <Text id={"var-label-" + i} value={v.label ?? ""} onCommit={(l) => change(i, { label: l })} />
+              {v.type === "select" && (
+                <>
+                  <label htmlFor={"var-options-" + i}>{t("canvasOptions")}</label>
+                  <Text
+                    id={"var-options-" + i}
+                    value={(v.options ?? []).join(", ")}
+                    onCommit={(o) =>
+                      change(i, {
+                        options: o
+                          .split(",")
+                          .map((x) => x.trim())
+                          .filter((x) => x),
+                      })
+                    }
+                  />
+                </>
+              )}
+              <label htmlFor={"var-default-" + i}>{t("canvasDefault")}</label>
+              <Text
+                id={"var-default-" + i}
+                value={v.defaultValue === undefined ? "" : typeof v.defaultValue === "string" ? v.defaultValue : JSON.stringify(v.defaultValue)}
+                onCommit={(d) => change(i, { defaultValue: defaultOf(v.type, d) })}
+              />
+              {bad.map((p, j) => (
+                <p key={j} className="field-problem" role="alert">
+                  {p.message}
+                </p>
+              ))}
+            </div>
+          );
+        })}
+        <button type="button" className="add-variable" onClick={() => setVars([...vars, { key: "var" + (vars.length + 1), type: "string" }])}>
+          {t("canvasAddVariable")}
+        </button>
+      </fieldset>
+      {graphProblems
+        .filter((p) => !p.field?.startsWith("variables["))
+        .map((p, i) => (
+          <p key={i} className="field-problem" role="alert">
+            {p.message}
+          </p>
+        ))}
+    </aside>
+  );
+}
+
+// defaultOf reads a default typed in the panel as the variable's type
+// wants it; what does not parse stays text, for the engine to refuse.
+export function defaultOf(type: string, text: string): unknown {
+  const s = text.trim();
+  if (s === "") return undefined;
+  if (type === "string" || type === "select") return text;
+  try {
+    return JSON.parse(s);
+  } catch {
+    return text;
+  }
+}
