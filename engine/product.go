@@ -89,7 +89,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	storage := files.Storage{Disk: svc.DataDisk, Quota: svc.Workspace}
 	publish := &account.Publishing{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
-	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Templates: templates, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
+	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
 		Limits: &ui.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
 	if err := ui.Load(); err != nil {
 		return nil, err

@@ -390,35 +390,34 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("build an app with the sandbox switch", func(t *testing.T) {
 		tb := e.signIn(t, "alice")
-		tb.do(t,
-			chromedp.SendKeys(chromedp.ID("new-app-name"), "Shell helper"),
-			chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
-			chromedp.WaitVisible(chromedp.ID("builder")),
-		)
-		appID := run(t, tb, chromedp.AttributeValue(chromedp.ID("builder"), "data-app")).Value
-		if got := tb.text(t, `[data-role="switch-label"]`); got != "Enable sandbox (Computer Use)" {
+		appID := e.newAppOnCanvas(t, tb, "Shell helper")
+		tb.openNode(t, "agent")
+		if got := tb.text(t, `.panel [data-field="useAgentSandbox"] label.switch`); got != "Enable sandbox (Computer Use)" {
 			t.Errorf("switch label %q", got)
 		}
-		if got := tb.text(t, `[data-role="switch-description"]`); got != "When on, the agent gets its own Linux environment where it can run commands and work with files" {
+		if got := tb.text(t, `.panel [data-field="useAgentSandbox"] .hint`); got != "When on, the agent gets its own Linux environment where it can run commands and work with files" {
 			t.Errorf("switch description %q", got)
 		}
 		switchOn := func() bool {
-			return run(t, tb, chromedp.Evaluate[bool](`document.getElementById("useAgentSandbox").checked`))
+			return run(t, tb, chromedp.Evaluate[bool](`document.getElementById("field-useAgentSandbox").checked`))
 		}
 		if switchOn() {
 			t.Fatal("a new app has the sandbox switch on")
 		}
+		// The startup commands, one per line.
 		tb.do(t,
-			chromedp.Click(chromedp.CSS(`label[for="useAgentSandbox"]`)),
-			chromedp.Click(chromedp.CSS(`#builder button[type=submit]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#builder [data-role="save-status"].ok`)),
+			chromedp.Click(chromedp.ID("field-useAgentSandbox")),
+			chromedp.SendKeys(chromedp.ID("field-startupCommands"), "echo one > one.txt\n\necho two"),
+			chromedp.Click(chromedp.ID("node-name")),
 		)
-		if got := tb.text(t, `#builder [data-role="save-status"]`); got != "saved" {
-			t.Errorf("save status %q, want saved", got)
-		}
-		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("builder")))
+		save(t, tb, "All changes saved")
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.react-flow__node[data-id="agent"]`)))
+		tb.openNode(t, "agent")
 		if !switchOn() {
 			t.Fatal("after saving and reloading, the sandbox switch is off")
+		}
+		if got := run(t, tb, chromedp.Value(chromedp.ID("field-startupCommands"))); got != "echo one > one.txt\necho two" {
+			t.Errorf("the startup commands read %q after a reload, want one per line", got)
 		}
 		e.screenshot(t, tb, "builder.png")
 		app, err := e.apps.Get(context.Background(), appID)
@@ -427,6 +426,9 @@ func TestBrowser(t *testing.T) {
 		}
 		if in := app.Graph.Nodes[1].Inputs["useAgentSandbox"]; string(in) != "true" {
 			t.Errorf("saved useAgentSandbox = %s, want true", in)
+		}
+		if in := app.Graph.Nodes[1].Inputs["startupCommands"]; string(in) != `["echo one \u003e one.txt","echo two"]` && string(in) != `["echo one > one.txt","echo two"]` {
+			t.Errorf("saved startupCommands = %s", in)
 		}
 
 		// The switch does what it says: the app's agent runs commands.
@@ -976,13 +978,7 @@ func accountLinks(t *testing.T, e *browserEnv, admin *tab) {
 	}
 
 	// Cleo makes an app, which the admin later gives to themself.
-	cleo.do(t,
-		chromedp.Navigate(e.url+"/"),
-		chromedp.SendKeys(chromedp.ID("new-app-name"), "cleo's app"),
-		chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("builder")),
-	)
-	appID := strings.TrimSuffix(strings.TrimPrefix(cleo.location(), e.url+"/apps/"), "/edit")
+	appID := e.newAppOnCanvas(t, cleo, "cleo's app")
 
 	// A reset by link shows a new link for bea, once.
 	admin.do(t,

@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestPublishTab: the builder's Publish tab as an app's owner uses it. The
-// tab is linked by its hash; an API key made there is shown once and
+// TestPublishTab: an app's Publish page as its owner uses it, opened from
+// the canvas. An API key made there is shown once and
 // reaches this app on the chat API and no other; a share link made there
 // is listed with its address and settings; revoked, both leave the lists
 // and the key stops working.
@@ -23,39 +23,18 @@ func TestPublishTab(t *testing.T) {
 	t.Parallel()
 	e := newBrowserEnv(t)
 	tb := e.signIn(t, "alice")
-	tb.do(t,
-		chromedp.SendKeys(chromedp.ID("new-app-name"), "Support desk"),
-		chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("builder")),
-	)
-	appID := run(t, tb, chromedp.AttributeValue(chromedp.ID("builder"), "data-app")).Value
-	if shown := run(t, tb, chromedp.Evaluate[bool](`document.getElementById("publish").checkVisibility()`)); shown {
-		t.Error("without #publish the builder shows the Publish tab")
-	}
-	selected := func() string {
-		return tb.js(t, `document.querySelector('.tabs [aria-selected="true"]').dataset.tab`)
-	}
+	appID := e.newAppOnCanvas(t, tb, "Support desk")
 
-	// Opened at #publish, the page shows the Publish tab; the tab bar
-	// switches between the two and keeps the hash in step.
+	// The app's Publish page, linked from the canvas's bar and the app
+	// list, opens with its keys and links listed.
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar a[href$="/edit#publish"]`)))
 	publish := e.url + "/apps/" + appID + "/edit#publish"
 	tb.do(t,
-		chromedp.Navigate(e.url+"/"),
-		chromedp.WaitVisible(chromedp.ID("app-list")),
-		chromedp.Navigate(publish),
 		chromedp.WaitVisible(chromedp.CSS(`#app-keys [data-role=empty]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#links [data-role=empty]`)),
 	)
-	if shown := run(t, tb, chromedp.Evaluate[bool](`document.getElementById("builder").checkVisibility()`)); shown || selected() != "publish" {
-		t.Errorf("at #publish: settings form shown %v, selected tab %q; want the Publish tab only", shown, selected())
-	}
-	tb.do(t, chromedp.Click(chromedp.ID("tab-settings")), chromedp.WaitVisible(chromedp.ID("builder")))
-	if loc := tb.location(); strings.Contains(loc, "#") || selected() != "settings" {
-		t.Errorf("after choosing Settings: page %s, selected tab %q", loc, selected())
-	}
-	tb.do(t, chromedp.Click(chromedp.ID("tab-publish")), chromedp.WaitVisible(chromedp.ID("app-keys")))
-	if loc := tb.location(); loc != publish || selected() != "publish" {
-		t.Errorf("after choosing Publish: page %s, selected tab %q; want %s", loc, selected(), publish)
+	if loc := tb.location(); loc != publish {
+		t.Errorf("the canvas's Publish link opened %s, want %s", loc, publish)
 	}
 
 	// An API key for the app, with an expiry date and a rate; its secret
@@ -198,7 +177,7 @@ func TestPublishTab(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#links [data-role=empty]`)),
 	)
 	for _, c := range []struct{ css, want string }{
-		{"#tab-publish", "发布"}, {"#links h3", "分享链接"}, {`#links [data-role=empty]`, "此应用还没有分享链接。"},
+		{"#links h3", "分享链接"}, {`#links [data-role=empty]`, "此应用还没有分享链接。"},
 	} {
 		if got := tb.text(t, c.css); got != c.want {
 			t.Errorf("in Chinese %s says %q, want %q", c.css, got, c.want)

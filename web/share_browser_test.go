@@ -46,22 +46,15 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 	}
 
 	// She builds an app with the sandbox on.
-	pia.do(t,
-		chromedp.Navigate(e.url+"/"),
-		chromedp.WaitVisible(chromedp.ID("new-app")),
-		chromedp.SendKeys(chromedp.ID("new-app-name"), "Data helper"),
-		chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("builder")),
-		chromedp.Click(chromedp.ID("useAgentSandbox")),
-		chromedp.Click(chromedp.CSS(`#builder button[type=submit]`)),
-	)
-	run(t, pia, poll[bool](`() => document.querySelector('#builder [data-role="save-status"]').textContent !== ""`))
-	appID := run(t, pia, chromedp.AttributeValue(chromedp.ID("builder"), "data-app")).Value
+	appID := e.newAppOnCanvas(t, pia, "Data helper")
+	pia.openNode(t, "agent")
+	pia.do(t, chromedp.Click(chromedp.ID("field-useAgentSandbox")))
+	save(t, pia, "All changes saved")
 
 	// And publishes it: a share link whose visitors see the cards and read
 	// the files.
 	pia.do(t,
-		chromedp.Click(chromedp.ID("tab-publish")),
+		chromedp.Navigate(e.url+"/apps/"+appID+"/edit"),
 		chromedp.WaitVisible(chromedp.ID("new-link")),
 		chromedp.SendKeys(chromedp.ID("new-link-name"), "For the team"),
 		chromedp.SetValue(chromedp.ID("new-link-files"), "read"),

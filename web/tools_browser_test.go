@@ -68,10 +68,17 @@ func TestToolsBrowser(t *testing.T) {
 	// The builder lists the exec tools and the enabled servers; the
 	// chosen server that is no longer offered stays listed, marked.
 	tb := e.signIn(t, "alice")
-	tb.do(t, chromedp.Navigate(e.url+"/apps/"+app.ID+"/edit"), chromedp.WaitVisible(chromedp.CSS(`#tools-choice li[data-tool="shout"]`)))
+	tb.do(t, chromedp.Navigate(e.url+"/apps/"+app.ID+"/flow"))
+	openTools := func() {
+		t.Helper()
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.react-flow__node[data-id="agent"]`)))
+		tb.openNode(t, "agent")
+		tb.do(t, chromedp.WaitVisible(chromedp.CSS(`.panel [data-field="tools"] li[data-choice="shout"]`)))
+	}
+	openTools()
 	choices := func() string {
-		return tb.js(t, `[...document.querySelectorAll("#tools-choice li")].map((li) =>
-			(li.querySelector("input").checked ? "[x] " : "[ ] ") + li.dataset.tool + ": " +
+		return tb.js(t, `[...document.querySelectorAll('.panel [data-field="tools"] li')].map((li) =>
+			(li.querySelector("input").checked ? "[x] " : "[ ] ") + li.dataset.choice + ": " +
 			[...li.querySelectorAll("label > span")].map((s) => s.textContent).join(" · ")).join("\n")`)
 	}
 	want := strings.Join([]string{
@@ -86,14 +93,14 @@ func TestToolsBrowser(t *testing.T) {
 	}
 	// The builder takes the exec tool and the server, and lets the
 	// server that is gone go.
+	list := `.panel [data-field="tools"] `
 	tb.do(t,
-		chromedp.Click(chromedp.CSS(`#tools-choice li[data-tool="shout"] label`)),
-		chromedp.Click(chromedp.CSS(`#tools-choice li[data-tool="mcp:team"] label`)),
-		chromedp.Click(chromedp.CSS(`#tools-choice li[data-tool="mcp:local"] label`)),
-		chromedp.Click(chromedp.CSS(`#builder button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#builder [data-role="save-status"].ok`)),
+		chromedp.Click(chromedp.CSS(list+`li[data-choice="shout"] input`)),
+		chromedp.Click(chromedp.CSS(list+`li[data-choice="mcp:team"] input`)),
+		chromedp.Click(chromedp.CSS(list+`li[data-choice="mcp:local"] input`)),
 	)
-	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#tools-choice li[data-tool="shout"]`)))
+	save(t, tb, "All changes saved")
+	openTools()
 	want = strings.Join([]string{
 		"[x] shout: shout · runs on the engine's host · read-only · Upper-case a text.",
 		"[ ] wipe_scratch: wipe_scratch · runs in the chat's sandbox · destructive · Delete the chat's scratch folder.",

@@ -37,23 +37,20 @@ func TestPagesRender(t *testing.T) {
 	if code, body := get(alice, "/", "en"); code != 200 || !strings.Contains(body, `data-app="demo"`) {
 		t.Errorf("app list: %d %s", code, body)
 	}
-	// The demo app is the first admin's: its builder is theirs.
-	for lang, want := range map[string][]string{
-		"en": {"Enable sandbox (Computer Use)", "When on, the agent gets its own Linux environment where it can run commands and work with files"},
-		"zh": {"启用沙盒(Computer Use)", "开启后,Agent 将获得一个独立 Linux 环境,可执行命令、操作文件"},
-	} {
-		code, body := get(admin, "/apps/demo/edit", lang)
-		for _, w := range want {
-			if code != 200 || !strings.Contains(body, w) {
-				t.Errorf("builder in %s: %d, lacks %q", lang, code, w)
-			}
+	// The demo app is the first admin's: its canvas and Publish page are
+	// theirs. The canvas draws the sandbox switch from the node template,
+	// in both languages.
+	for _, page := range []string{"/apps/demo/flow", "/apps/demo/edit"} {
+		if code, _ := get(admin, page, "en"); code != http.StatusOK {
+			t.Errorf("%s for its owner: %d", page, code)
 		}
-		if !strings.Contains(body, `id="useAgentSandbox" name="useAgentSandbox" checked`) {
-			t.Errorf("builder in %s: the switch is not shown on", lang)
+		if code, _ := get(alice, page, "en"); code != http.StatusForbidden {
+			t.Errorf("%s of another's app: %d, want 403", page, code)
 		}
 	}
-	if code, _ := get(alice, "/apps/demo/edit", "en"); code != http.StatusForbidden {
-		t.Errorf("the builder of another's app: %d, want 403", code)
+	if code, body := get(admin, "/api/node-templates", "en"); code != 200 || !strings.Contains(body, "Enable sandbox (Computer Use)") || !strings.Contains(body, "启用沙盒(Computer Use)") ||
+		!strings.Contains(body, "When on, the agent gets its own Linux environment where it can run commands and work with files") {
+		t.Errorf("the node templates: %d, lack the switch's labels", code)
 	}
 
 	// A real turn: the question holds HTML, the command prints a script,

@@ -75,8 +75,15 @@ func TestWorkspaceBrowser(t *testing.T) {
 	// Each part of the scenario has a tab of its own: a tab's waits are
 	// bounded together.
 	tb := e.signIn(t, "alice")
-	choice := `#skills-choice li[data-skill="csv-analyzer"]`
-	tb.do(t, chromedp.Navigate(e.url+"/apps/"+app.ID+"/edit"), chromedp.WaitVisible(chromedp.CSS(choice)))
+	choice := `.panel [data-field="skills"] li[data-choice="csv-analyzer"]`
+	tb.do(t, chromedp.Navigate(e.url+"/apps/"+app.ID+"/flow"))
+	openSkills := func() {
+		t.Helper()
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.react-flow__node[data-id="agent"]`)))
+		tb.openNode(t, "agent")
+		tb.do(t, chromedp.WaitVisible(chromedp.CSS(choice)))
+	}
+	openSkills()
 	if got := tb.text(t, choice+" .hint"); !strings.HasPrefix(got, "Summarize a CSV file") {
 		t.Errorf("the builder describes csv-analyzer as %q, want its description", got)
 	}
@@ -86,11 +93,8 @@ func TestWorkspaceBrowser(t *testing.T) {
 	if checked() {
 		t.Fatal("a new app has csv-analyzer chosen")
 	}
-	tb.do(t,
-		chromedp.Click(chromedp.CSS(choice+" label")),
-		chromedp.Click(chromedp.CSS(`#builder button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#builder [data-role="save-status"].ok`)),
-	)
+	tb.do(t, chromedp.Click(chromedp.CSS(choice+" input")))
+	save(t, tb, "All changes saved")
 	stored, err := e.apps.Get(context.Background(), app.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +102,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 	if got := string(stored.Graph.Nodes[1].Inputs["skills"]); got != `["csv-analyzer"]` {
 		t.Fatalf("the builder saved skills %s, want [\"csv-analyzer\"]", got)
 	}
-	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(choice)))
+	openSkills()
 	if !checked() {
 		t.Fatal("after saving and reloading, csv-analyzer is not chosen")
 	}

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/history"
-	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
@@ -54,7 +52,6 @@ type UI struct {
 	Apps      api.AppStore
 	Chats     api.ChatStore
 	Access    *api.Access
-	Templates nodes.Templates
 	Sandboxes SandboxLister
 	// Limits, when set, are the caps the admin page shows with their use.
 	Limits *Limits
@@ -152,22 +149,8 @@ func (u *UI) app(c *gin.Context) (apps.App, bool) {
 	return a, true
 }
 
-type builderInputs struct {
-	Model, SystemPrompt               string
-	MaxToolRounds                     int
-	UseAgentSandbox                   bool
-	StartupCommands, ShutdownCommands []string
-	// Policy is the node's command policy as indented JSON ("" for none).
-	Policy string
-	// Skills are the names of the skills the node may use.
-	Skills []string
-	// Tools are the extra tools the node offers: exec tools by name,
-	// MCP servers as "mcp:{serverId}" (or "mcp:{serverId}/{tool}").
-	Tools []string
-}
-
-// Builder edits an app's tool-call node: model, system prompt, rounds, the
-// sandbox switch, the skills and the other tools.
+// Builder is an app's Publish page: its API keys and share links (the
+// graph is edited on the canvas, UI.Flow).
 func (u *UI) Builder(c *gin.Context) {
 	a, ok := u.app(c)
 	if !ok {
@@ -177,58 +160,7 @@ func (u *UI) Builder(c *gin.Context) {
 		c.String(http.StatusForbidden, "only the app's owner and admins may edit it")
 		return
 	}
-	l := Lang(c)
-	tmpl := u.Templates["tools"]
-	var schema struct {
-		Properties map[string]struct {
-			Label       map[string]string `json:"x-label"`
-			Description map[string]string `json:"x-description"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(tmpl.Schema, &schema)
-	lbls, descs := map[string]string{}, map[string]string{}
-	for k, p := range schema.Properties {
-		lbls[k], descs[k] = p.Label[l], p.Description[l]
-	}
-	in := builderInputs{Model: llmDefault, MaxToolRounds: 10}
-	for _, n := range a.Graph.Nodes {
-		if n.Type != "tools" {
-			continue
-		}
-		raw := map[string]any{}
-		for k, v := range n.Inputs {
-			var x any
-			_ = json.Unmarshal(v, &x)
-			raw[k] = x
-		}
-		in.Model = nodes.StringInput(raw, "model")
-		in.SystemPrompt = nodes.StringInput(raw, "systemPrompt")
-		in.UseAgentSandbox = nodes.BoolInput(raw, "useAgentSandbox")
-		if r := nodes.IntInput(raw, "maxToolRounds"); r > 0 {
-			in.MaxToolRounds = r
-		}
-		_ = json.Unmarshal(n.Inputs["startupCommands"], &in.StartupCommands)
-		_ = json.Unmarshal(n.Inputs["shutdownCommands"], &in.ShutdownCommands)
-		_ = json.Unmarshal(n.Inputs["skills"], &in.Skills)
-		_ = json.Unmarshal(n.Inputs["tools"], &in.Tools)
-		var indented bytes.Buffer
-		if raw := n.Inputs["policy"]; len(raw) > 0 && json.Indent(&indented, raw, "", "  ") == nil && indented.String() != "null" {
-			in.Policy = indented.String()
-		}
-		break
-	}
-	graph, _ := json.Marshal(a.Graph)
-	if in.Skills == nil {
-		in.Skills = []string{}
-	}
-	if in.Tools == nil {
-		in.Tools = []string{}
-	}
-	chosen, _ := json.Marshal(in.Skills)
-	tools, _ := json.Marshal(in.Tools)
-	u.Render(c, "builder", a.Name, gin.H{"App": a, "Inputs": in, "Labels": lbls, "Descriptions": descs,
-		"SwitchDescription": schema.Properties["useAgentSandbox"].Description[l], "GraphJSON": string(graph),
-		"SkillsJSON": string(chosen), "ToolsJSON": string(tools)})
+	u.Render(c, "builder", a.Name, gin.H{"App": a})
 }
 
 const llmDefault = "flowbox-demo"

@@ -510,85 +510,11 @@ async function download(path, name, type) {
   document.body.append(a); a.click(); a.remove();
 }
 
-// The builder: the tool-call node's inputs, saved through the API.
-async function saveApp(form) {
-  const status = form.querySelector('[data-role="save-status"]');
-  const graph = JSON.parse(form.dataset.graph);
-  const node = graph.nodes.find((n) => n.type === "tools");
-  node.inputs = node.inputs || {};
-  node.inputs.model = form.elements.model.value;
-  node.inputs.systemPrompt = form.elements.systemPrompt.value;
-  node.inputs.useAgentSandbox = form.elements.useAgentSandbox.checked;
-  node.inputs.maxToolRounds = parseInt(form.elements.maxToolRounds.value, 10);
-  // One command per line; blank lines are dropped.
-  const lines = (name) => form.elements[name].value.split("\n").map((l) => l.trim()).filter((l) => l !== "");
-  node.inputs.startupCommands = lines("startupCommands");
-  node.inputs.shutdownCommands = lines("shutdownCommands");
-  // The skills only once the checklist is drawn: a list the API could not
-  // give leaves the app's skills as they are.
-  const skills = document.getElementById("skills-choice");
-  if (skills && skills.dataset.loaded) {
-    node.inputs.skills = [...skills.querySelectorAll('input[type="checkbox"]:checked')].map((c) => c.value);
-  }
-  // The same for the tools.
-  const tools = document.getElementById("tools-choice");
-  if (tools && tools.dataset.loaded) {
-    node.inputs.tools = [...tools.querySelectorAll('input[type="checkbox"]:checked')].map((c) => c.value);
-  }
-  const policy = form.elements.policy.value.trim();
-  if (policy === "") delete node.inputs.policy;
-  else {
-    try { node.inputs.policy = JSON.parse(policy); } catch (err) {
-      status.className = "error"; status.textContent = T("policyNotJSON") + " " + err.message; return;
-    }
-  }
-  try {
-    await api("PUT", "/api/apps/" + form.dataset.app, { name: form.elements.name.value, public: form.elements.public.checked, graph });
-    status.className = "ok"; status.textContent = T("saved");
-  } catch (err) { status.className = "error"; status.textContent = err.message; }
-}
-
-// The builder's tabs: Settings and Publish. The hash names the tab, so
-// /apps/<id>/edit#publish can be linked. The Publish tab asks the API for
-// the app's keys and links when it is first shown.
-function showBuilderTab(name) {
-  const tabs = document.querySelectorAll('.tabs [role="tab"]');
-  if (!tabs.length) return;
-  if (name !== "publish") name = "settings";
-  for (const tab of tabs) {
-    const on = tab.dataset.tab === name;
-    tab.setAttribute("aria-selected", String(on));
-    tab.tabIndex = on ? 0 : -1;
-    document.getElementById(tab.getAttribute("aria-controls")).hidden = !on;
-  }
-  const panel = document.getElementById("publish");
-  if (name === "publish" && !panel.dataset.loaded) {
-    panel.dataset.loaded = "true";
-    loadAppKeys();
-    loadLinks();
-  }
-}
-
+// The app's Publish page: its keys and share links, read from the API
+// when the page opens.
 function setupPublish() {
   const panel = document.getElementById("publish");
   if (!panel) return;
-  const tabs = [...document.querySelectorAll('.tabs [role="tab"]')];
-  const select = (tab) => {
-    history.replaceState(null, "", tab.dataset.tab === "publish" ? "#publish" : location.pathname + location.search);
-    showBuilderTab(tab.dataset.tab);
-  };
-  tabs.forEach((tab, i) => {
-    tab.addEventListener("click", () => select(tab));
-    tab.addEventListener("keydown", (e) => {
-      const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
-      if (to === undefined) return;
-      e.preventDefault();
-      const next = tabs[(to + tabs.length) % tabs.length];
-      next.focus();
-      select(next);
-    });
-  });
-  window.addEventListener("hashchange", () => showBuilderTab(location.hash.slice(1)));
   // A date picked today would make a key or link that is already expired.
   const d = new Date();
   d.setDate(d.getDate() + 1);
@@ -599,7 +525,8 @@ function setupPublish() {
   on('#app-key-secret [data-role="copy"]', "click", copySecret);
   on('#app-key-secret [data-role="hide"]', "click", hideSecret);
   on("#new-link", "submit", createLink);
-  showBuilderTab(location.hash.slice(1));
+  loadAppKeys();
+  loadLinks();
 }
 document.addEventListener("DOMContentLoaded", setupPublish);
 
@@ -732,12 +659,12 @@ async function revokeLink(l) {
   await loadLinks();
 }
 
-// A new app starts from the starter graph; the builder configures it.
+// A new app starts from the starter graph; the canvas edits it.
 async function createApp(form) {
   const status = form.querySelector('[data-role="status"]');
   try {
     const app = await api("POST", "/api/apps", { name: form.elements.name.value, public: false, graph: JSON.parse(form.dataset.graph) });
-    location.href = "/apps/" + encodeURIComponent(app.appId) + "/edit";
+    location.href = "/apps/" + encodeURIComponent(app.appId) + "/flow";
   } catch (err) { status.textContent = err.message; }
 }
 
@@ -1019,7 +946,6 @@ async function signIn(form) {
 document.addEventListener("DOMContentLoaded", () => {
   const on = (sel, ev, fn) => { const n = document.querySelector(sel); if (n) n.addEventListener(ev, (e) => { e.preventDefault(); fn(n); }); };
   on("#chat-form", "submit", sendChat);
-  on("#builder", "submit", saveApp);
   on("#login", "submit", signIn);
   on("#new-app", "submit", createApp);
   on("#delete-chat", "click", deleteChat);
@@ -1125,98 +1051,6 @@ document.addEventListener("DOMContentLoaded", () => {
   next.addEventListener("click", () => loadAudit(next.dataset.cursor));
   loadAudit("");
 });
-
-// The builder's skills: a checklist of the installed skills, with those
-// the app chose checked; a chosen skill no longer installed stays listed,
-// marked, so saving does not drop it unseen.
-async function loadSkillChoices() {
-  const box = document.getElementById("skills-choice");
-  if (!box) return;
-  const chosen = JSON.parse(box.dataset.selected || "[]");
-  const line = box.querySelector('[data-role="skills-status"]');
-  let skills;
-  try { ({ skills } = await api("GET", "/api/skills")); } catch (err) {
-    say(line, T("skillsLoadFailed").replace("{reason}", err.message), false, err.status);
-    return;
-  }
-  const installed = new Set(skills.map((s) => s.name));
-  const rows = skills.concat(chosen.filter((n) => !installed.has(n)).map((name) => ({ name, missing: true })));
-  const list = box.querySelector('[data-role="skill-list"]');
-  list.textContent = "";
-  for (const s of rows) {
-    const id = "skill-choice-" + s.name;
-    const check = el("input", { type: "checkbox", id, value: s.name });
-    check.checked = chosen.includes(s.name);
-    list.append(el("li", { "data-skill": s.name }, check,
-      el("label", { for: id }, el("span", { class: "skill-name" }, s.name),
-        s.missing ? el("span", { class: "error" }, T("skillNotInstalled")) : el("span", { class: "hint" }, s.description))));
-  }
-  if (!rows.length) { line.className = "status hint"; line.textContent = T("skillsNoneInstalled"); }
-  box.dataset.loaded = "true";
-}
-document.addEventListener("DOMContentLoaded", loadSkillChoices);
-
-// The builder's tools: checklists of the operator's exec tools and of the
-// enabled MCP servers, each server chosen as a whole ("mcp:{id}") or, for
-// a server whose tools the engine could list, tool by tool
-// ("mcp:{id}/{tool}"), with those the app chose checked. As with the
-// skills, a chosen tool or server no longer available stays listed,
-// marked.
-async function loadToolChoices() {
-  const box = document.getElementById("tools-choice");
-  if (!box) return;
-  const chosen = JSON.parse(box.dataset.selected || "[]");
-  const line = box.querySelector('[data-role="tools-status"]');
-  let data;
-  try { data = await api("GET", "/api/tools"); } catch (err) {
-    say(line, T("toolsLoadFailed").replace("{reason}", err.message), false, err.status);
-    return;
-  }
-  const badge = (key, kind) => el("span", { class: "tool-badge " + kind, "data-badge": kind }, T(key));
-  const execRows = data.execTools.map((t) => ({ value: t.name, name: t.name, about: t.description, badges: [
-    badge(t.runIn === "sandbox" ? "toolRunsSandbox" : "toolRunsHost", "runs-in"),
-    t.readOnly ? badge("toolReadOnly", "read-only") : null,
-    t.destructive ? badge("toolDestructive", "destructive") : null] }));
-  const servers = new Map(data.mcpServers.map((s) => [s.id, s]));
-  const serverRow = (s, value, name, about) => ({ value, name, about, badges: [badge("transport" + s.transport, "transport")] });
-  const mcpRows = [];
-  for (const s of data.mcpServers) {
-    mcpRows.push(serverRow(s, "mcp:" + s.id, s.name, T("mcpId") + ": " + s.id));
-    // Each of the server's tools, for a builder who wants some only.
-    for (const tool of s.tools || []) {
-      const row = serverRow(s, "mcp:" + s.id + "/" + tool.name, s.name + " / " + tool.name, tool.description || T("toolOneOf").replace("{server}", s.name));
-      if (tool.readOnly) row.badges.push(badge("toolReadOnly", "read-only"));
-      mcpRows.push(row);
-    }
-  }
-  const offered = new Set(execRows.concat(mcpRows).map((r) => r.value));
-  for (const value of chosen.filter((v) => !offered.has(v))) {
-    if (!value.startsWith("mcp:")) { execRows.push({ value, name: value, missing: true }); continue; }
-    const ref = value.slice("mcp:".length);
-    const cut = ref.indexOf("/");
-    const server = servers.get(cut < 0 ? ref : ref.slice(0, cut));
-    if (server && cut >= 0) mcpRows.push(serverRow(server, value, server.name + " / " + ref.slice(cut + 1), T("toolOneOf").replace("{server}", server.name)));
-    else mcpRows.push({ value, name: ref, missing: true });
-  }
-  const draw = (role, rows) => {
-    const list = box.querySelector('[data-role="' + role + '-list"]');
-    list.textContent = "";
-    for (const r of rows) {
-      const id = "tool-choice-" + r.value;
-      const check = el("input", { type: "checkbox", id, value: r.value });
-      check.checked = chosen.includes(r.value);
-      list.append(el("li", { "data-tool": r.value }, check,
-        el("label", { for: id }, el("span", { class: "skill-name", "data-role": "name" }, r.name), ...(r.badges || []),
-          r.missing ? el("span", { class: "error", "data-role": "missing" }, T("toolNotAvailable")) : el("span", { class: "hint", "data-role": "about" }, r.about))));
-    }
-  };
-  draw("exec-tool", execRows);
-  draw("mcp-server", mcpRows);
-  box.querySelector('[data-role="exec-empty"]').hidden = execRows.length > 0;
-  box.querySelector('[data-role="mcp-empty"]').hidden = mcpRows.length > 0;
-  box.dataset.loaded = "true";
-}
-document.addEventListener("DOMContentLoaded", loadToolChoices);
 
 // The admins' skills page: the installed skills, the folders that are
 // not valid skills and why, installing a ZIP, viewing and deleting.

@@ -96,17 +96,18 @@ export function NodePanel(props: PanelProps & { node: GraphNode; choices: Record
 
 // Text is an input that commits its value when it loses the focus or on
 // Enter, so that typing is one edit, not one per key.
-function Text(props: { id: string; value: string; onCommit: (v: string) => void; area?: boolean; rows?: number }) {
+function Text(props: { id: string; value: string; onCommit: (v: string) => void; area?: boolean; rows?: number; placeholder?: string }) {
   const [v, setV] = useState(props.value);
   useEffect(() => setV(props.value), [props.value]);
   const commit = () => v !== props.value && props.onCommit(v);
   return props.area ? (
-    <textarea id={props.id} rows={props.rows ?? 4} value={v} onChange={(e) => setV(e.target.value)} onBlur={commit} spellCheck={false} />
+    <textarea id={props.id} rows={props.rows ?? 4} value={v} placeholder={props.placeholder} onChange={(e) => setV(e.target.value)} onBlur={commit} spellCheck={false} />
   ) : (
     <input
       id={props.id}
       type="text"
       value={v}
+      placeholder={props.placeholder}
       onChange={(e) => setV(e.target.value)}
       onBlur={commit}
       onKeyDown={(e) => e.key === "Enter" && commit()}
@@ -145,6 +146,7 @@ function FieldInput(props: {
           <Text
             id={id}
             value={value === undefined ? "" : String(value)}
+            placeholder={f.def === undefined ? "" : String(f.def)}
             onCommit={(v) => set(v.trim() === "" ? undefined : /^\{\{/.test(v.trim()) ? v.trim() : Number(v))}
           />
         </>
@@ -175,7 +177,13 @@ function FieldInput(props: {
       return (
         <>
           {head}
-          <Text id={id} area={f.kind === "textarea"} value={typeof value === "string" ? value : ""} onCommit={(v) => set(v)} />
+          <Text
+            id={id}
+            area={f.kind === "textarea"}
+            value={typeof value === "string" ? value : ""}
+            placeholder={typeof f.def === "string" ? f.def : ""}
+            onCommit={(v) => set(v)}
+          />
           {f.kind === "textarea" && <InsertReference sources={sources} t={t} onPick={(r) => set((typeof value === "string" ? value : "") + r)} />}
         </>
       );
@@ -285,7 +293,10 @@ function Choices(props: { f: Field; value: string[]; set: (v: unknown) => void; 
       </fieldset>
     );
   const offered = choices ?? [];
-  const rows = [...offered, ...value.filter((v) => !offered.some((c) => c.value === v)).map((v) => ({ value: v, name: v, about: "", missing: true }))];
+  const rows: (Choice & { missing?: boolean })[] = [
+    ...offered,
+    ...value.filter((v) => !offered.some((c) => c.value === v)).map((v) => ({ value: v, name: v.replace(/^mcp:/, ""), about: "", missing: true })),
+  ];
   const toggle = (v: string, on: boolean) => props.set(on ? [...value, v] : value.filter((x) => x !== v));
   return (
     <fieldset className="choices" id={"field-" + f.key}>
@@ -295,8 +306,24 @@ function Choices(props: { f: Field; value: string[]; set: (v: unknown) => void; 
         {rows.map((r) => (
           <li key={r.value} data-choice={r.value}>
             <label>
-              <input type="checkbox" checked={value.includes(r.value)} onChange={(e) => toggle(r.value, e.target.checked)} /> <strong>{r.name}</strong>{" "}
-              {"missing" in r ? <span className="field-problem">{t("toolNotAvailable")}</span> : <span className="hint">{r.about}</span>}
+              <input type="checkbox" checked={value.includes(r.value)} onChange={(e) => toggle(r.value, e.target.checked)} />{" "}
+              <span className="choice-name" data-role="name">
+                {r.name}
+              </span>
+              {(r.badges ?? []).map((b) => (
+                <span key={b} className="badge" data-badge={b}>
+                  {t(b)}
+                </span>
+              ))}
+              {r.missing ? (
+                <span className="field-problem" data-role="missing">
+                  {t("toolNotAvailable")}
+                </span>
+              ) : (
+                <span className="hint" data-role="about">
+                  {r.about}
+                </span>
+              )}
             </label>
           </li>
         ))}

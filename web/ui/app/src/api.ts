@@ -62,6 +62,9 @@ export interface Choice {
   value: string;
   name: string;
   about: string;
+  // label keys of what to know about it: where it runs, whether it
+  // only reads, how it is reached
+  badges?: string[];
 }
 
 export async function loadSkills(): Promise<Choice[]> {
@@ -71,13 +74,25 @@ export async function loadSkills(): Promise<Choice[]> {
 
 export async function loadTools(): Promise<Choice[]> {
   const body = await get<{
-    execTools: { name: string; description: string }[];
-    mcpServers: { id: string; name: string; tools?: { name: string; description: string }[] }[];
+    execTools: { name: string; description: string; runIn: string; readOnly: boolean; destructive: boolean }[];
+    mcpServers: { id: string; name: string; transport: string; tools?: { name: string; description: string; readOnly: boolean }[] }[];
   }>("/api/tools");
-  const out: Choice[] = body.execTools.map((t) => ({ value: t.name, name: t.name, about: t.description }));
+  const out: Choice[] = body.execTools.map((t) => ({
+    value: t.name,
+    name: t.name,
+    about: t.description,
+    badges: [t.runIn === "sandbox" ? "toolRunsSandbox" : "toolRunsHost", ...(t.readOnly ? ["toolReadOnly"] : []), ...(t.destructive ? ["toolDestructive"] : [])],
+  }));
   for (const s of body.mcpServers) {
-    out.push({ value: "mcp:" + s.id, name: s.name, about: "MCP: " + s.id });
-    for (const t of s.tools ?? []) out.push({ value: "mcp:" + s.id + "/" + t.name, name: s.name + " / " + t.name, about: t.description });
+    const transport = "transport" + s.transport;
+    out.push({ value: "mcp:" + s.id, name: s.name, about: "ID: " + s.id, badges: [transport] });
+    for (const t of s.tools ?? [])
+      out.push({
+        value: "mcp:" + s.id + "/" + t.name,
+        name: s.name + " / " + t.name,
+        about: t.description,
+        badges: [transport, ...(t.readOnly ? ["toolReadOnly"] : [])],
+      });
   }
   return out;
 }

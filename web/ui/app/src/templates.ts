@@ -75,6 +75,8 @@ export interface Field {
   options?: unknown[];
   min?: number;
   max?: number;
+  // the value the engine uses when the node gives none
+  def?: unknown;
 }
 
 export function fields(t: Template, lang: string): Field[] {
@@ -104,6 +106,7 @@ export function fields(t: Template, lang: string): Field[] {
       options: p.enum,
       min: p.minimum,
       max: p.maximum,
+      def: p.default,
     };
   });
 }

@@ -1,0 +1,34 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// newAppOnCanvas makes an app from the app list as a user does, and
+// returns its id once its canvas is open (the starter graph's tool-call
+// node is "agent").
+func (e *browserEnv) newAppOnCanvas(t *testing.T, tb *tab, name string) string {
+	t.Helper()
+	tb.do(t,
+		chromedp.Navigate(e.url+"/"),
+		chromedp.WaitVisible(chromedp.ID("new-app")),
+		chromedp.SendKeys(chromedp.ID("new-app-name"), name),
+		chromedp.Click(chromedp.CSS(`#new-app button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.react-flow__node[data-id="agent"]`)),
+	)
+	id := strings.TrimSuffix(strings.TrimPrefix(tb.location(), e.url+"/apps/"), "/flow")
+	if id == "" || strings.Contains(id, "/") {
+		t.Fatalf("the new app opened at %s, want its canvas", tb.location())
+	}
+	return id
+}
+
+// openNode opens a node's settings in the canvas's side panel.
+func (tb *tab) openNode(t *testing.T, nodeID string) {
+	t.Helper()
+	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="`+nodeID+`"]`)))
+	run(t, tb, poll[bool](`(id) => { const c = document.querySelector(".panel .node-id code"); return c !== null && c.textContent === id; }`, chromedp.WithPollingArgs(nodeID)))
+}
