@@ -32,6 +32,8 @@ type NodeRun struct {
 	// Warning, when set, is recorded as the node's error while its outputs
 	// stay usable: the node ended on an error it turned into output (N5).
 	Warning string
+	// Tokens, when set by the node, are the model tokens it used.
+	Tokens int
 	// Resume, when set, continues this node where it paused (see
 	// Interrupt) with a person's answer.
 	Resume *NodeResume
@@ -138,6 +140,8 @@ type NodeResponse struct {
 	Outputs     map[string]any `json:"outputs,omitempty"`
 	Error       string         `json:"error,omitempty"`
 	Detail      any            `json:"detail,omitempty"`
+	// Tokens are the model tokens the node used (prompt and completion).
+	Tokens int `json:"tokens,omitempty"`
 	// Branches are the branches the node took, when not the ordinary one.
 	Branches []string `json:"branches,omitempty"`
 }

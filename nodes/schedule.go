@@ -566,7 +566,7 @@ func (s *scope) exec(ctx context.Context, n *Node, ends chan<- finished) {
 			err = fmt.Errorf("node type %q is declared but not installed in this engine", n.Type)
 		} else {
 			out, err = typ.Run(ctx, nr)
-			resp.Outputs, resp.Detail, resp.Error = out, nr.Detail, nr.Warning
+			resp.Outputs, resp.Detail, resp.Error, resp.Tokens = out, nr.Detail, nr.Warning, nr.Tokens
 		}
 	}
 	resp.RunningTime = r.now().Sub(start).Seconds()

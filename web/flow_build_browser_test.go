@@ -141,6 +141,24 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	e.screenshot(t, tb, "canvas-built-phone.png")
 	tb.do(t, chromedp.EmulateViewport(1280, 800))
 
+	// A debug run from the canvas: the answer, the nodes lit as they ran,
+	// and the run details of both.
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))
+	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.debug-ask input`), "hello debug"), chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
+	waitFor(`(document.querySelector(".debug-answer") || {}).textContent === "You said: hello debug"`)
+	waitFor(count(`.react-flow__node[data-id="answerNode1"] .step-done`) + ` === 1 && ` + count(`.react-flow__node[data-id="start"] .step-done`) + ` === 1`)
+	waitFor(count(".run-details .run-node") + ` === 2`)
+	if got := tb.js(t, `[...document.querySelectorAll(".run-details .run-node")].map((li) => li.dataset.node).join(",")`); got != "start,answerNode1" {
+		t.Errorf("the run details list %q, want start,answerNode1", got)
+	}
+	if got := tb.js(t, `document.querySelector('.run-node[data-node="answerNode1"] pre:last-of-type').textContent`); !strings.Contains(got, `"answerText": "You said: hello debug"`) {
+		t.Errorf("the answer node's outputs in the run details: %s", got)
+	}
+	e.screenshot(t, tb, "canvas-debug.png")
+	tb.do(t, chromedp.EmulateViewport(390, 844))
+	e.screenshot(t, tb, "canvas-debug-phone.png")
+	tb.do(t, chromedp.EmulateViewport(1280, 800))
+
 	// The app answers as built.
 	e.openChat(t, tb, "built")
 	tb.do(t,

@@ -19,22 +19,26 @@ import { ApiError, loadApp, loadSkills, loadTemplates, loadTools, saveApp, type 
 import { copy, notePrefix, open, reduce, toSave, unsaved, type Action, type Canvas, type Clip } from "./canvas";
 import { branchesOf, catchBranch, edgeId, type GraphEdge, type GraphNode, type Note, type Position } from "./graph";
 import type { Translate } from "./i18n";
+import { Debug } from "./Debug";
 import { AppPanel, NodePanel } from "./Panel";
+import type { Lit, Run } from "./sse";
 import { label, newNode, palette, type Template } from "./templates";
 
-type StepData = { node: GraphNode; tmpl?: Template; t: Translate; lang: string; problems: Problem[] };
+type StepData = { node: GraphNode; tmpl?: Template; t: Translate; lang: string; problems: Problem[]; lit?: Lit };
 type NoteData = { note: Note; t: Translate; edit: (text: string) => void };
 type FlowNode = Node<StepData, "step"> | Node<NoteData, "note">;
 
 // Step draws one node of the workflow: its kind, its name, a handle per
 // branch it may take, its error branch, and what the engine found wrong.
 function Step({ data }: NodeProps<Node<StepData, "step">>) {
-  const { node, tmpl, t, lang, problems } = data;
+  const { node, tmpl, t, lang, problems, lit } = data;
   const branches = branchesOf(node);
   const entry = node.type === "workflowStart" || node.type === "loopStart";
   return (
     <div
-      className={"step step-" + node.type + (problems.length ? " step-bad" : "") + (node.parentNodeId ? " step-in-loop" : "")}
+      className={
+        "step step-" + node.type + (problems.length ? " step-bad" : "") + (node.parentNodeId ? " step-in-loop" : "") + (lit ? " step-lit step-" + lit : "")
+      }
       data-node-id={node.nodeId}
       title={problems.map((p) => p.message).join("\n")}
     >
@@ -130,6 +134,8 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
   const [problems, setProblems] = useState<Problem[]>([]);
   const [search, setSearch] = useState("");
   const [paletteOpen, setPaletteOpen] = useState(false);
+  const [debugging, setDebugging] = useState(false);
+  const [lit, setLit] = useState<Record<string, Lit>>({});
   const stateRef = useRef(state);
   stateRef.current = state;
   const selectedRef = useRef(selected);
@@ -164,7 +170,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
       selected: !!selected[n.nodeId],
       measured: measured[n.nodeId],
       deletable: n.type !== "workflowStart",
-      data: { node: n, tmpl: templates[n.type], t, lang, problems: problems.filter((p) => p.nodeId === n.nodeId) },
+      data: { node: n, tmpl: templates[n.type], t, lang, problems: problems.filter((p) => p.nodeId === n.nodeId), lit: lit[n.nodeId] },
     }));
     const notes: FlowNode[] = (g.notes ?? []).map((note) => ({
       id: notePrefix + note.id,
@@ -175,7 +181,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
       data: { note, t, edit: (text: string) => dispatch({ type: "note", note: { ...note, text } }) },
     }));
     return [...notes, ...steps];
-  }, [canvas, dragging, selected, measured, t, lang, templates, problems]);
+  }, [canvas, dragging, selected, measured, t, lang, templates, problems, lit]);
   const edges: Edge[] = useMemo(
     () =>
       canvas
@@ -308,16 +314,21 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
     return () => window.removeEventListener("keydown", keys);
   }, []);
 
-  const save = () => {
-    if (!state) return;
-    const sent = state.canvas.present;
+  // save sends the canvas's graph to the engine; it resolves to whether
+  // the engine holds it (nothing to send counts).
+  const save = (): Promise<boolean> => {
+    const current = stateRef.current;
+    if (!current) return Promise.resolve(false);
+    if (!unsaved(current.canvas)) return Promise.resolve(true);
+    const sent = current.canvas.present;
     setSaving(true);
-    saveApp({ ...state.app, name: sent.meta.name, public: sent.meta.public, graph: toSave(state.canvas) }, csrf).then(
+    return saveApp({ ...current.app, name: sent.meta.name, public: sent.meta.public, graph: toSave(current.canvas) }, csrf).then(
       () => {
         dispatch({ type: "saved", sent });
         setSaving(false);
         setProblem("");
         setProblems([]);
+        return true;
       },
       (err: Error) => {
         setSaving(false);
@@ -328,6 +339,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
             ? t("canvasRefused").replace("{count}", String(list.length))
             : t("canvasSaveFailed") + ": " + (err instanceof ApiError ? err.message : String(err)),
         );
+        return false;
       },
     );
   };
@@ -378,8 +390,11 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
         <button type="button" className="layout" onClick={() => dispatch({ type: "layout" })} disabled={!canvas}>
           {t("canvasAutoLayout")}
         </button>
-        <button type="button" className="primary" onClick={save} disabled={!canvas || saving || !dirty}>
+        <button type="button" className="primary" onClick={() => save()} disabled={!canvas || saving || !dirty}>
           {t("save")}
+        </button>
+        <button type="button" className="debug-toggle" onClick={() => setDebugging(!debugging)} aria-pressed={debugging} disabled={!canvas}>
+          {t("canvasDebug")}
         </button>
         <a href={"/apps/" + encodeURIComponent(appId) + "/edit#publish"}>{t("publishTab")}</a>
       </header>
@@ -443,7 +458,21 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
           </ReactFlow>
           )}
         </div>
-        {panelProps && canvas ? (
+        {debugging && canvas ? (
+          <Debug
+            appId={appId}
+            csrf={csrf}
+            t={t}
+            variables={canvas.present.graph.variables ?? []}
+            save={save}
+            onRun={(r: Run) => setLit(r.lit)}
+            onClose={() => {
+              setDebugging(false);
+              setLit({});
+            }}
+            onPick={(id) => setSelected({ [id]: true })}
+          />
+        ) : panelProps && canvas ? (
           chosenNode ? (
             <NodePanel key={chosenNode.nodeId} {...panelProps} node={chosenNode} choices={choices} />
           ) : (
