@@ -319,3 +319,35 @@ func TestCheckRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestRunNodeByItself(t *testing.T) {
+	e := engine(t)
+	g := graph(t, `{"variables":[{"key":"who","type":"string","defaultValue":"world"}],"nodes":[
+		{"nodeId":"start","type":"workflowStart"},
+		{"nodeId":"chat","type":"chatNode","inputs":{"model":"missing-model"}},
+		{"nodeId":"a","type":"answerNode","inputs":{"text":"{{$chat.answerText$}} to {{$VARIABLE_NODE_ID.who$}}"}}],
+		"edges":[{"source":"start","target":"chat"},{"source":"chat","target":"a"}]}`)
+	var said strings.Builder
+	resp, err := e.RunNode(context.Background(), g, "a", map[string]any{"text": "typed by the builder"}, nodes.Chat{}, func(ev nodes.Event) {
+		if d, ok := ev.Data.(nodes.AnswerDelta); ok {
+			said.WriteString(d.Text)
+		}
+	})
+	if err != nil || resp.Error != "" || resp.Outputs["answerText"] != "typed by the builder" || said.String() != "typed by the builder" {
+		t.Fatalf("RunNode = %+v, %v; said %q", resp, err, said.String())
+	}
+	// Without a value for it, the input is the node's own: the reference
+	// to a node that did not run stands for nothing, the variable for its
+	// default.
+	resp, _ = e.RunNode(context.Background(), g, "a", nil, nodes.Chat{}, nil)
+	if resp.Outputs["answerText"] != " to world" {
+		t.Fatalf("answerText = %q", resp.Outputs["answerText"])
+	}
+	// A failing node says why; an unknown node is an error.
+	if resp, _ := e.RunNode(context.Background(), g, "chat", nil, nodes.Chat{Question: "q"}, nil); !strings.Contains(resp.Error, "no model missing-model") {
+		t.Fatalf("the failing node's response: %+v", resp)
+	}
+	if _, err := e.RunNode(context.Background(), g, "ghost", nil, nodes.Chat{}, nil); err == nil || !strings.Contains(err.Error(), `no node "ghost"`) {
+		t.Fatalf("an unknown node: %v", err)
+	}
+}

@@ -622,3 +622,84 @@ func resolve(raw map[string]json.RawMessage, value func(Ref) any) (map[string]an
 	}
 	return values, nil
 }
+
+// RunNode runs one node of g by itself, as a builder tries a node out
+// (W4): values give inputs by key, in place of the node's own (typically
+// what its references would have given); the other inputs are the node's,
+// with references to other nodes standing for nothing and variables
+// taken from the chat. Events go to emit from the calling goroutine. A
+// node that needs a person, or one that holds other nodes, cannot run by
+// itself.
+func (e *Engine) RunNode(ctx context.Context, g *Graph, nodeID string, values map[string]any, chat Chat, emit func(Event)) (NodeResponse, error) {
+	if err := e.Templates.Validate(g); err != nil {
+		return NodeResponse{}, err
+	}
+	var n *Node
+	for i := range g.Nodes {
+		if g.Nodes[i].NodeID == nodeID {
+			n = &g.Nodes[i]
+		}
+	}
+	if n == nil {
+		return NodeResponse{}, fmt.Errorf("the workflow has no node %q; save the canvas first", nodeID)
+	}
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	r := newRun(e, g, chat)
+	if len(r.children[n.NodeID]) > 0 {
+		return NodeResponse{}, fmt.Errorf("node %s holds other nodes and runs only in a whole run", nodeID)
+	}
+	// The start gives the chat's question, as in a whole run.
+	for _, s := range r.top {
+		if s.Type == "workflowStart" {
+			r.outputs[s.NodeID] = map[string]any{"userChatInput": chat.Question}
+		}
+	}
+	name := n.Name
+	if name == "" {
+		name = n.NodeID
+	}
+	resp := NodeResponse{NodeID: n.NodeID, Name: name, Type: n.Type}
+	t := e.Templates[n.Type]
+	inputs, err := resolve(t.withDefaults(n.Inputs), r.value)
+	for k, v := range values {
+		if inputs != nil {
+			inputs[k] = v
+		}
+	}
+	if err == nil {
+		err = t.validateValues(inputs)
+	}
+	resp.Inputs = inputs
+	if err != nil {
+		resp.Error = err.Error()
+		return resp, nil
+	}
+	typ := e.Types[n.Type]
+	if typ == nil {
+		return resp, fmt.Errorf("node type %q is declared but not installed in this engine", n.Type)
+	}
+	nr := &NodeRun{Node: n, Inputs: inputs, Chat: chat, Variables: r.variables(),
+		Emit: func(d EventData) { emit(Event{NodeID: n.NodeID, NodeName: name, Data: d}) }}
+	if n.Type == "loopStart" {
+		nr.Entry = map[string]any{}
+	}
+	start := r.now()
+	out, err := typ.Run(ctx, nr)
+	resp.RunningTime = r.now().Sub(start).Seconds()
+	resp.Outputs, resp.Detail, resp.Tokens, resp.Branches = out, nr.Detail, nr.Tokens, nr.Branches
+	var pause *Interrupt
+	switch {
+	case errors.As(err, &pause):
+		resp.Outputs = nil
+		resp.Error = "the node waits for a person, which it cannot do when it runs by itself; try it in a debug run"
+	case err != nil && ctx.Err() != nil:
+		return resp, ctx.Err()
+	case err != nil:
+		resp.Error = err.Error()
+	case nr.Warning != "":
+		resp.Error = nr.Warning
+	}
+	return resp, nil
+}

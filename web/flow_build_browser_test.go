@@ -141,6 +141,21 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	e.screenshot(t, tb, "canvas-built-phone.png")
 	tb.do(t, chromedp.EmulateViewport(1280, 800))
 
+	// The answer node tried by itself, with a value typed for its text;
+	// the value is kept for the next try.
+	tb.openNode(t, "answerNode1")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.try-node summary`)), chromedp.WaitVisible(chromedp.ID("try-inputs")))
+	if got := run(t, tb, chromedp.Value(chromedp.ID("try-inputs"))); !strings.Contains(got, `"text": ""`) {
+		t.Errorf("the inputs to type start as %q, want the referencing input", got)
+	}
+	tb.js(t, `(() => { const i = document.getElementById("try-inputs"); Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set.call(i, '{"text": "typed by hand"}'); i.dispatchEvent(new Event("input", { bubbles: true })); return ""; })()`)
+	tb.do(t, chromedp.Click(chromedp.CSS(`.try-run`)))
+	waitFor(`(document.querySelector(".try-result .debug-answer") || {}).textContent === "typed by hand"`)
+	if got := tb.js(t, `localStorage.getItem("flowbox.try.built.answerNode1")`); !strings.Contains(got, "typed by hand") {
+		t.Errorf("the typed inputs were not kept: %q", got)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__pane`)))
+
 	// A debug run from the canvas: the answer, the nodes lit as they ran,
 	// and the run details of both.
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))

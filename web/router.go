@@ -164,6 +164,7 @@ func New(cfg Config) http.Handler {
 	accounts.GET("/node-templates", p.Apps.NodeTemplates)
 	accounts.GET("/skills", p.Skills.Choices)
 	accounts.GET("/tools", p.Tools.Choices)
+	accounts.POST("/apps/:appId/nodes/:nodeId/run", p.Chat.RunNode)
 	users.GET("/apps/:appId/chats", p.Chats.List)
 	users.DELETE("/apps/:appId/chats", p.Chats.Delete)
 	users.GET("/apps/:appId/chats/:chatId", p.Chats.Get)

@@ -523,6 +523,7 @@ func (f *fixture) routes() []route {
 		// The audit: an app's records to its owner and admins, every
 		// record, its export and its page to admins.
 		{method: "GET", path: "/api/apps/" + f.shared + "/audit", want: publishRead, def: 200},
+		{method: "POST", path: "/api/apps/" + f.shared + "/nodes/start/run", body: jsonBody(map[string]any{"question": "from the table"}), want: publishWrite, def: 200},
 		{method: "GET", path: "/api/apps/" + f.private + "/audit", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
 		{method: "GET", path: "/admin/audit", want: adminOnly, def: 200},
 		{method: "GET", path: "/admin/api/audit", want: adminOnly, def: 200},
@@ -653,7 +654,8 @@ func pattern(f *fixture, path string) string {
 		"/chat/"+f.visited, "/chat/:chatId", "/uploads/"+f.chat, "/uploads/:chatId", "/uploads/"+f.visited, "/uploads/:chatId",
 		"/skills/markdown-report", "/skills/:name", "/skills/no-such-skill", "/skills/:name",
 		"/examples/csv-analyzer", "/examples/:name", "/examples/no-such-example", "/examples/:name",
-		"/mcp-servers/fx", "/mcp-servers/:id", "/mcp-servers/no-such-server", "/mcp-servers/:id")
+		"/mcp-servers/fx", "/mcp-servers/:id", "/mcp-servers/no-such-server", "/mcp-servers/:id",
+		"/nodes/start/run", "/nodes/:nodeId/run")
 	p := sessionID.ReplaceAllString(r.Replace(path), ":id")
 	if i := strings.IndexByte(p, '?'); i >= 0 {
 		p = p[:i]

@@ -474,7 +474,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
           />
         ) : panelProps && canvas ? (
           chosenNode ? (
-            <NodePanel key={chosenNode.nodeId} {...panelProps} node={chosenNode} choices={choices} />
+            <NodePanel key={chosenNode.nodeId} {...panelProps} node={chosenNode} choices={choices} appId={appId} csrf={csrf} save={save} />
           ) : (
             <AppPanel {...panelProps} meta={canvas.present.meta} />
           )

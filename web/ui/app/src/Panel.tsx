@@ -1,7 +1,9 @@
 // The side panel: the settings of the node chosen on the canvas, or the
 // app's own (name, visibility, variables) when none is.
 import { useEffect, useState } from "react";
-import type { Choice, Problem } from "./api";
+import { runNode, type Choice, type Problem } from "./api";
+import { Details } from "./Debug";
+import type { NodeRun } from "./sse";
 import type { Action, Meta } from "./canvas";
 import type { Graph, GraphNode, NodeOutput, Variable } from "./graph";
 import type { Translate } from "./i18n";
@@ -23,7 +25,9 @@ const sourceName = (s: Source, t: Translate) =>
 
 // NodePanel edits one node: its name, its inputs as its template draws
 // them, the outputs it declares, and the loop it is in.
-export function NodePanel(props: PanelProps & { node: GraphNode; choices: Record<string, Choice[] | string> }) {
+export function NodePanel(
+  props: PanelProps & { node: GraphNode; choices: Record<string, Choice[] | string>; appId: string; csrf: string; save: () => Promise<boolean> },
+) {
   const { node, graph, templates, lang, t, problems, dispatch } = props;
   const tmpl = templates[node.type];
   const inputs = node.inputs ?? {};
@@ -90,6 +94,7 @@ export function NodePanel(props: PanelProps & { node: GraphNode; choices: Record
       {tmpl?.dynamicOutputs && (
         <Outputs outputs={node.outputs ?? []} t={t} onChange={(outputs) => dispatch({ type: "update", id: node.nodeId, patch: { outputs } })} />
       )}
+      {node.type !== "workflowStart" && node.type !== "loop" && <TryNode node={node} appId={props.appId} csrf={props.csrf} save={props.save} t={t} />}
     </aside>
   );
 }
@@ -459,4 +464,79 @@ export function defaultOf(type: string, text: string): unknown {
   } catch {
     return text;
   }
+}
+
+// tryKey is where the browser keeps the inputs typed for a node, so that
+// they are there the next time the node is tried.
+const tryKey = (appId: string, nodeId: string) => "flowbox.try." + appId + "." + nodeId;
+
+// referenced lists the node's inputs given by references: those the
+// builder types a value for when the node runs by itself.
+export function referenced(n: GraphNode): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(n.inputs ?? {})) if (typeof v === "string" && /\{\{\$[^}]+\$\}\}/.test(v)) out[k] = "";
+  return out;
+}
+
+// TryNode runs the node by itself (W4) with inputs the builder types,
+// kept in the browser between runs.
+function TryNode(props: { node: GraphNode; appId: string; csrf: string; save: () => Promise<boolean>; t: Translate }) {
+  const { node, t } = props;
+  const key = tryKey(props.appId, node.nodeId);
+  const [saved] = useState(() => {
+    try {
+      return JSON.parse(localStorage.getItem(key) ?? "") as { inputs: string; question: string };
+    } catch {
+      return { inputs: JSON.stringify(referenced(node), null, 2), question: "" };
+    }
+  });
+  const [inputs, setInputs] = useState(saved.inputs);
+  const [question, setQuestion] = useState(saved.question);
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<{ response: NodeRun; answer: string } | null>(null);
+  const [problem, setProblem] = useState("");
+  const run = async () => {
+    setProblem("");
+    let values: Record<string, unknown>;
+    try {
+      values = inputs.trim() ? JSON.parse(inputs) : {};
+    } catch (err) {
+      setProblem(t("canvasNotJson") + ": " + (err as Error).message);
+      return;
+    }
+    localStorage.setItem(key, JSON.stringify({ inputs, question }));
+    setBusy(true);
+    try {
+      if (!(await props.save())) return;
+      setResult(await runNode(props.appId, node.nodeId, { inputs: values, question }, props.csrf));
+    } catch (err) {
+      setProblem((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <details className="try-node">
+      <summary>{t("canvasTryNode")}</summary>
+      <p className="hint">{t("canvasTryNodeHint")}</p>
+      <label htmlFor="try-inputs">{t("canvasInputs")}</label>
+      <textarea id="try-inputs" className="json" rows={4} value={inputs} spellCheck={false} onChange={(e) => setInputs(e.target.value)} />
+      <label htmlFor="try-question">{t("canvasTryQuestion")}</label>
+      <input id="try-question" type="text" value={question} onChange={(e) => setQuestion(e.target.value)} />
+      <button type="button" className="primary try-run" onClick={run} disabled={busy}>
+        {t("canvasTryRun")}
+      </button>
+      {problem && (
+        <p className="field-problem" role="alert">
+          {problem}
+        </p>
+      )}
+      {result && (
+        <div className="try-result">
+          {result.answer && <p className="debug-answer">{result.answer}</p>}
+          <Details runs={[result.response]} t={t} />
+        </div>
+      )}
+    </details>
+  );
 }

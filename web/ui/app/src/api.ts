@@ -119,3 +119,19 @@ export function saveApp(app: App, csrf: string): Promise<App> {
     body: JSON.stringify({ name: app.name, public: app.public, graph: app.graph }),
   }).then(answer<App>);
 }
+
+// runNode runs one node of the app's saved graph by itself with the given
+// inputs (by key) and question; it answers the node's run record.
+export function runNode(
+  appId: string,
+  nodeId: string,
+  body: { inputs: Record<string, unknown>; question: string },
+  csrf: string,
+): Promise<{ response: import("./sse").NodeRun; answer: string }> {
+  return fetch("/api/apps/" + encodeURIComponent(appId) + "/nodes/" + encodeURIComponent(nodeId) + "/run", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: JSON.stringify(body),
+  }).then(answer<{ response: import("./sse").NodeRun; answer: string }>);
+}
