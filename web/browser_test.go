@@ -71,13 +71,13 @@ type browserEnv struct {
 // newBrowserEnv serves the product as engine serve builds it
 // (enginetest) and starts Chromium. The workers record deletions but only
 // run once a scenario starts them.
-func newBrowserEnv(t *testing.T) *browserEnv {
+func newBrowserEnv(t testing.TB) *browserEnv {
 	t.Helper()
 	return newBrowserEnvWith(t, enginetest.Options{})
 }
 
 // newBrowserEnvWith is newBrowserEnv with the product started with opts.
-func newBrowserEnvWith(t *testing.T, opts enginetest.Options) *browserEnv {
+func newBrowserEnvWith(t testing.TB, opts enginetest.Options) *browserEnv {
 	t.Helper()
 	chromium, err := chromiumBinary()
 	if err != nil {
@@ -112,7 +112,7 @@ func chromiumBinary() (string, error) {
 // startChromium starts a headless Chromium on a fresh profile. The flags
 // keep it off the network: without them it calls home for updates,
 // sync and field trials, and this machine has no internet.
-func startChromium(t *testing.T, bin string) context.Context {
+func startChromium(t testing.TB, bin string) context.Context {
 	t.Helper()
 	profile := t.TempDir() // registered first, removed after Chromium exits
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -155,7 +155,7 @@ type tab struct {
 	expected []string
 }
 
-func (e *browserEnv) newTab(t *testing.T) *tab {
+func (e *browserEnv) newTab(t testing.TB) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
@@ -208,7 +208,7 @@ func (e *browserEnv) newTab(t *testing.T) *tab {
 	return tb
 }
 
-func (tb *tab) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+func (tb *tab) do(t testing.TB, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(tb.ctx, steps...); err != nil {
 		t.Fatalf("%v (%s)", err, tb.where())
@@ -238,7 +238,7 @@ func (tb *tab) where() string {
 	return fmt.Sprintf("page %s, whose last chat message ends %q", loc, last)
 }
 
-func run[T any](t *testing.T, tb *tab, a chromedp.Action[T]) T {
+func run[T any](t testing.TB, tb *tab, a chromedp.Action[T]) T {
 	t.Helper()
 	v, err := chromedp.Run(tb.ctx, a)
 	if err != nil {
@@ -254,24 +254,24 @@ func poll[T any](pageFunction string, opts ...chromedp.PollOption) chromedp.Acti
 	return chromedp.PollFunction[T](pageFunction, append(opts, chromedp.WithPollingTimeout(0))...)
 }
 
-func (tb *tab) text(t *testing.T, css string) string {
+func (tb *tab) text(t testing.TB, css string) string {
 	t.Helper()
 	return strings.TrimSpace(run(t, tb, chromedp.Text(chromedp.CSS(css))))
 }
 
-func (tb *tab) js(t *testing.T, expr string) string {
+func (tb *tab) js(t testing.TB, expr string) string {
 	t.Helper()
 	return run(t, tb, chromedp.Evaluate[string](expr))
 }
 
 // signIn uses the sign-in form with the user's first password and waits
 // for the app list.
-func (e *browserEnv) signIn(t *testing.T, user string) *tab {
+func (e *browserEnv) signIn(t testing.TB, user string) *tab {
 	t.Helper()
 	return e.signInWith(t, user, browserUsers[user])
 }
 
-func (e *browserEnv) signInWith(t *testing.T, user, password string) *tab {
+func (e *browserEnv) signInWith(t testing.TB, user, password string) *tab {
 	t.Helper()
 	tb := e.newTab(t)
 	tb.do(t,
@@ -284,7 +284,7 @@ func (e *browserEnv) signInWith(t *testing.T, user, password string) *tab {
 	return tb
 }
 
-func (e *browserEnv) screenshot(t *testing.T, tb *tab, name string) {
+func (e *browserEnv) screenshot(t testing.TB, tb *tab, name string) {
 	t.Helper()
 	png := run(t, tb, chromedp.FullScreenshot(100)) // 100: PNG
 	file := filepath.Join(e.shots, name)

@@ -27,7 +27,7 @@ func (e *browserEnv) newAppOnCanvas(t *testing.T, tb *tab, name string) string {
 }
 
 // openNode opens a node's settings in the canvas's side panel.
-func (tb *tab) openNode(t *testing.T, nodeID string) {
+func (tb *tab) openNode(t testing.TB, nodeID string) {
 	t.Helper()
 	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="`+nodeID+`"]`)))
 	run(t, tb, poll[bool](`(id) => { const c = document.querySelector(".panel .node-id code"); return c !== null && c.textContent === id; }`, chromedp.WithPollingArgs(nodeID)))

@@ -167,7 +167,7 @@ func column(a apps.App, id string) int {
 
 // save clicks the canvas's Save button and waits for the save to end; it
 // fails the test with what the page says unless the state reads saved.
-func save(t *testing.T, tb *tab, saved string) {
+func save(t testing.TB, tb *tab, saved string) {
 	t.Helper()
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar button.primary`)))
 	run(t, tb, poll[bool](`() => !["save-state save-saving", "save-state save-unsaved"].includes(document.querySelector(".save-state").className)`))
