@@ -351,3 +351,26 @@ func TestRunNodeByItself(t *testing.T) {
 		t.Fatalf("an unknown node: %v", err)
 	}
 }
+
+func TestVariablesAreChecked(t *testing.T) {
+	e := engine(t)
+	g := graph(t, `{"variables":[{"key":"lang","label":"Language","type":"select","options":["en","zh"],"required":true},
+		{"key":"n","type":"number"}],
+		"nodes":[{"nodeId":"start","type":"workflowStart"}]}`)
+	for _, tc := range []struct {
+		vars map[string]any
+		want string
+	}{
+		{nil, `"Language" (select) is required`},
+		{map[string]any{"lang": "fr"}, "variables.lang must be one of en, zh"},
+		{map[string]any{"lang": "en", "n": "three"}, "variables.n must be a number"},
+	} {
+		_, err := e.Run(context.Background(), g, nodes.Chat{Variables: tc.vars}, nil)
+		if !errors.Is(err, nodes.ErrVariables) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("variables %v: %v, want %q", tc.vars, err, tc.want)
+		}
+	}
+	if _, err := e.Run(context.Background(), g, nodes.Chat{Variables: map[string]any{"lang": "zh", "n": 3.0}}, nil); err != nil {
+		t.Errorf("good variables: %v", err)
+	}
+}

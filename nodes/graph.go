@@ -268,3 +268,46 @@ func (g *Graph) order() ([]*Node, error) {
 	}
 	return out, nil
 }
+
+// ErrVariables is wrapped by the error of a run whose chat gives the
+// app's variables wrong values, or none for a required one.
+var ErrVariables = errors.New("the chat's variables do not fit the app")
+
+// VariablesError lists what is wrong with the variables a chat gives.
+type VariablesError struct {
+	Problems []string
+}
+
+func (e *VariablesError) Error() string {
+	return "the chat's variables do not fit the app: " + strings.Join(e.Problems, "; ")
+}
+
+func (e *VariablesError) Unwrap() error { return ErrVariables }
+
+// CheckVariables checks the values a chat gives against the app's
+// variables: each of the declared type, and each required one given or
+// defaulted. Values for variables the app does not declare are left to
+// the nodes.
+func CheckVariables(declared []Variable, values map[string]any) error {
+	var problems []string
+	for _, v := range declared {
+		val, given := values[v.Key]
+		if !given || val == nil || val == "" {
+			if v.Required && (len(v.Default) == 0 || string(v.Default) == "null" || string(v.Default) == `""`) {
+				name := v.Label
+				if name == "" {
+					name = v.Key
+				}
+				problems = append(problems, fmt.Sprintf("%q (%s) is required: give it in variables.%s", name, v.Type, v.Key))
+			}
+			continue
+		}
+		if why := VariableValueProblem(v, val); why != "" {
+			problems = append(problems, fmt.Sprintf("variables.%s %s", v.Key, why))
+		}
+	}
+	if len(problems) > 0 {
+		return &VariablesError{Problems: problems}
+	}
+	return nil
+}

@@ -30,6 +30,11 @@ func (e *Engine) Run(ctx context.Context, g *Graph, chat Chat, emit func(Event))
 	if err := e.Templates.Validate(g); err != nil {
 		return nil, err
 	}
+	if chat.Resume == nil {
+		if err := CheckVariables(g.Variables, chat.Variables); err != nil {
+			return nil, err
+		}
+	}
 	if emit == nil {
 		emit = func(Event) {}
 	}

@@ -361,6 +361,10 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 		api.Error(c, http.StatusUnprocessableEntity, runErr.Error())
 		return
 	}
+	if runErr != nil && errors.Is(runErr, nodes.ErrVariables) {
+		api.Error(c, http.StatusBadRequest, runErr.Error())
+		return
+	}
 	if res == nil {
 		res = &nodes.Result{}
 	}
