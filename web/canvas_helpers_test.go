@@ -3,6 +3,7 @@ package web_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -26,9 +27,21 @@ func (e *browserEnv) newAppOnCanvas(t *testing.T, tb *tab, name string) string {
 	return id
 }
 
-// openNode opens a node's settings in the canvas's side panel.
+// openNode opens a node's settings in the canvas's side panel. A canvas
+// just opened fits its view to the nodes once it has measured them: the
+// node is clicked once it stays where it is drawn.
 func (tb *tab) openNode(t testing.TB, nodeID string) {
 	t.Helper()
-	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="`+nodeID+`"]`)))
+	sel := `.react-flow__node[data-id="` + nodeID + `"]`
+	rect := `(() => { const r = document.querySelector('` + sel + `').getBoundingClientRect(); return [r.x, r.y, r.width].join(","); })()`
+	for last, i := "", 0; i < 50; i++ {
+		now := tb.js(t, rect)
+		if now == last {
+			break
+		}
+		last = now
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(sel)))
 	run(t, tb, poll[bool](`(id) => { const c = document.querySelector(".panel .node-id code"); return c !== null && c.textContent === id; }`, chromedp.WithPollingArgs(nodeID)))
 }

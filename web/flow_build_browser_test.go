@@ -68,7 +68,7 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, tx, ty, chromedp.ButtonLeft),
 	)
 	waitFor(count(".react-flow__edge") + ` === 1`)
-	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="answerNode1"]`)))
+	tb.openNode(t, "answerNode1")
 	waitFor(`document.querySelector('.panel [data-field="text"] textarea') !== null`)
 	tb.do(t,
 		chromedp.SendKeys(chromedp.CSS(`.panel [data-field="text"] textarea`), "You said: "),
@@ -113,7 +113,7 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 
 	// Copy and paste the selected node (Ctrl+C, Ctrl+V): a second one,
 	// with a fresh id; then delete both and add a note.
-	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__node[data-id="chatNode1"]`)))
+	tb.openNode(t, "chatNode1")
 	tb.do(t, chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
 	waitFor(count(`.react-flow__node[data-id="chatNode1_2"]`) + ` === 1`)
 	tb.do(t, chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
@@ -174,11 +174,23 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	e.screenshot(t, tb, "canvas-debug-phone.png")
 	tb.do(t, chromedp.EmulateViewport(1280, 800))
 
-	// The app answers as built.
+	// The app answers as built; its variable is asked on the chat page
+	// and reaches the run.
+	built, err := e.apps.Get(ctx, "built")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built.Graph.Nodes[1].Inputs["text"] = []byte(`"You said: {{$start.userChatInput$}} ({{$VARIABLE_NODE_ID.var1$}})"`)
+	if err := e.apps.Put(ctx, built, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	e.openChat(t, tb, "built")
 	tb.do(t,
+		chromedp.WaitVisible(chromedp.CSS(`#chat-variables [data-variable="var1"] input`)),
+		chromedp.SendKeys(chromedp.CSS(`#chat-variables [data-variable="var1"] input`), "blue"),
 		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), "hello canvas"),
 		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
 	)
-	tb.waitAnswer(t, "You said: hello canvas")
+	tb.waitAnswer(t, "You said: hello canvas (blue)")
+	e.screenshot(t, tb, "chat-variables.png")
 }

@@ -256,8 +256,13 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
 		return
 	}
+	variables := ""
+	if len(a.Graph.Variables) > 0 {
+		b, _ := json.Marshal(a.Graph.Variables)
+		variables = string(b)
+	}
 	u.Render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "UserID": other, "Own": own, "CanDelete": own || p.Admin(),
-		"Title": title, "Items": items, "View": view})
+		"Title": title, "Items": items, "View": view, "Variables": variables})
 }
 
 // callSummary is what a tool card shows of a call: a command's command

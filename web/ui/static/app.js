@@ -185,7 +185,7 @@ async function runChat(form, said, request) {
   const resp = await fetch((form.dataset.api || "") + "/api/v1/chat/completions", {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
-    body: JSON.stringify(Object.assign({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: form.dataset.tools !== "false" }, request)),
+    body: JSON.stringify(Object.assign({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: form.dataset.tools !== "false", variables: chatVariables() }, request)),
   });
   if (!resp.ok) { const e = await resp.json().catch(() => ({})); text.textContent = e.message || resp.statusText; return false; }
   const reader = resp.body.getReader();
@@ -1337,3 +1337,55 @@ document.addEventListener("DOMContentLoaded", () => {
   resetMCPForm(form);
   loadMCPServers();
 });
+
+// The app's global variables (W3): a form above a chat whose app has
+// them, asked before the first message and sent with every one. The
+// values are kept in this browser per chat.
+function chatVariables() {
+  const form = document.getElementById("chat-variables");
+  if (!form) return undefined;
+  const out = {};
+  for (const v of JSON.parse(form.dataset.variables)) {
+    const input = form.elements["var-" + v.key];
+    if (!input) continue;
+    if (v.type === "boolean") { out[v.key] = input.checked; continue; }
+    const text = input.value.trim();
+    if (text === "") continue;
+    if (v.type === "number") out[v.key] = Number(text);
+    else if (v.type === "json") { try { out[v.key] = JSON.parse(text); } catch (err) { out[v.key] = text; } }
+    else out[v.key] = input.value;
+  }
+  localStorage.setItem("flowbox.vars." + form.dataset.chat, JSON.stringify(out));
+  return out;
+}
+
+function drawChatVariables() {
+  const form = document.getElementById("chat-variables");
+  if (!form) return;
+  let kept = {};
+  try { kept = JSON.parse(localStorage.getItem("flowbox.vars." + form.dataset.chat) || "{}"); } catch (err) { kept = {}; }
+  for (const v of JSON.parse(form.dataset.variables)) {
+    const id = "var-" + v.key;
+    const value = kept[v.key] !== undefined ? kept[v.key] : v.defaultValue;
+    const label = el("label", { for: id }, v.label || v.key, v.required ? el("span", { class: "required" }, " *") : "");
+    let input;
+    if (v.type === "boolean") {
+      input = el("input", { type: "checkbox", id, name: id });
+      input.checked = value === true;
+      form.append(el("div", { class: "chat-variable", "data-variable": v.key }, input, " ", label));
+      continue;
+    }
+    if (v.type === "select") {
+      input = el("select", { id, name: id }, el("option", { value: "" }, "—"), ...(v.options || []).map((o) => el("option", { value: o }, o)));
+    } else if (v.type === "json") {
+      input = el("textarea", { id, name: id, rows: "2", spellcheck: "false" });
+    } else {
+      input = el("input", { type: v.type === "number" ? "number" : "text", id, name: id });
+    }
+    if (value !== undefined && value !== null) input.value = typeof value === "string" ? value : JSON.stringify(value);
+    if (v.description) input.title = v.description;
+    form.append(el("div", { class: "chat-variable", "data-variable": v.key }, label, input));
+  }
+  form.addEventListener("submit", (e) => e.preventDefault());
+}
+document.addEventListener("DOMContentLoaded", drawChatVariables);
