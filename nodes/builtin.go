@@ -14,7 +14,8 @@ type Models interface {
 }
 
 // Builtins returns the node types every engine has: workflowStart,
-// answerNode, chatNode and the loop with its start and end. The tool-call
+// answerNode, chatNode, the loop with its start and end, and the
+// interactive userSelect and formInput. The tool-call
 // node (type "tools") is installed by the caller from nodes/toolcall.
 func Builtins(models Models) map[string]NodeType {
 	return map[string]NodeType{
@@ -24,6 +25,8 @@ func Builtins(models Models) map[string]NodeType {
 		"loop":          loopNode{},
 		"loopStart":     loopStart{},
 		"loopEnd":       loopEnd{},
+		"userSelect":    userSelect{},
+		"formInput":     formInput{},
 	}
 }
 

@@ -1,7 +1,9 @@
-// Package approval keeps the runs that wait for a person to approve a
-// command (P10) in MongoDB, so that any engine process resumes them: the
-// paused run, who may answer, until when, and the answer. It also keeps
-// the commands a person approved for a whole chat.
+// Package approval keeps the runs that wait for a person in MongoDB, so
+// that any engine process resumes them: runs waiting for a command's
+// approval (P10), and runs paused at an interactive node (userSelect,
+// formInput). It keeps the paused run, who may answer, until when, and
+// the answer. It also keeps the commands a person approved for a whole
+// chat.
 //
 // An approval is answered at most once. The embedded database (FerretDB)
 // has no transactions and applies updates without a lock, so the answer
@@ -45,10 +47,12 @@ var (
 
 // Expired is the decision recorded for an approval nobody answered in
 // time, and Superseded for one whose chat went on with a new message;
-// both count as rejections.
+// both count as rejections. Answered is the decision of an interactive
+// node's question that a person answered (Answer.Value).
 const (
 	Expired    = "expired"
 	Superseded = "superseded"
+	Answered   = "answered"
 )
 
 // Approval is a paused run waiting for an answer.
@@ -57,6 +61,9 @@ type Approval struct {
 	ChatID string
 	AppID  string
 	UserID string // the chat's owner: who may answer
+	// Kind is the question's (nodes.Request.Kind): empty for a command
+	// approval, as approvals stored before interactive nodes have it.
+	Kind string
 	// Command is as shown to the person (redacted); Rule and
 	// Justification are the policy's reasons.
 	Command, Rule, Justification string
@@ -67,11 +74,13 @@ type Approval struct {
 
 // Answer is how an approval was answered.
 type Answer struct {
-	Decision string    `bson:"decision" json:"decision"` // nodes.Answers, Expired or Superseded
-	Command  string    `bson:"command,omitempty" json:"command,omitempty"`
-	Reason   string    `bson:"reason,omitempty" json:"reason,omitempty"`
-	By       string    `bson:"by,omitempty" json:"by,omitempty"`
-	At       time.Time `bson:"at" json:"at"`
+	Decision string `bson:"decision" json:"decision"` // nodes.Answers, Expired or Superseded
+	Command  string `bson:"command,omitempty" json:"command,omitempty"`
+	Reason   string `bson:"reason,omitempty" json:"reason,omitempty"`
+	// Value is an interactive node's answer as JSON (nodes.Answer).
+	Value string    `bson:"value,omitempty" json:"value,omitempty"`
+	By    string    `bson:"by,omitempty" json:"by,omitempty"`
+	At    time.Time `bson:"at" json:"at"`
 }
 
 // doc is an approval's document. The paused run is JSON text: its shape
@@ -81,6 +90,7 @@ type doc struct {
 	ChatID        string    `bson:"chatId"`
 	AppID         string    `bson:"appId"`
 	UserID        string    `bson:"userId"`
+	Kind          string    `bson:"kind,omitempty"`
 	ToolCallID    string    `bson:"toolCallId"`
 	Command       string    `bson:"command"`
 	Rule          string    `bson:"rule,omitempty"`
@@ -123,7 +133,7 @@ func (s *Store) Put(ctx context.Context, a Approval) error {
 	if err != nil {
 		return fmt.Errorf("record approval %s: %w", a.ID, err)
 	}
-	_, err = s.approvals.InsertOne(ctx, doc{ID: a.ID, ChatID: a.ChatID, AppID: a.AppID, UserID: a.UserID, ToolCallID: a.ToolCallID,
+	_, err = s.approvals.InsertOne(ctx, doc{ID: a.ID, ChatID: a.ChatID, AppID: a.AppID, UserID: a.UserID, Kind: a.Kind, ToolCallID: a.ToolCallID,
 		Command: a.Command, Rule: a.Rule, Justification: a.Justification, CreatedAt: a.CreatedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC(),
 		Paused: string(paused)})
 	if err != nil {
@@ -137,6 +147,10 @@ func (s *Store) Put(ctx context.Context, a Approval) error {
 	}
 	return nil
 }
+
+// IsCommand reports whether the approval asks about a command (not an
+// interactive node's question).
+func (a Approval) IsCommand() bool { return a.Kind == nodes.KindApproval }
 
 // Scope is the approval's chat.
 func (a Approval) Scope() sandbox.Scope {
@@ -156,7 +170,7 @@ func (s *Store) Get(ctx context.Context, id string) (Approval, *Answer, error) {
 	} else if err != nil {
 		return Approval{}, nil, fmt.Errorf("read approval %s: %w", id, err)
 	}
-	a := Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, ToolCallID: d.ToolCallID, Command: d.Command,
+	a := Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, Kind: d.Kind, ToolCallID: d.ToolCallID, Command: d.Command,
 		Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
 	if err := json.Unmarshal([]byte(d.Paused), &a.Paused); err != nil {
 		return Approval{}, nil, fmt.Errorf("read approval %s: the paused run: %w", id, err)
@@ -225,15 +239,15 @@ func (s *Store) Lapsed(ctx context.Context, now time.Time, limit int) ([]Approva
 	}
 	out := make([]Approval, len(docs))
 	for i, d := range docs {
-		out[i] = Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, ToolCallID: d.ToolCallID, Command: d.Command,
+		out[i] = Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, Kind: d.Kind, ToolCallID: d.ToolCallID, Command: d.Command,
 			Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
 	}
 	return out, nil
 }
 
 // Expire settles the approvals that expired at or before now and that
-// nobody answered: each is answered Expired (a rejection) and audited
-// through record. It returns how many it settled. An approval answered
+// nobody answered: each is answered Expired (a rejection) and, when it
+// asked about a command, audited through record. It returns how many it settled. An approval answered
 // meanwhile is left as it was answered. Several processes expiring at
 // once settle each approval once: the answer is claimed.
 func (s *Store) Expire(ctx context.Context, now time.Time, record func(audit.Record)) (int, error) {
@@ -255,7 +269,7 @@ func (s *Store) Expire(ctx context.Context, now time.Time, record func(audit.Rec
 				return n, err
 			default:
 				n++
-				if record != nil {
+				if record != nil && a.IsCommand() {
 					record(RejectionRecord(a, "", Expired, now))
 				}
 			}

@@ -128,3 +128,45 @@ func TestDeleteChats(t *testing.T) {
 		t.Errorf("kept's pending mark survived its app: %q", id)
 	}
 }
+
+// TestInteractiveQuestions: an interactive node's question is kept like
+// an approval, with its kind and options, and its answer's value; one
+// that expires is settled without a command rejection in the audit.
+func TestInteractiveQuestions(t *testing.T) {
+	ctx := context.Background()
+	s := approval.New(mongotest.DB(t))
+	now := time.Now()
+	q := nodes.Request{ID: "itr_1", Kind: nodes.KindUserSelect, Description: "Which plan?",
+		Options: []nodes.SelectOption{{Value: "Basic", Key: "basic"}, {Value: "Pro", Key: "pro"}}}
+	for _, a := range []approval.Approval{
+		{ID: "itr_1", AppID: "app", ChatID: "c1", UserID: "u:alice", Kind: q.Kind, CreatedAt: now, ExpiresAt: now.Add(time.Hour),
+			Paused: nodes.Paused{NodeID: "ask", Request: q}},
+		{ID: "itr_old", AppID: "app", ChatID: "c2", UserID: "u:alice", Kind: nodes.KindFormInput, CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour),
+			Paused: nodes.Paused{NodeID: "form", Request: nodes.Request{ID: "itr_old", Kind: nodes.KindFormInput}}},
+	} {
+		if err := s.Put(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ans, err := s.Get(ctx, "itr_1")
+	if err != nil || ans != nil || got.Kind != nodes.KindUserSelect || got.IsCommand() ||
+		got.Paused.Request.Description != "Which plan?" || len(got.Paused.Request.Options) != 2 || got.Paused.Request.Options[1].Key != "pro" {
+		t.Fatalf("Get = %+v, %v, %v", got, ans, err)
+	}
+	if id, _ := s.Pending(ctx, alices("app", "c1")); id != "itr_1" {
+		t.Errorf("pending %q, want itr_1", id)
+	}
+	if err := s.Claim(ctx, "itr_1", approval.Answer{Decision: approval.Answered, Value: `{"choice":"pro"}`, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ans, _ := s.Get(ctx, "itr_1"); ans == nil || ans.Decision != approval.Answered || ans.Value != `{"choice":"pro"}` {
+		t.Errorf("answer %+v", ans)
+	}
+	n, err := s.Expire(ctx, now, func(r audit.Record) { t.Errorf("an interactive question expired as a command rejection: %+v", r) })
+	if err != nil || n != 1 {
+		t.Fatalf("Expire = %d, %v; want the old question settled", n, err)
+	}
+	if _, ans, _ := s.Get(ctx, "itr_old"); ans == nil || ans.Decision != approval.Expired {
+		t.Errorf("itr_old answer %+v, want expired", ans)
+	}
+}

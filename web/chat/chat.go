@@ -62,9 +62,10 @@ type Handler struct {
 	Redactor func(ctx context.Context, appID string) *redact.Redactor
 	// RunLimits caps the runs in progress at once; nil caps none.
 	RunLimits *RunLimits
-	// Approvals keeps the runs paused for a person's approval (P10);
-	// ApprovalTimeout is how long one waits (default 30 minutes). Audit
-	// records the rejections, which never reach the sandbox chain.
+	// Approvals keeps the runs paused for a person's approval (P10) or
+	// at an interactive node's question; ApprovalTimeout is how long one
+	// waits (default 30 minutes). Audit records the rejected commands,
+	// which never reach the sandbox chain.
 	Approvals       Approvals
 	ApprovalTimeout time.Duration
 	Audit           AuditRecorder
@@ -133,9 +134,18 @@ type turn struct {
 	link      share.Link
 	visitor   bool
 
+	// askedDetail: the client asked for detail, even where a share link
+	// that hides the tool cards turned it off; it still takes the
+	// questions of the workflow's interactive nodes.
+	askedDetail bool
+
 	app    apps.App
 	chat   history.Chat
 	paused approval.Approval
+	answer nodes.Answer // the checked answer to paused
+	// waits is what the chat waits for when the request answers nothing:
+	// a new message lapses it.
+	waits  *approval.Approval
 	resume *nodes.Resume
 }
 
@@ -215,6 +225,7 @@ func (h *Handler) resolveCaller(c *gin.Context, t *turn) bool {
 	req := &t.req
 	t.principal, t.signedIn = api.PrincipalOf(c)
 	t.link, t.visitor = api.LinkOf(c)
+	t.askedDetail = req.Detail
 	customUID := func() bool {
 		if len(req.CustomUID) > 128 || strings.ContainsFunc(req.CustomUID, unicode.IsControl) {
 			api.Error(c, http.StatusBadRequest, "customUid must be 1 to 128 characters without control characters")
@@ -278,6 +289,11 @@ func (h *Handler) openChat(c *gin.Context, t *turn) bool {
 		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
 		return false
 	}
+	if req.Interactive == nil && !t.newChat {
+		if !h.messageAnswers(c, t) {
+			return false
+		}
+	}
 	if len(t.attached) > 0 && req.Interactive == nil {
 		note, ok := h.attachments(c, t.chat, t.attached)
 		if !ok {
@@ -287,10 +303,34 @@ func (h *Handler) openChat(c *gin.Context, t *turn) bool {
 	}
 	if req.Interactive != nil {
 		var ok bool
-		if t.paused, ok = h.approvalFor(c, t.chat, req.Interactive); !ok {
+		if t.paused, t.answer, ok = h.approvalFor(c, t.chat, req.Interactive); !ok {
 			return false
 		}
 	}
+	return true
+}
+
+// messageAnswers makes a message the answer when the chat waits for an
+// interactive node's question, as FastGPT takes the next message: its
+// text is the option chosen, or the form's fields as a JSON object. A
+// command's approval waits for an interactive answer; a message lapses
+// it (in admit), as it lapses a question that expired.
+func (h *Handler) messageAnswers(c *gin.Context, t *turn) bool {
+	a := h.waiting(c.Request.Context(), t.chat)
+	if a == nil || a.IsCommand() || !h.Now().Before(a.ExpiresAt) {
+		t.waits = a
+		return true
+	}
+	if len(t.attached) > 0 {
+		api.Error(c, http.StatusBadRequest, fmt.Sprintf("the chat waits for the answer to question %s; files do not answer it: answer it first, then send the files", a.ID))
+		return false
+	}
+	text := strings.TrimSpace(t.question)
+	value := mustJSON(text)
+	if a.Kind == nodes.KindFormInput && json.Valid([]byte(text)) {
+		value = json.RawMessage(text)
+	}
+	t.req.Interactive = &interactiveAnswer{InteractiveID: a.ID, Value: value}
 	return true
 }
 
@@ -321,16 +361,19 @@ func (h *Handler) admit(c *gin.Context, t *turn) (release func(), ok bool) {
 	if req.Interactive == nil {
 		// A new message instead of an answer: the waiting run does not
 		// resume.
-		h.lapsePending(ctx, t.chat, req.CustomUID)
+		h.lapsePending(ctx, t.waits, req.CustomUID)
 		return release, true
 	}
-	if !h.claim(c, t.paused, req.Interactive, req.CustomUID) {
+	if !h.claim(c, t.paused, t.answer, req.CustomUID) {
 		release()
 		return nil, false
 	}
-	ans := req.Interactive
-	t.resume = &nodes.Resume{Paused: t.paused.Paused, Answer: nodes.Answer{Decision: ans.Decision, Command: ans.Command, Reason: ans.Reason}}
-	t.question = ans.question(t.paused.Command)
+	t.resume = &nodes.Resume{Paused: t.paused.Paused, Answer: t.answer}
+	if t.paused.IsCommand() {
+		t.question = req.Interactive.question(t.paused.Command)
+	} else {
+		t.question = t.paused.Paused.Request.Said(t.answer)
+	}
 	if h.Redactor != nil {
 		t.question = redactText(h.Redactor(ctx, t.app.ID), t.question)
 	}
@@ -376,13 +419,22 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	if res.Paused != nil && runErr == nil {
 		// Kept before the client learns of it, so that an answer finds
 		// the paused run and its turn, in whichever engine it arrives.
-		command := redactText(out.redactor, res.Paused.Request.Command)
+		q := res.Paused.Request
+		command := redactText(out.redactor, q.Command)
 		expires, err := h.keepPaused(saveCtx, t.chat, res, command)
-		if err != nil {
+		switch {
+		case err != nil:
 			h.Log.Error("keep paused run", "chatId", req.ChatID, "err", err)
-			runErr = errors.New("the command waits for approval, but the paused run could not be kept: " + err.Error())
-		} else {
-			out.approval = interactive(res.Paused.Request, command, expires)
+			waits := "the command waits for approval"
+			if !q.IsApproval() {
+				waits = "the workflow waits for an answer"
+			}
+			runErr = errors.New(waits + ", but the paused run could not be kept: " + err.Error())
+		case q.IsApproval():
+			out.approval = interactive(q, command, expires)
+		default:
+			out.approval = question(q, redactText(out.redactor, q.Description), expires)
+			out.askedDetail = t.askedDetail
 		}
 	}
 	record := func() {
@@ -440,13 +492,17 @@ func via(p auth.Principal, signedIn bool, link share.Link, visitor bool) string 
 }
 
 // redactResult redacts what a run's result keeps of the model's side: the
-// answer and the commands of its tool calls.
+// answer, the commands of its tool calls, and the questions of
+// interactive nodes (a description may quote a model's answer).
 func redactResult(r *redact.Redactor, res *nodes.Result) {
 	if r == nil {
 		return
 	}
 	res.Answer, _ = r.Redact(res.Answer)
 	for _, resp := range res.Responses {
+		if d, ok := resp.Detail.(*nodes.InteractiveDetail); ok {
+			d.Request.Description = redactText(r, d.Request.Description)
+		}
 		if d, ok := resp.Detail.(toolcall.Detail); ok {
 			for i := range d.ToolCalls { // shared with resp.Detail's slice
 				d.ToolCalls[i].Arguments = redactArgs(r, d.ToolCalls[i].Arguments)

@@ -28,8 +28,9 @@ type chatRequest struct {
 	// FastGPT; absent or null: one is made. Raw, to refuse a value that is
 	// not a string in words of its own.
 	ResponseChatItemID json.RawMessage `json:"responseChatItemId"`
-	// Interactive answers the approval a paused run waits for; messages
-	// are not needed with it.
+	// Interactive answers what a paused run waits for (a command's
+	// approval, or an interactive node's question); messages are not
+	// needed with it.
 	Interactive *interactiveAnswer `json:"interactive"`
 	Messages    []struct {
 		Role    string         `json:"role"`

@@ -52,6 +52,10 @@ type chatStream struct {
 	// approval, when set, is the question of a paused run: sent before
 	// the stream closes, or in the completion.
 	approval gin.H
+	// askedDetail sends approval as the event "interactive" even without
+	// detail: the client asked for it, and a share link that hides the
+	// tool cards still shows its workflow's questions.
+	askedDetail bool
 }
 
 func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
@@ -72,6 +76,11 @@ func (s *chatStream) chunk(delta map[string]any, finish any) map[string]any {
 }
 
 func (s *chatStream) send(event string, data any) {
+	s.write(s.detail, event, data)
+}
+
+// write writes one SSE message; named: with its event line.
+func (s *chatStream) write(named bool, event string, data any) {
 	if s.trace != nil {
 		s.trace(time.Now())
 	}
@@ -82,7 +91,7 @@ func (s *chatStream) send(event string, data any) {
 		b, _ = json.Marshal(data)
 	}
 	w := s.c.Writer
-	if s.detail && event != "" {
+	if named && event != "" {
 		io.WriteString(w, "event: "+event+"\n")
 	}
 	io.WriteString(w, "data: ")
@@ -154,8 +163,8 @@ func (s *chatStream) flushAnswer() {
 func (s *chatStream) finish(res *nodes.Result) {
 	if s.stream {
 		s.flushAnswer()
-		if s.approval != nil && s.detail {
-			s.send("interactive", s.approval)
+		if s.approval != nil && (s.detail || s.askedDetail) {
+			s.write(true, "interactive", s.approval)
 		}
 		s.send("answer", s.chunk(map[string]any{}, "stop"))
 		if s.detail {

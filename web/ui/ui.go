@@ -188,6 +188,59 @@ type pageCall struct {
 type pageItem struct {
 	history.Item
 	Calls []pageCall
+	// Questions are the interactive nodes' questions the turn paused at,
+	// each as the JSON of a pageQuestion, for the script that draws them.
+	Questions []string
+}
+
+// pageQuestion is an interactive node's question in a chat's history,
+// with the answer a later turn gave it and that answer as the person's
+// message said it.
+type pageQuestion struct {
+	nodes.InteractiveDetail
+	Said string `json:"said,omitempty"`
+}
+
+// questions finds the interactive nodes' questions of a chat's turns,
+// per turn, each with its answer when a later turn resumed it. Every
+// viewer sees them: they are the workflow's, not the tools'.
+func questions(items []history.Item) [][]string {
+	var asked [][]*pageQuestion
+	answers := map[string]*nodes.Answer{}
+	for _, it := range items {
+		var turn []*pageQuestion
+		var responses []struct {
+			Type   string          `json:"moduleType"`
+			Detail json.RawMessage `json:"detail"`
+		}
+		_ = json.Unmarshal(it.Responses, &responses)
+		for _, r := range responses {
+			if r.Type != "userSelect" && r.Type != "formInput" {
+				continue
+			}
+			var d nodes.InteractiveDetail
+			if json.Unmarshal(r.Detail, &d) != nil || d.Request.ID == "" {
+				continue
+			}
+			if d.Answer != nil {
+				answers[d.Request.ID] = d.Answer
+			} else {
+				turn = append(turn, &pageQuestion{InteractiveDetail: d})
+			}
+		}
+		asked = append(asked, turn)
+	}
+	out := make([][]string, len(asked))
+	for i, turn := range asked {
+		for _, q := range turn {
+			if a := answers[q.Request.ID]; a != nil {
+				q.Answer, q.Said = a, q.Request.Said(*a)
+			}
+			b, _ := json.Marshal(q)
+			out[i] = append(out[i], string(b))
+		}
+	}
+	return out
 }
 
 // ChatView is how a chat page is shown: to signed-in users (Base empty:
@@ -251,6 +304,9 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: callSummary(call.Tool, call.Arguments)})
 			}
 			items = append(items, pi)
+		}
+		for i, qs := range questions(raw) {
+			items[i].Questions = qs
 		}
 	} else if !errors.Is(err, history.ErrNotFound) {
 		c.String(http.StatusInternalServerError, "could not read the chat; retry later")

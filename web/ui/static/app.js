@@ -170,9 +170,9 @@ function humanSize(n) {
 }
 
 // runChat posts one chat request (a message, or the answer to an
-// approval), draws the person's side (text, or nodes) and streams the
-// answer into a new assistant message: text, command cards, live output,
-// approval cards.
+// approval or a question), draws the person's side (text, or nodes) and
+// streams the answer into a new assistant message: text, command cards,
+// live output, approval cards, the cards of the workflow's questions.
 async function runChat(form, said, request) {
   const box = document.getElementById("messages");
   box.append(el("div", { class: "msg user" }, ...[].concat(said)));
@@ -185,7 +185,9 @@ async function runChat(form, said, request) {
   const resp = await fetch((form.dataset.api || "") + "/api/v1/chat/completions", {
     method: "POST", credentials: "same-origin",
     headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
-    body: JSON.stringify(Object.assign({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: form.dataset.tools !== "false", variables: chatVariables() }, request)),
+    // detail always: where a share link hides the tool cards, the server
+    // leaves them out and still sends the workflow's questions.
+    body: JSON.stringify(Object.assign({ appId: form.dataset.app, chatId: form.dataset.chat, stream: true, detail: true, variables: chatVariables() }, request)),
   });
   if (!resp.ok) { const e = await resp.json().catch(() => ({})); text.textContent = e.message || resp.statusText; return false; }
   const reader = resp.body.getReader();
@@ -201,27 +203,36 @@ async function runChat(form, said, request) {
       if (line.startsWith("event: ")) { event = line.slice(7); continue; }
       if (!line.startsWith("data: ")) continue;
       const raw = line.slice(6);
+      const name = event;
+      event = ""; // an event's name holds for its data line only
       if (raw === "[DONE]") continue;
       const data = JSON.parse(raw);
-      if (event === "answer" || event === "") {
+      const kind = name === "interactive" && data.interactive ? data.interactive.type : "";
+      if (name === "answer" || name === "") {
         const delta = data.choices && data.choices[0].delta.content;
         if (delta) { answerText += delta; renderMarkdown(text, answerText); }
-      } else if (event === "toolCall") {
+      } else if (name === "toolCall") {
         const card = toolCard(data.tool.id, data.tool.params, data.tool.toolName);
         cards[data.tool.id] = card;
         answer.insertBefore(card, text);
-      } else if (event === "toolOutput") {
+      } else if (name === "toolOutput") {
         const card = cards[data.tool.id];
         if (card && data.tool.text) streamBlock(card, data.tool.stream).append(data.tool.text);
-      } else if (event === "toolResponse") {
+      } else if (name === "toolResponse") {
         const card = cards[data.tool.id];
         if (card) finishCard(card, data.tool.response, data.tool.status, data.tool.durationMs);
-      } else if (event === "interactive" && data.interactive && data.interactive.type === "commandApproval") {
+      } else if (kind === "commandApproval") {
         const p = data.interactive.params;
         const card = cards[p.toolCallId];
         const ask = approvalCard(form, p);
         answer.insertBefore(ask, card ? card.nextSibling : text);
-      } else if (event === "error") {
+      } else if (kind === "userSelect" || kind === "userInput") {
+        // FastGPT's shapes: userSelectOptions [{value, key}], or inputForm
+        // [{type, key, label, required, ...}].
+        const p = data.interactive.params;
+        answer.append(questionCard(form, { id: p.interactiveId, kind: kind === "userInput" ? "formInput" : "userSelect",
+          description: p.description, options: p.userSelectOptions, fields: p.inputForm }));
+      } else if (name === "error") {
         answer.append(el("div", { class: "error" }, data.message));
       }
       box.scrollTop = box.scrollHeight;
@@ -294,6 +305,156 @@ function drawStoredApprovals(form) {
     if (a) showOutcome(card, a.approvalDecision, a.approvalEdited || a.approvalReason || "");
     else if (d.approvalExpires && new Date(d.approvalExpires) < new Date()) showOutcome(card, "expired", "");
     else if (c.closest(".msg.assistant") !== last) showOutcome(card, "lapsed", "");
+  });
+}
+
+// questionCard asks the chat's owner the question of an interactive node
+// of the workflow: a userSelect's options as buttons, a formInput's
+// fields as a form. q is {id, kind, description, options, fields}. The
+// answer is the next chat request, {interactive: {interactiveId, value}};
+// the run goes on in a new message. Without a chat form (another user's
+// chat) the card cannot be answered.
+function questionCard(chatForm, q) {
+  const card = el("div", { class: "question", "data-question-id": q.id, "data-kind": q.kind });
+  const title = q.description || T(q.kind === "formInput" ? "fillForm" : "chooseOne");
+  card.append(el("div", { class: "question-title", "data-role": "question-description" }, title));
+  const outcome = el("div", { class: "question-outcome", "data-role": "question-outcome" });
+  const inputs = () => card.querySelectorAll("button, input, select, textarea");
+  const answer = async (value, said) => {
+    inputs().forEach((n) => { n.disabled = true; });
+    showAnswered(card, said);
+    const ok = await runChat(chatForm, said, { interactive: { interactiveId: q.id, value } });
+    if (!ok) {
+      inputs().forEach((n) => { n.disabled = false; });
+      card.classList.remove("answered");
+      outcome.textContent = "";
+      card.querySelectorAll(".question-actions").forEach((n) => { n.hidden = false; });
+    }
+  };
+  if (q.kind === "userSelect") {
+    const buttons = el("div", { class: "question-actions" });
+    for (const o of q.options || []) {
+      buttons.append(el("button", { type: "button", class: "secondary", "data-option": o.key, onclick: () => answer(o.key, o.value) }, o.value));
+    }
+    card.append(buttons);
+  } else {
+    const f = el("form", { class: "question-form question-actions" });
+    for (const field of q.fields || []) f.append(fieldRow(field));
+    f.append(el("button", { type: "submit", "data-role": "question-submit" }, T("submit")));
+    f.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const { value, said } = formAnswer(f, q.fields || []);
+      answer(value, said);
+    });
+    card.append(f);
+  }
+  card.append(outcome);
+  if (!chatForm) inputs().forEach((n) => { n.disabled = true; });
+  return card;
+}
+
+// fieldRow is one field of a question's form: its label (marked when
+// required), its description, and the input its type asks for, holding
+// the default.
+function fieldRow(f) {
+  const id = "field-" + Math.random().toString(36).slice(2);
+  const attrs = { id, name: f.key, "data-field": f.key };
+  if (f.required) attrs.required = "";
+  let input;
+  const def = f.defaultValue;
+  switch (f.type) {
+    case "textarea":
+      input = el("textarea", attrs);
+      if (def !== undefined && def !== null) input.value = String(def);
+      break;
+    case "numberInput":
+      input = el("input", Object.assign({ type: "number", step: "any" }, attrs,
+        f.min !== undefined && f.min !== null ? { min: String(f.min) } : {}, f.max !== undefined && f.max !== null ? { max: String(f.max) } : {}));
+      if (typeof def === "number") input.value = String(def);
+      break;
+    case "switch":
+      delete attrs.required; // unchecked is an answer too
+      input = el("input", Object.assign({ type: "checkbox" }, attrs));
+      input.checked = def === true;
+      break;
+    case "select":
+    case "multipleSelect":
+      input = el("select", Object.assign(f.type === "multipleSelect" ? { multiple: "" } : {}, attrs));
+      if (f.type === "select") input.append(el("option", { value: "" }, ""));
+      for (const o of f.list || []) {
+        const opt = el("option", { value: o.value }, o.label || o.value);
+        opt.selected = f.type === "select" ? def === o.value : Array.isArray(def) && def.includes(o.value);
+        input.append(opt);
+      }
+      break;
+    default:
+      input = el("input", Object.assign({ type: "text" }, attrs, f.maxLength ? { maxlength: String(f.maxLength) } : {}));
+      if (def !== undefined && def !== null) input.value = String(def);
+  }
+  const label = el("label", { for: id }, (f.label || f.key) + (f.required ? " *" : ""));
+  return el("div", { class: "question-field", "data-type": f.type },
+    label, f.description ? el("div", { class: "hint" }, f.description) : null, input);
+}
+
+// formAnswer reads a question's form: the value to send (empty fields
+// left out) and the answer as the person's message says it, one
+// "label: value" line per field, as the server keeps it.
+function formAnswer(form, fields) {
+  const value = {};
+  const lines = [];
+  for (const f of fields) {
+    const input = form.querySelector('[data-field="' + CSS.escape(f.key) + '"]');
+    if (!input) continue;
+    let v, shown;
+    const labelOf = (x) => { const o = (f.list || []).find((c) => c.value === x); return o && o.label ? o.label : x; };
+    if (f.type === "switch") { v = input.checked; shown = String(v); }
+    else if (f.type === "numberInput") { if (input.value === "") continue; v = Number(input.value); shown = String(v); }
+    else if (f.type === "multipleSelect") {
+      v = [...input.selectedOptions].map((o) => o.value);
+      if (!v.length) continue;
+      shown = v.map(labelOf).join(", ");
+    } else {
+      v = input.value;
+      if (!v.trim()) continue;
+      shown = f.type === "select" ? labelOf(v) : v;
+    }
+    value[f.key] = v;
+    lines.push((f.label || f.key) + ": " + shown);
+  }
+  return { value, said: lines.join("\n") };
+}
+
+// showAnswered marks a question's card answered, with the answer.
+function showAnswered(card, said) {
+  card.classList.add("answered");
+  card.querySelector('[data-role="question-outcome"]').textContent = T("answered") + ": " + said;
+  card.querySelectorAll(".question-actions").forEach((n) => { n.hidden = true; });
+}
+
+// showLapsed marks a question's card that will not be answered: it
+// expired, or the chat went on.
+function showLapsed(card, label) {
+  card.classList.add("answered");
+  card.querySelector('[data-role="question-outcome"]').textContent = label;
+  card.querySelectorAll(".question-actions").forEach((n) => { n.hidden = true; });
+}
+
+// drawStoredQuestions draws the questions of a reloaded chat, which the
+// server wrote with their answers: the one the chat waits for can still
+// be answered; the others show their answer, or that they lapsed.
+function drawStoredQuestions(chatForm) {
+  const assistants = document.querySelectorAll("#messages .msg.assistant");
+  const last = assistants[assistants.length - 1];
+  document.querySelectorAll(".question-stored").forEach((n) => {
+    let d;
+    try { d = JSON.parse(n.dataset.question); } catch (_) { return; }
+    const r = d.request || {};
+    const card = questionCard(chatForm, { id: r.id, kind: r.kind, description: r.description, options: r.options, fields: r.fields });
+    const mine = n.closest(".msg.assistant") === last;
+    n.replaceWith(card);
+    if (d.answer) showAnswered(card, d.said || "");
+    else if (d.expiresAt && new Date(d.expiresAt) < new Date()) showLapsed(card, T("expired"));
+    else if (!mine) showLapsed(card, T("lapsed"));
   });
 }
 
@@ -970,6 +1131,7 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll(".tool-card[data-response]").forEach((c) => finishCard(c, c.dataset.response, c.dataset.status, parseInt(c.dataset.duration, 10)));
   const chatForm = document.getElementById("chat-form");
   if (chatForm) drawStoredApprovals(chatForm);
+  drawStoredQuestions(chatForm);
   drawStoredAttachments();
   setupAttachments();
   setupPanelUploads();
