@@ -202,14 +202,14 @@ func TestSSESequenceOfOneToolRound(t *testing.T) {
 			got = append(got, name)
 		}
 	}
-	want := []string{"flowNodeStatus", "answer", "toolCall", "toolParams", "toolOutput", "toolResponse", "answer", "flowResponses", "answer:[DONE]"}
+	want := []string{"flowNodeStatus", "flowNodeResponse", "flowNodeStatus", "answer", "toolCall", "toolParams", "toolOutput", "toolResponse", "answer", "flowNodeResponse", "answer", "flowResponses", "answer:[DONE]"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n got  %v\n want %v", got, want)
 	}
 	check := map[string]string{
 		"toolCall":       `{"tool":{"functionName":"sandbox_shell","id":"call_1","params":"{\"command\":\"echo out; echo err \u003e\u00262\"}","response":"","toolName":"sandbox_shell"}}`,
 		"toolParams":     `{"tool":{"id":"call_1","params":"{\"command\":\"echo out; echo err \u003e\u00262\"}"}}`,
-		"flowNodeStatus": `{"name":"Start","status":"running"}`,
+		"flowNodeStatus": `{"name":"Start","nodeId":"start","status":"running"}`,
 	}
 	for _, ev := range events {
 		if want, ok := check[ev.name]; ok {
@@ -217,6 +217,14 @@ func TestSSESequenceOfOneToolRound(t *testing.T) {
 				t.Errorf("%s data = %s, want %s", ev.name, ev.data, want)
 			}
 			delete(check, ev.name)
+		}
+	}
+	for _, ev := range events {
+		if ev.name == "flowNodeResponse" && !strings.Contains(ev.data, `"moduleType":"workflowStart","nodeId":"start"`) {
+			t.Errorf("the first node's end: %s, want the start's", ev.data)
+		}
+		if ev.name == "flowNodeResponse" {
+			break
 		}
 	}
 	if a := chatAPIAnswer(t, events); a != "Checking.Done." {

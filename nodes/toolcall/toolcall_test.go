@@ -357,6 +357,8 @@ func kind(ev nodes.Event) string {
 		return "result"
 	case nodes.NodeError:
 		return "error"
+	case nodes.NodeDone:
+		return "done:" + ev.NodeID
 	}
 	return fmt.Sprintf("%T", ev.Data)
 }
@@ -378,8 +380,8 @@ func TestEventSequence(t *testing.T) {
 		}
 	}
 	want := []string{
-		"running:start", "running:agent", "answer", "call", "params",
-		"output:agent:stdout", "output:agent:stderr", "result", "answer", "running:answer", "answer",
+		"running:start", "done:start", "running:agent", "answer", "call", "params",
+		"output:agent:stdout", "output:agent:stderr", "result", "answer", "done:agent", "running:answer", "answer", "done:answer",
 	}
 	if strings.Join(seq, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n got  %v\n want %v", seq, want)

@@ -119,9 +119,10 @@ func (s *chatStream) event(ev nodes.Event) {
 	if !s.detail {
 		return
 	}
-	if _, ok := ev.Data.(nodes.ToolCallStarted); ok {
-		// The model's text before a tool call is complete: what redaction
-		// held back goes out first, in order.
+	switch ev.Data.(type) {
+	case nodes.ToolCallStarted, nodes.NodeDone:
+		// The model's text before a tool call, or of a node that ended, is
+		// complete: what redaction held back goes out first, in order.
 		s.flushAnswer()
 	}
 	switch d := ev.Data.(type) {
