@@ -192,5 +192,12 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
 	)
 	tb.waitAnswer(t, "You said: hello canvas (blue)")
+	// The app's owner sees the turn's run details, live and after a reload.
+	waitFor(count("#messages .run-details .run-node") + ` === 2`)
 	e.screenshot(t, tb, "chat-variables.png")
+	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("chat-form")))
+	waitFor(count("#messages .run-details .run-node") + ` === 2`)
+	if got := tb.js(t, `[...document.querySelectorAll("#messages .run-node")].map((li) => li.dataset.node).join(",")`); got != "start,answerNode1" {
+		t.Errorf("the stored run details list %q", got)
+	}
 }

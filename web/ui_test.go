@@ -48,6 +48,14 @@ func TestPagesRender(t *testing.T) {
 			t.Errorf("%s of another's app: %d, want 403", page, code)
 		}
 	}
+	// Run details (the nodes' inputs and outputs) are for those who build
+	// the app, not for everyone who may chat with it.
+	if _, body := get(admin, "/apps/demo/chat/new", "en"); !strings.Contains(body, `data-details="true"`) {
+		t.Errorf("the app's owner is not shown run details")
+	}
+	if _, body := get(alice, "/apps/demo/chat/new", "en"); strings.Contains(body, `data-details="true"`) {
+		t.Errorf("a user of another's app is shown its run details")
+	}
 	if code, body := get(admin, "/api/node-templates", "en"); code != 200 || !strings.Contains(body, "Enable sandbox (Computer Use)") || !strings.Contains(body, "启用沙盒(Computer Use)") ||
 		!strings.Contains(body, "When on, the agent gets its own Linux environment where it can run commands and work with files") {
 		t.Errorf("the node templates: %d, lack the switch's labels", code)

@@ -319,7 +319,10 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		variables = string(b)
 	}
 	u.Render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "UserID": other, "Own": own, "CanDelete": own || p.Admin(),
-		"Title": title, "Items": items, "View": view, "Variables": variables})
+		"Title": title, "Items": items, "View": view, "Variables": variables,
+		// The nodes' inputs and outputs are the app's inner workings: for
+		// those who build it.
+		"RunDetails": !view.Visitor && u.Access.CanEditApp(api.Caller(c), a)})
 }
 
 // callSummary is what a tool card shows of a call: a command's command

@@ -234,6 +234,8 @@ async function runChat(form, said, request) {
           description: p.description, options: p.userSelectOptions, fields: p.inputForm }));
       } else if (name === "error") {
         answer.append(el("div", { class: "error" }, data.message));
+      } else if (name === "flowResponses" && form.dataset.details === "true" && Array.isArray(data)) {
+        answer.append(runDetails(data));
       }
       box.scrollTop = box.scrollHeight;
     }
@@ -1551,3 +1553,31 @@ function drawChatVariables() {
   form.addEventListener("submit", (e) => e.preventDefault());
 }
 document.addEventListener("DOMContentLoaded", drawChatVariables);
+
+// runDetails draws a turn's run details (W4) for the app's owner and
+// admins: every node that ran, its time, tokens, the branch it took and
+// its error, with its inputs and outputs when opened.
+function runDetails(responses) {
+  const list = el("ol");
+  for (const r of responses) {
+    const facts = [r.moduleType, Math.round((r.runningTime || 0) * 1000) + " ms"];
+    if (r.tokens) facts.push(r.tokens + " tokens");
+    if (r.branches && r.branches.length) facts.push("→ " + r.branches.join(", "));
+    list.append(el("li", { class: "run-node" + (r.error ? " run-failed" : ""), "data-node": r.nodeId },
+      el("details", {},
+        el("summary", {}, el("strong", {}, r.moduleName), " ", el("span", { class: "hint" }, facts.join(" · ")),
+          r.error ? el("span", { class: "error" }, " " + r.error) : ""),
+        el("div", { class: "hint" }, T("runInputs")), el("pre", {}, JSON.stringify(r.inputs || {}, null, 2)),
+        el("div", { class: "hint" }, T("runOutputs")), el("pre", {}, JSON.stringify(r.outputs || {}, null, 2)))));
+  }
+  return el("details", { class: "run-details" }, el("summary", {}, T("runDetails")), list);
+}
+
+function drawStoredRunDetails() {
+  document.querySelectorAll("#messages [data-responses]").forEach((box) => {
+    let responses;
+    try { responses = JSON.parse(box.dataset.responses); } catch (err) { return; }
+    if (Array.isArray(responses) && responses.length) box.replaceWith(runDetails(responses));
+  });
+}
+document.addEventListener("DOMContentLoaded", drawStoredRunDetails);
