@@ -50,10 +50,19 @@ func TestPagesRender(t *testing.T) {
 	}
 	// Run details (the nodes' inputs and outputs) are for those who build
 	// the app, not for everyone who may chat with it.
-	if _, body := get(admin, "/apps/demo/chat/new", "en"); !strings.Contains(body, `data-details="true"`) {
+	chatPage := func(c *enginetest.Client) string {
+		t.Helper()
+		resp := c.Do(t, "GET", "/apps/demo/chat/new", nil)
+		_, body := get(c, resp.Header.Get("Location"), "en")
+		if !strings.Contains(body, `id="chat-form"`) {
+			t.Fatalf("the new chat's page (%d, %s) has no chat form", resp.Status, resp.Header.Get("Location"))
+		}
+		return body
+	}
+	if !strings.Contains(chatPage(admin), `data-details="true"`) {
 		t.Errorf("the app's owner is not shown run details")
 	}
-	if _, body := get(alice, "/apps/demo/chat/new", "en"); strings.Contains(body, `data-details="true"`) {
+	if strings.Contains(chatPage(alice), `data-details="true"`) {
 		t.Errorf("a user of another's app is shown its run details")
 	}
 	if code, body := get(admin, "/api/node-templates", "en"); code != 200 || !strings.Contains(body, "Enable sandbox (Computer Use)") || !strings.Contains(body, "启用沙盒(Computer Use)") ||
