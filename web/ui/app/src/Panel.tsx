@@ -214,6 +214,16 @@ function FieldInput(props: {
       );
     case "choices":
       return <Choices f={f} value={Array.isArray(value) ? (value as string[]) : []} set={set} t={t} choices={props.choices} />;
+    case "rows":
+      return (
+        <Rows
+          f={f}
+          value={Array.isArray(value) ? (value as Record<string, unknown>[]) : []}
+          set={set}
+          t={t}
+          sources={sources}
+        />
+      );
   }
   return <Json id={id} head={head} value={value} set={set} t={t} sources={sources} />;
 }
@@ -538,5 +548,96 @@ function TryNode(props: { node: GraphNode; appId: string; csrf: string; save: ()
         </div>
       )}
     </details>
+  );
+}
+
+// newKey is a short random key for a new record (FastGPT's classes and
+// options carry one, which their branches are named by).
+const newKey = () => Math.random().toString(36).slice(2, 8);
+
+// Rows edits a list of records (a classifier's classes, a select's
+// options, a form's fields, the keys to extract...): one row per record,
+// one input per field of the record; a field that is itself a list or an
+// object is edited as JSON.
+function Rows(props: { f: Field; value: Record<string, unknown>[]; set: (v: unknown) => void; t: Translate; sources: Source[] }) {
+  const { f, value, t } = props;
+  const fields = Object.entries(f.items ?? {});
+  const change = (i: number, key: string, v: unknown) =>
+    props.set(value.map((row, j) => (j === i ? { ...row, [key]: v } : row)));
+  const add = () => {
+    const row: Record<string, unknown> = {};
+    for (const [k, p] of fields) {
+      if (p.default !== undefined) row[k] = p.default;
+      else if (k === "key") row[k] = newKey();
+    }
+    props.set([...value, row]);
+  };
+  return (
+    <fieldset className="rows" id={"field-" + f.key}>
+      <legend>{f.label}</legend>
+      {value.map((row, i) => (
+        <div key={i} className="row-record" data-row={i}>
+          {fields.map(([k, p]) => {
+            const id = "field-" + f.key + "-" + i + "-" + k;
+            const type = (Array.isArray(p.type) ? p.type[0] : p.type) ?? p["x-reference"] ?? "any";
+            const name = p["x-label"]?.en ? (p["x-label"] as Record<string, string>)[document.documentElement.lang] || p["x-label"].en : k;
+            const v = row[k];
+            let input;
+            if (p["x-reference"]) {
+              input = (
+                <ReferencePick
+                  id={id}
+                  value={typeof v === "string" ? v : ""}
+                  sources={props.sources.filter((s) => fits(s.type, p["x-reference"]!))}
+                  t={t}
+                  onPick={(x) => change(i, k, x)}
+                />
+              );
+            } else if (p.enum) {
+              input = (
+                <select id={id} value={v === undefined ? "" : String(v)} onChange={(e) => change(i, k, e.target.value)}>
+                  <option value="">—</option>
+                  {p.enum.map((o) => (
+                    <option key={String(o)}>{String(o)}</option>
+                  ))}
+                </select>
+              );
+            } else if (type === "boolean") {
+              input = <input id={id} type="checkbox" checked={v === true} onChange={(e) => change(i, k, e.target.checked)} />;
+            } else if (type === "number" || type === "integer") {
+              input = <Text id={id} value={v === undefined ? "" : String(v)} onCommit={(x) => change(i, k, x.trim() === "" ? undefined : Number(x))} />;
+            } else if (type === "string") {
+              input = <Text id={id} value={typeof v === "string" ? v : ""} onCommit={(x) => change(i, k, x)} />;
+            } else {
+              input = (
+                <Text
+                  id={id}
+                  value={v === undefined ? "" : JSON.stringify(v)}
+                  onCommit={(x) => {
+                    try {
+                      change(i, k, x.trim() === "" ? undefined : JSON.parse(x));
+                    } catch {
+                      change(i, k, x);
+                    }
+                  }}
+                />
+              );
+            }
+            return (
+              <div key={k} className="row-field" data-field={k}>
+                <label htmlFor={id}>{name}</label>
+                {input}
+              </div>
+            );
+          })}
+          <button type="button" onClick={() => props.set(value.filter((_, j) => j !== i))}>
+            {t("delete")}
+          </button>
+        </div>
+      ))}
+      <button type="button" className="add-row" onClick={add}>
+        {t("canvasAddRow")}
+      </button>
+    </fieldset>
   );
 }

@@ -123,3 +123,20 @@ describe("a new node", () => {
     expect(n).toEqual({ nodeId: "chatNode2", type: "chatNode", name: "chatNode中文", inputs: { model: "flowbox-demo" } });
   });
 });
+
+describe("a list of records", () => {
+  it("is drawn as rows, one input per field", () => {
+    const t = tmpl("classifyQuestion", "ai", {
+      schema: {
+        properties: {
+          agents: { type: "array", items: { type: "object", properties: { value: { type: "string" }, key: { type: "string" } } } },
+          list: { type: "array", items: { type: "object" } },
+        },
+      },
+    });
+    const byKey = Object.fromEntries(fields(t, "en").map((f) => [f.key, f]));
+    expect(byKey.agents.kind).toBe("rows");
+    expect(Object.keys(byKey.agents.items!)).toEqual(["value", "key"]);
+    expect(byKey.list.kind).toBe("json");
+  });
+});

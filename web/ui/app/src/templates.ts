@@ -28,7 +28,7 @@ export interface Property {
   enum?: unknown[];
   minimum?: number;
   maximum?: number;
-  items?: { type?: string };
+  items?: { type?: string; properties?: Record<string, Property>; required?: string[] };
   "x-label"?: Record<string, string>;
   "x-description"?: Record<string, string>;
   "x-render"?: string;
@@ -77,6 +77,8 @@ export interface Field {
   max?: number;
   // the value the engine uses when the node gives none
   def?: unknown;
+  // for a list of records: each record's fields
+  items?: Record<string, Property>;
 }
 
 export function fields(t: Template, lang: string): Field[] {
@@ -92,6 +94,7 @@ export function fields(t: Template, lang: string): Field[] {
     else if (p["x-reference"]) kind = "reference";
     else if (type === "integer" || type === "number") kind = "number";
     else if (type === "array" && p.items?.type === "string") kind = "lines";
+    else if (type === "array" && p.items?.type === "object" && p.items.properties) kind = "rows";
     else if (type === "string" && (render === "textarea" || /prompt|text|code|content|description/i.test(key))) kind = "textarea";
     else if (type === "string") kind = "text";
     else if (render === "textarea") kind = "textarea";
@@ -107,6 +110,7 @@ export function fields(t: Template, lang: string): Field[] {
       min: p.minimum,
       max: p.maximum,
       def: p.default,
+      items: p.items?.properties,
     };
   });
 }
