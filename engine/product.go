@@ -12,6 +12,9 @@ import (
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/code"
+	"github.com/flowbox/flowbox/nodes/httprequest"
+	"github.com/flowbox/flowbox/nodes/readfiles"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
@@ -56,6 +59,19 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	types["tools"] = toolcall.New(toolcall.Config{Models: models, Tools: e.Tools, Env: env,
 		Approvals: approvals, Limits: svc.Policy.ToolCallLimits, History: chats,
 		Workspace: promptWorkspace{svc.Workspace}})
+	types[code.Type] = code.New(code.Config{Sandboxes: svc.Manager,
+		SandboxOn: func(ctx context.Context, appID string) (bool, error) {
+			a, err := e.Apps.Get(ctx, appID)
+			if errors.Is(err, apps.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil && code.SandboxOn(&a.Graph), err
+		},
+		Discard: func(ctx context.Context, scope sandbox.Scope) error {
+			return e.Workers.DeleteChats(ctx, []sandbox.Scope{scope})
+		}})
+	types[httprequest.Type] = httprequest.New(httprequest.Config{Outbound: cfg.Trust.OutboundAllow})
+	types[readfiles.Type] = readfiles.New(readfiles.Config{Uploads: svc.Workspace})
 	engine := &nodes.Engine{Templates: templates, Types: types}
 
 	accounts := auth.New(svc.DB)
