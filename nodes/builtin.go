@@ -19,14 +19,16 @@ type Models interface {
 // node (type "tools") is installed by the caller from nodes/toolcall.
 func Builtins(models Models) map[string]NodeType {
 	return map[string]NodeType{
-		"workflowStart": startNode{},
-		"answerNode":    answerNode{},
-		"chatNode":      chatNode{models: models},
-		"loop":          loopNode{},
-		"loopStart":     loopStart{},
-		"loopEnd":       loopEnd{},
-		"userSelect":    userSelect{},
-		"formInput":     formInput{},
+		"workflowStart":    startNode{},
+		"answerNode":       answerNode{},
+		"chatNode":         chatNode{models: models},
+		"classifyQuestion": classifyNode{models: models},
+		"contentExtract":   extractNode{models: models},
+		"loop":             loopNode{},
+		"loopStart":        loopStart{},
+		"loopEnd":          loopEnd{},
+		"userSelect":       userSelect{},
+		"formInput":        formInput{},
 	}
 }
 

@@ -41,7 +41,11 @@ type Template struct {
 	// (x-branches); DynamicOutputs whether a node declares outputs of
 	// its own (x-dynamic-outputs).
 	Catch, Branches, DynamicOutputs bool
-	compiled                        *jsonschema.Schema
+	// OutputsFrom names a list input whose records' keys are outputs of
+	// the node too (x-outputs-from: a text extraction's fields), typed by
+	// their valueType.
+	OutputsFrom string
+	compiled    *jsonschema.Schema
 }
 
 // Output is one declared output of a node type.
@@ -101,13 +105,14 @@ func ParseTemplate(typ string, data []byte) (*Template, error) {
 		Catch          bool              `json:"x-catch"`
 		Branches       bool              `json:"x-branches"`
 		DynamicOutputs bool              `json:"x-dynamic-outputs"`
+		OutputsFrom    string            `json:"x-outputs-from"`
 	}
 	if err := json.Unmarshal(data, &meta); err != nil {
 		return nil, fmt.Errorf("node template %s: %w", typ, err)
 	}
 	t := &Template{Type: typ, Label: meta.Label, Description: meta.Description, Schema: data,
 		Defaults: map[string]json.RawMessage{}, Outputs: meta.Outputs, Inputs: map[string]string{},
-		Group: meta.Group, Catch: meta.Catch, Branches: meta.Branches, DynamicOutputs: meta.DynamicOutputs, compiled: sch}
+		Group: meta.Group, Catch: meta.Catch, Branches: meta.Branches, DynamicOutputs: meta.DynamicOutputs, OutputsFrom: meta.OutputsFrom, compiled: sch}
 	if t.Group == "" {
 		t.Group = "other"
 	}
@@ -348,6 +353,21 @@ func (v *validation) output(src *Node, key string) Output {
 	}
 	if key == "error" && t.Catch {
 		return Output{Type: "string"}
+	}
+	if t.OutputsFrom != "" {
+		var records []struct {
+			Key       string `json:"key"`
+			ValueType string `json:"valueType"`
+		}
+		_ = json.Unmarshal(src.Inputs[t.OutputsFrom], &records)
+		for _, r := range records {
+			if r.Key == key {
+				if r.ValueType == "" {
+					r.ValueType = "string"
+				}
+				return Output{Type: r.ValueType}
+			}
+		}
 	}
 	if t.DynamicOutputs {
 		for _, o := range src.Outputs {

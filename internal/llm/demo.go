@@ -21,6 +21,12 @@ const DemoModelName = "flowbox-demo"
 //     calls sandbox_shell once per command, in order.
 //   - When the last messages are tool results, it summarises them: each
 //     command, its exit code, and the start of its output.
+//   - When a workflow's classifier offers the classify_question tool, it
+//     picks the class whose description shares the most words (or, for
+//     Chinese, characters) with the question, the first on a tie.
+//   - When a workflow's extractor offers the extract_fields tool, it fills
+//     each key from the text's "<key>: value" or "<key> is value" (also
+//     after the key's description), numbers and yes/no parsed.
 //   - Otherwise it explains how to use it.
 //
 // Its answers stream word by word when streaming is asked for.
@@ -56,6 +62,9 @@ func (Demo) Complete(ctx context.Context, req Request, onText func(string)) (Res
 	}
 	if len(req.Messages) == 0 {
 		return Response{}, fmt.Errorf("demo model: the request has no messages")
+	}
+	if resp, ok := structured(req); ok {
+		return resp, nil
 	}
 	last := req.Messages[len(req.Messages)-1]
 	var text string

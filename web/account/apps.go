@@ -43,6 +43,7 @@ type nodeTemplate struct {
 	Catch          bool                    `json:"catch,omitempty"`
 	Branches       bool                    `json:"branches,omitempty"`
 	DynamicOutputs bool                    `json:"dynamicOutputs,omitempty"`
+	OutputsFrom    string                  `json:"outputsFrom,omitempty"`
 	Outputs        map[string]nodes.Output `json:"outputs"`
 	// Schema is the template itself: its inputs' JSON Schema with labels,
 	// defaults and how to draw them.
@@ -58,7 +59,7 @@ func (h *Apps) NodeTemplates(c *gin.Context) {
 			outputs = map[string]nodes.Output{}
 		}
 		out = append(out, nodeTemplate{Type: t.Type, Label: t.Label, Description: t.Description, Group: t.Group,
-			Catch: t.Catch, Branches: t.Branches, DynamicOutputs: t.DynamicOutputs, Outputs: outputs, Schema: t.Schema})
+			Catch: t.Catch, Branches: t.Branches, DynamicOutputs: t.DynamicOutputs, OutputsFrom: t.OutputsFrom, Outputs: outputs, Schema: t.Schema})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
 	c.JSON(http.StatusOK, gin.H{"templates": out, "variableTypes": nodes.VariableTypes, "systemVariables": nodes.SystemVariables})

@@ -15,6 +15,8 @@ export interface Template {
   catch?: boolean;
   branches?: boolean;
   dynamicOutputs?: boolean;
+  // a list input whose records' keys are outputs too
+  outputsFrom?: string;
   outputs: Record<string, Output>;
   schema: {
     properties?: Record<string, Property>;
@@ -155,6 +157,10 @@ export function upstream(g: Graph, nodeId: string, ts: Templates, lang: string, 
     for (const [key, o] of Object.entries(t?.outputs ?? {}))
       out.push({ nodeId: n.nodeId, nodeName: name, key, label: o["x-label"]?.[lang] || o["x-label"]?.en || key, type: o.type });
     for (const o of n.outputs ?? []) out.push({ nodeId: n.nodeId, nodeName: name, key: o.key, label: o.label || o.key, type: o.type || "any" });
+    const records = t?.outputsFrom ? n.inputs?.[t.outputsFrom] : undefined;
+    if (Array.isArray(records))
+      for (const r of records as { key?: string; valueType?: string; desc?: string }[])
+        if (r.key) out.push({ nodeId: n.nodeId, nodeName: name, key: r.key, label: r.desc || r.key, type: r.valueType || "string" });
     if (t?.catch) out.push({ nodeId: n.nodeId, nodeName: name, key: "error", label: "error", type: "string" });
   }
   for (const v of g.variables ?? []) {
