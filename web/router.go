@@ -152,6 +152,10 @@ func New(cfg Config) http.Handler {
 	accounts.GET("/apps/:appId", p.Apps.Get)
 	accounts.PUT("/apps/:appId", p.Apps.Update)
 	accounts.DELETE("/apps/:appId", p.Apps.Delete)
+	// A workflow as a file (W6): export (owner and admins), and import of
+	// Flowbox's files or FastGPT's workflow JSON as a new app.
+	accounts.GET("/apps/:appId/export", p.Apps.Export)
+	accounts.POST("/apps/import", p.Apps.Import)
 	// Publishing an app: its keys and share links (owner and admins).
 	accounts.GET("/apps/:appId/keys", p.Publish.Keys)
 	accounts.POST("/apps/:appId/keys", p.Publish.CreateKey)

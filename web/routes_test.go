@@ -405,6 +405,17 @@ func (f *fixture) routes() []route {
 		}, body: func(f *fixture, caller string) any {
 			return map[string]any{"chatIds": []string{f.fresh[caller]}, "userId": f.carol}
 		}, want: chatWrite, def: 202},
+		// A workflow as a file: the app's owner and admins export it; every
+		// account imports one (here FastGPT's) as an app of its own.
+		{method: "GET", path: "/api/apps/" + f.shared + "/export", want: publishRead, def: 200},
+		{method: "GET", path: "/api/apps/" + f.private + "/export", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "POST", path: "/api/apps/import", body: jsonBody(map[string]any{"name": "imported", "workflow": map[string]any{
+			"nodes": []map[string]any{
+				{"nodeId": "448745", "name": "Start", "flowNodeType": "workflowStart", "inputs": []any{}, "outputs": []any{}},
+				{"nodeId": "reply", "name": "Reply", "flowNodeType": "answerNode", "outputs": []any{},
+					"inputs": []map[string]any{{"key": "text", "renderTypeList": []string{"textarea", "reference"}, "value": "Hi"}}}},
+			"edges": []map[string]any{{"source": "448745", "target": "reply", "sourceHandle": "448745-source-right"}}}}),
+			want: userWrite, def: 201},
 		{method: "DELETE", path: "/api/apps/:appId", pathFor: func(f *fixture, t *testing.T, caller string) string {
 			return "/api/apps/" + f.createApp(t, "doomed", false)
 		}, want: with(userWrite, map[string]int{userSession: 404, userKey: 404, otherUser: 404}), def: 202},
