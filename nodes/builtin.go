@@ -14,16 +14,20 @@ type Models interface {
 }
 
 // Builtins returns the node types every engine has: workflowStart,
-// answerNode, chatNode and the loop with its start and end. The tool-call
-// node (type "tools") is installed by the caller from nodes/toolcall.
+// answerNode, chatNode, the loop with its start and end, and the logic
+// nodes ifElseNode, textEditor and variableUpdate. The tool-call node
+// (type "tools") is installed by the caller from nodes/toolcall.
 func Builtins(models Models) map[string]NodeType {
 	return map[string]NodeType{
-		"workflowStart": startNode{},
-		"answerNode":    answerNode{},
-		"chatNode":      chatNode{models: models},
-		"loop":          loopNode{},
-		"loopStart":     loopStart{},
-		"loopEnd":       loopEnd{},
+		"workflowStart":  startNode{},
+		"answerNode":     answerNode{},
+		"chatNode":       chatNode{models: models},
+		"loop":           loopNode{},
+		"loopStart":      loopStart{},
+		"loopEnd":        loopEnd{},
+		"ifElseNode":     ifElseNode{},
+		"textEditor":     textEditor{},
+		"variableUpdate": variableUpdate{},
 	}
 }
 
