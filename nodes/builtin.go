@@ -14,9 +14,11 @@ type Models interface {
 }
 
 // Builtins returns the node types every engine has: workflowStart,
-// answerNode, chatNode, the loop with its start and end, and the
-// interactive userSelect and formInput. The tool-call
-// node (type "tools") is installed by the caller from nodes/toolcall.
+// answerNode, chatNode, the model's classifyQuestion and contentExtract,
+// the loop with its start and end, the logic nodes ifElseNode, textEditor
+// and variableUpdate, and the interactive userSelect and formInput. The
+// tool-call node (type "tools") and the nodes that need services (code,
+// httpRequest468, readFiles) are installed by the caller.
 func Builtins(models Models) map[string]NodeType {
 	return map[string]NodeType{
 		"workflowStart":    startNode{},
@@ -27,6 +29,9 @@ func Builtins(models Models) map[string]NodeType {
 		"loop":             loopNode{},
 		"loopStart":        loopStart{},
 		"loopEnd":          loopEnd{},
+		"ifElseNode":       ifElseNode{},
+		"textEditor":       textEditor{},
+		"variableUpdate":   variableUpdate{},
 		"userSelect":       userSelect{},
 		"formInput":        formInput{},
 	}

@@ -7,6 +7,7 @@
 package nodes
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,18 +141,48 @@ type Ref struct {
 
 var refRe = regexp.MustCompile(`\{\{\$([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)\$\}\}`)
 
-// refsIn lists the references in a raw input value (only strings hold
-// references).
+// refsIn lists the references in a raw input value: those in its strings,
+// wherever they are (a list of conditions holds them in its items).
 func refsIn(raw json.RawMessage) []Ref {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	// JSON can spell "{{$" only as itself or with \u escapes: without
+	// either there is nothing to decode.
+	if !bytes.Contains(raw, []byte(refMark)) && !bytes.Contains(raw, []byte(`\u`)) {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	var out []Ref
-	for _, m := range refRe.FindAllStringSubmatch(s, -1) {
-		out = append(out, Ref{NodeID: m[1], Key: m[2]})
-	}
+	eachString(v, func(s string) {
+		if !strings.Contains(s, refMark) {
+			return
+		}
+		for _, m := range refRe.FindAllStringSubmatch(s, -1) {
+			out = append(out, Ref{NodeID: m[1], Key: m[2]})
+		}
+	})
 	return out
+}
+
+// refMark begins every reference; a string without it holds none, which
+// spares the regular expression most strings.
+const refMark = "{{$"
+
+// eachString calls f with every string in a JSON value, at any depth.
+func eachString(v any, f func(string)) {
+	switch v := v.(type) {
+	case string:
+		f(v)
+	case []any:
+		for _, x := range v {
+			eachString(x, f)
+		}
+	case map[string]any:
+		for _, x := range v {
+			eachString(x, f)
+		}
+	}
 }
 
 // pureRef reports whether the raw value is exactly one reference; such an
@@ -159,6 +190,15 @@ func refsIn(raw json.RawMessage) []Ref {
 func pureRef(raw json.RawMessage) (Ref, bool) {
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
+		return Ref{}, false
+	}
+	return pureRefIn(s)
+}
+
+// pureRefIn reports whether s is exactly one reference (spaces around it
+// aside), and which.
+func pureRefIn(s string) (Ref, bool) {
+	if !strings.Contains(s, refMark) {
 		return Ref{}, false
 	}
 	m := refRe.FindStringSubmatch(s)

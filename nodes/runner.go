@@ -43,8 +43,10 @@ type NodeRun struct {
 	// SetVariables, when set by the node, change global variables once
 	// the node has ended (variableUpdate).
 	SetVariables map[string]any
-	// Variables are the global and system variables as the node starts.
+	// Variables are the global and system variables as the node starts;
+	// Declared the app's global variables as the graph declares them.
 	Variables map[string]any
+	Declared  []Variable
 	// Entry, for the first node of a loop's body (loopStart), is what the
 	// loop gives this round.
 	Entry map[string]any
@@ -191,8 +193,16 @@ type Brancher interface {
 	Branches(n *Node) []string
 }
 
-// Check is what a graph must pass to be saved: Templates.Check, and edges
-// that leave from branches their nodes have.
+// Checker is implemented by the node types whose nodes follow rules of
+// their own beyond their template's schema, checked when a graph is saved:
+// it lists what is wrong with node n of graph g.
+type Checker interface {
+	Check(g *Graph, n *Node) []Problem
+}
+
+// Check is what a graph must pass to be saved: Templates.Check, edges that
+// leave from branches their nodes have, and the rules of node types that
+// are Checkers.
 func (e *Engine) Check(g *Graph) error {
 	var problems []Problem
 	var invalid *ValidationError
@@ -217,6 +227,11 @@ func (e *Engine) Check(g *Graph) error {
 		if branches := b.Branches(src); !slices.Contains(branches, edge.SourceHandle) {
 			problems = append(problems, Problem{NodeID: src.NodeID, Field: "sourceHandle",
 				Message: fmt.Sprintf("the node has no branch %q (its branches: %s); connect from one of them", edge.SourceHandle, strings.Join(branches, ", "))})
+		}
+	}
+	for i := range g.Nodes {
+		if c, ok := e.Types[g.Nodes[i].Type].(Checker); ok {
+			problems = append(problems, c.Check(g, &g.Nodes[i])...)
 		}
 	}
 	if len(problems) > 0 {

@@ -77,6 +77,7 @@ type run struct {
 	now      func() time.Time
 	max      int
 	children map[string][]*Node // loop node → its body, in declaration order
+	declared []Variable
 	top      []*Node
 	edges    []Edge
 	events   chan item
@@ -107,7 +108,7 @@ type item struct {
 }
 
 func newRun(e *Engine, g *Graph, chat Chat) *run {
-	r := &run{e: e, chat: chat, edges: g.Edges, now: e.Now, max: e.MaxNodeRuns, children: map[string][]*Node{},
+	r := &run{e: e, chat: chat, edges: g.Edges, declared: g.Variables, now: e.Now, max: e.MaxNodeRuns, children: map[string][]*Node{},
 		events: make(chan item, 64), outputs: map[string]map[string]any{},
 		buffered: map[int]*strings.Builder{}, ended: map[int]bool{}}
 	if r.now == nil {
@@ -550,7 +551,7 @@ func (s *scope) exec(ctx context.Context, n *Node, ends chan<- finished) {
 		err = t.validateValues(inputs)
 	}
 	resp.Inputs = inputs
-	nr := &NodeRun{Node: n, Inputs: inputs, Chat: r.chat, Emit: send, Variables: r.variables()}
+	nr := &NodeRun{Node: n, Inputs: inputs, Chat: r.chat, Emit: send, Variables: r.variables(), Declared: r.declared}
 	if n.Type == "loopStart" {
 		nr.Entry = s.entry
 	}
@@ -602,28 +603,18 @@ func (r *run) body(ctx context.Context, parent *Node, entry map[string]any) (map
 	return nil, s.responses, nil
 }
 
-// resolve turns raw inputs into values, replacing references with what
-// they stand for: a value that is exactly one reference takes the
-// referenced value with its type; references inside a longer string are
-// replaced by the value's text.
+// resolve turns raw inputs into values, replacing the references in their
+// strings, at any depth, with what they stand for: a string that is
+// exactly one reference takes the referenced value with its type;
+// references inside a longer string are replaced by the value's text.
 func resolve(raw map[string]json.RawMessage, value func(Ref) any) (map[string]any, error) {
 	values := make(map[string]any, len(raw))
 	for key, r := range raw {
-		if ref, ok := pureRef(r); ok {
-			values[key] = value(ref)
-			continue
-		}
 		var v any
 		if err := json.Unmarshal(r, &v); err != nil {
 			return nil, fmt.Errorf("input %q: %w", key, err)
 		}
-		if s, ok := v.(string); ok {
-			v = refRe.ReplaceAllStringFunc(s, func(m string) string {
-				sub := refRe.FindStringSubmatch(m)
-				return text(value(Ref{NodeID: sub[1], Key: sub[2]}))
-			})
-		}
-		values[key] = v
+		values[key] = resolveValue(v, value)
 	}
 	return values, nil
 }
@@ -707,4 +698,31 @@ func (e *Engine) RunNode(ctx context.Context, g *Graph, nodeID string, values ma
 		resp.Error = nr.Warning
 	}
 	return resp, nil
+}
+
+// resolveValue resolves the strings of v, a value of its own that it
+// changes in place; the values references stand for are not walked.
+func resolveValue(v any, value func(Ref) any) any {
+	switch v := v.(type) {
+	case string:
+		if !strings.Contains(v, refMark) {
+			return v
+		}
+		if ref, ok := pureRefIn(v); ok {
+			return value(ref)
+		}
+		return refRe.ReplaceAllStringFunc(v, func(m string) string {
+			sub := refRe.FindStringSubmatch(m)
+			return text(value(Ref{NodeID: sub[1], Key: sub[2]}))
+		})
+	case []any:
+		for i, x := range v {
+			v[i] = resolveValue(x, value)
+		}
+	case map[string]any:
+		for k, x := range v {
+			v[k] = resolveValue(x, value)
+		}
+	}
+	return v
 }

@@ -537,13 +537,15 @@ func (t *Template) withDefaults(in map[string]json.RawMessage) map[string]json.R
 
 // validateValues checks resolved input values against the template.
 func (t *Template) validateValues(values map[string]any) error {
-	doc, err := json.Marshal(values)
-	if err != nil {
-		return err
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return err
+	var v any = values
+	if !plainJSON(v) { // outputs of Go types of their own: checked as JSON
+		doc, err := json.Marshal(values)
+		if err != nil {
+			return err
+		}
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(doc)); err != nil {
+			return err
+		}
 	}
 	if err := t.compiled.Validate(v); err != nil {
 		var lines []string
@@ -557,6 +559,30 @@ func (t *Template) validateValues(values map[string]any) error {
 		return errors.New(strings.Join(lines, ", "))
 	}
 	return nil
+}
+
+// plainJSON reports whether v holds only the types encoding/json decodes
+// to, which the schema validator reads as they are.
+func plainJSON(v any) bool {
+	switch v := v.(type) {
+	case nil, bool, float64, string:
+		return true
+	case []any:
+		for _, x := range v {
+			if !plainJSON(x) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, x := range v {
+			if !plainJSON(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 var english = message.NewPrinter(language.English)
@@ -574,8 +600,9 @@ func schemaProblems(err error, byRef map[string]bool) []Problem {
 	walk = func(e *jsonschema.ValidationError) {
 		if req, ok := e.ErrorKind.(*kind.Required); ok && len(e.Causes) == 0 {
 			for _, m := range req.Missing {
-				if !byRef[m] {
-					out = append(out, Problem{Field: m, Message: "missing; give it a value"})
+				if len(e.InstanceLocation) > 0 || !byRef[m] {
+					field := strings.Join(append(slices.Clone(e.InstanceLocation), m), "/")
+					out = append(out, Problem{Field: field, Message: "missing; give it a value"})
 				}
 			}
 			return
