@@ -253,7 +253,7 @@ func pairs(run *nodes.NodeRun, input string, vars map[string]any) ([]pair, error
 			if input == inputParams {
 				what = "query parameter"
 			}
-			return nil, fmt.Errorf("the %s %s references %s, and references to other nodes are filled in only in the URL and the body: add a custom input that references it and write {{name}} here",
+			return nil, fmt.Errorf("the %s %s holds %s after the references were filled in (a referenced value brought it in), which is not filled in again: check the value it references",
 				what, key, ref)
 		}
 		out = append(out, pair{key, value})
@@ -261,8 +261,9 @@ func pairs(run *nodes.NodeRun, input string, vars map[string]any) ([]pair, error
 	return out, nil
 }
 
-// nodeRefRe finds a reference to a node's output ({{$node.key$}}) that
-// the engine left unresolved (it resolves only whole inputs).
+// nodeRefRe finds a reference to a node's output ({{$node.key$}}) left
+// in a header or parameter after the engine resolved the inputs: text a
+// referenced value brought in, which is not filled in again.
 var nodeRefRe = regexp.MustCompile(`\{\{\$[A-Za-z0-9_-]+\.[A-Za-z0-9_]+\$\}\}`)
 
 // variables are what {{name}} may name, as in FastGPT: the global and

@@ -135,8 +135,8 @@ func TestHTTPRequest(t *testing.T) {
 		{name: "body not JSON", inputs: map[string]any{"system_httpReqUrl": srv.URL + "/echo/x", "system_httpJsonBody": `{"q": {{q}}}`, "q": "bare text"},
 			want: "the body is not JSON", caught: true},
 		{name: "node reference in a header", inputs: map[string]any{"system_httpReqUrl": srv.URL + "/echo/x",
-			"system_httpHeader": []any{map[string]any{"key": "X-Q", "value": "{{$start.userChatInput$}}"}}},
-			want: "add a custom input that references it", caught: true},
+			"system_httpHeader": []any{map[string]any{"key": "Authorization", "value": "Bearer {{$start.userChatInput$}}"}}},
+			outputs: `[{"key":"auth","type":"string"}]`, answer: "{{$http.auth$}}", want: "ok: Bearer hi"},
 		{name: "not http", inputs: map[string]any{"system_httpReqUrl": "file:///etc/passwd"}, want: "not an http:// or https:// address", caught: true},
 	}
 	for _, tc := range tests {
