@@ -202,14 +202,16 @@ func TestSSESequenceOfOneToolRound(t *testing.T) {
 			got = append(got, name)
 		}
 	}
-	want := []string{"flowNodeStatus", "answer", "toolCall", "toolParams", "toolOutput", "toolResponse", "answer", "flowResponses", "answer:[DONE]"}
+	want := []string{"flowNodeStatus", "flowNodeResponse", "flowNodeStatus", "answer", "toolCall", "toolParams", "toolOutput", "toolResponse",
+		"flowNodeResponse", "answer", "appVersion", "flowResponses", "answer:[DONE]"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n got  %v\n want %v", got, want)
 	}
 	check := map[string]string{
 		"toolCall":       `{"tool":{"functionName":"sandbox_shell","id":"call_1","params":"{\"command\":\"echo out; echo err \u003e\u00262\"}","response":"","toolName":"sandbox_shell"}}`,
 		"toolParams":     `{"tool":{"id":"call_1","params":"{\"command\":\"echo out; echo err \u003e\u00262\"}"}}`,
-		"flowNodeStatus": `{"name":"Start","status":"running"}`,
+		"flowNodeStatus": `{"name":"Start","nodeId":"start","status":"running"}`,
+		"appVersion":     `{"versionId":""}`, // the app has no published version: its draft runs
 	}
 	for _, ev := range events {
 		if want, ok := check[ev.name]; ok {

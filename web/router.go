@@ -152,6 +152,12 @@ func New(cfg Config) http.Handler {
 	accounts.GET("/apps/:appId", p.Apps.Get)
 	accounts.PUT("/apps/:appId", p.Apps.Update)
 	accounts.DELETE("/apps/:appId", p.Apps.Delete)
+	// An app's versions: publishing its draft, reading and rolling back
+	// (owner and admins).
+	accounts.GET("/apps/:appId/versions", p.Apps.ListVersions)
+	accounts.POST("/apps/:appId/versions", p.Apps.Publish)
+	accounts.GET("/apps/:appId/versions/:versionId", p.Apps.GetVersion)
+	accounts.POST("/apps/:appId/versions/:versionId/rollback", p.Apps.Rollback)
 	// Publishing an app: its keys and share links (owner and admins).
 	accounts.GET("/apps/:appId/keys", p.Publish.Keys)
 	accounts.POST("/apps/:appId/keys", p.Publish.CreateKey)

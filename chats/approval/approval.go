@@ -63,6 +63,9 @@ type Approval struct {
 	ToolCallID                   string
 	CreatedAt, ExpiresAt         time.Time
 	Paused                       nodes.Paused
+	// VersionID is the app's version the paused run runs, which it
+	// resumes in; empty: the app's draft.
+	VersionID string
 }
 
 // Answer is how an approval was answered.
@@ -88,6 +91,7 @@ type doc struct {
 	CreatedAt     time.Time `bson:"createdAt"`
 	ExpiresAt     time.Time `bson:"expiresAt"`
 	Paused        string    `bson:"paused"`
+	VersionID     string    `bson:"versionId,omitempty"`
 	// Settled is set once the approval has an answer, so that the expiry
 	// sweep skips it without reading the answers.
 	Settled bool `bson:"settled,omitempty"`
@@ -125,7 +129,7 @@ func (s *Store) Put(ctx context.Context, a Approval) error {
 	}
 	_, err = s.approvals.InsertOne(ctx, doc{ID: a.ID, ChatID: a.ChatID, AppID: a.AppID, UserID: a.UserID, ToolCallID: a.ToolCallID,
 		Command: a.Command, Rule: a.Rule, Justification: a.Justification, CreatedAt: a.CreatedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC(),
-		Paused: string(paused)})
+		Paused: string(paused), VersionID: a.VersionID})
 	if err != nil {
 		return fmt.Errorf("record approval %s: %w", a.ID, err)
 	}
@@ -157,7 +161,7 @@ func (s *Store) Get(ctx context.Context, id string) (Approval, *Answer, error) {
 		return Approval{}, nil, fmt.Errorf("read approval %s: %w", id, err)
 	}
 	a := Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, ToolCallID: d.ToolCallID, Command: d.Command,
-		Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
+		Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt, VersionID: d.VersionID}
 	if err := json.Unmarshal([]byte(d.Paused), &a.Paused); err != nil {
 		return Approval{}, nil, fmt.Errorf("read approval %s: the paused run: %w", id, err)
 	}
@@ -226,7 +230,7 @@ func (s *Store) Lapsed(ctx context.Context, now time.Time, limit int) ([]Approva
 	out := make([]Approval, len(docs))
 	for i, d := range docs {
 		out[i] = Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, ToolCallID: d.ToolCallID, Command: d.Command,
-			Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
+			Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt, VersionID: d.VersionID}
 	}
 	return out, nil
 }
