@@ -1,9 +1,11 @@
 // Package apps stores apps: a named workflow graph with its owner. Graphs
-// are validated against the node templates before they are saved. Apps
-// are read by _id only (see internal/mongodb on the embedded database), and
-// kept in memory once read: every chat turn needs its app, and apps change
-// rarely. It must never decide who may read or change an app: callers
-// check OwnerID.
+// are validated against the node templates before they are saved. The
+// graph an app's owner saves is its draft; publishing it keeps a copy as
+// an immutable version (versions.go), and the app names the version its
+// chats run. Apps and versions are read by _id only (see internal/mongodb
+// on the embedded database), and kept in memory once read: every chat
+// turn needs its app, and apps change rarely. It must never decide who
+// may read or change an app: callers check OwnerID.
 package apps
 
 import (
@@ -38,11 +40,19 @@ type App struct {
 	Name    string `bson:"name" json:"name"`
 	OwnerID string `bson:"ownerId" json:"ownerId"`
 	// Public apps may be chatted with by every signed-in user.
-	Public    bool        `bson:"public" json:"public"`
+	Public bool `bson:"public" json:"public"`
+	// Graph is the draft: what the owner saved last.
 	Graph     nodes.Graph `bson:"-" json:"graph"`
 	GraphJSON string      `bson:"graph" json:"-"`
-	CreatedAt time.Time   `bson:"createdAt" json:"createdAt"`
-	UpdatedAt time.Time   `bson:"updatedAt" json:"updatedAt"`
+	// PublishedVersionID names the version chats, app keys and share
+	// links run; empty: the app has none, and they run the draft.
+	PublishedVersionID string `bson:"publishedVersionId,omitempty" json:"publishedVersionId"`
+	// Versions is the number of the newest version as this document last
+	// heard of it: a hint, since versions are claimed by inserting them
+	// (see Publish).
+	Versions  int       `bson:"versions,omitempty" json:"-"`
+	CreatedAt time.Time `bson:"createdAt" json:"createdAt"`
+	UpdatedAt time.Time `bson:"updatedAt" json:"updatedAt"`
 }
 
 // CacheMaxAge bounds how long an app read from the database is served from
@@ -53,17 +63,19 @@ const CacheMaxAge = 2 * time.Second
 // cacheLimit bounds the apps kept in memory; past it the cache starts over.
 const cacheLimit = 1024
 
-// Store keeps apps in MongoDB.
+// Store keeps apps and their versions in MongoDB.
 type Store struct {
-	coll      *mongo.Collection
-	templates nodes.Templates
-	now       func() time.Time // tests move it
+	coll, versions *mongo.Collection
+	templates      nodes.Templates
+	now            func() time.Time // tests move it
 
 	mu    sync.Mutex
 	cache map[string]cachedApp
 	// gen counts the changes made through this Store, so that a read that
 	// raced with one is not cached.
 	gen uint64
+	// published holds versions read, which never change.
+	published map[string]Version
 }
 
 type cachedApp struct {
@@ -73,7 +85,8 @@ type cachedApp struct {
 
 // New returns a store that validates graphs with templates.
 func New(db *mongo.Database, templates nodes.Templates) *Store {
-	return &Store{coll: db.Collection(Collection), templates: templates, now: time.Now, cache: map[string]cachedApp{}}
+	return &Store{coll: db.Collection(Collection), versions: db.Collection(VersionsCollection), templates: templates, now: time.Now,
+		cache: map[string]cachedApp{}, published: map[string]Version{}}
 }
 
 // Get returns an app; ErrNotFound when there is none. The app is the
@@ -131,7 +144,8 @@ func (s *Store) read(ctx context.Context, id string) (App, error) {
 	return a, nil
 }
 
-// Put validates the app's graph and saves it (insert or replace).
+// Put validates the app's graph and saves it (insert or replace) as the
+// draft; which version is published is left as it is.
 func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
 	if a.ID == "" || a.Name == "" {
 		return fmt.Errorf("an app needs an id and a name")
@@ -195,9 +209,15 @@ func (s *Store) List(ctx context.Context, owner string) ([]App, error) {
 	return out, nil
 }
 
-// Delete removes an app; a missing one is not an error.
+// Delete removes an app with its versions; a missing one is not an
+// error.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	defer s.forget(id)
+	// The versions first: when they cannot go, the app stays, and a retry
+	// finds it to delete.
+	if err := s.deleteVersions(ctx, id); err != nil {
+		return err
+	}
 	if _, err := s.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
 		return fmt.Errorf("delete app %s: %w", id, err)
 	}

@@ -11,7 +11,8 @@ import (
 
 // Lifecycle gives the sandbox manager an app's startup and shutdown
 // commands (P4), from the inputs startupCommands and shutdownCommands of
-// the app's tool-call nodes, in the graph's order.
+// the tool-call nodes of the graph its chats run (the published version's,
+// else the draft's), in the graph's order.
 type Lifecycle struct{ Apps *Store }
 
 var _ sandbox.Lifecycle = Lifecycle{}
@@ -31,8 +32,12 @@ func (l Lifecycle) commands(ctx context.Context, appID, input string) ([]string,
 	} else if err != nil {
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
 	}
+	g, _, err := l.Apps.Running(ctx, a)
+	if err != nil {
+		return nil, fmt.Errorf("read app %s's published version: %w", appID, err)
+	}
 	var all []string
-	for _, n := range a.Graph.Nodes {
+	for _, n := range g.Nodes {
 		raw, ok := n.Inputs[input]
 		if n.Type != "tools" || !ok {
 			continue

@@ -9,8 +9,9 @@ import (
 )
 
 // PolicyDocument is the app's command policy document: the policy input
-// of its graph's first tool-call node that has one; nil for an app
-// without one, or no such app (policy.Documents).
+// of the first tool-call node that has one in the graph its chats run
+// (the published version's, else the draft's); nil for an app without
+// one, or no such app (policy.Documents).
 func (s *Store) PolicyDocument(ctx context.Context, appID string) ([]byte, error) {
 	a, err := s.Get(ctx, appID)
 	if errors.Is(err, ErrNotFound) {
@@ -18,7 +19,11 @@ func (s *Store) PolicyDocument(ctx context.Context, appID string) ([]byte, error
 	} else if err != nil {
 		return nil, err
 	}
-	for _, n := range a.Graph.Nodes {
+	g, _, err := s.Running(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range g.Nodes {
 		if raw, ok := policyInput(n); ok {
 			return raw, nil
 		}

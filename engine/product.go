@@ -15,6 +15,7 @@ import (
 	"github.com/flowbox/flowbox/nodes/code"
 	"github.com/flowbox/flowbox/nodes/httprequest"
 	"github.com/flowbox/flowbox/nodes/readfiles"
+	"github.com/flowbox/flowbox/nodes/runapp"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web"
@@ -100,6 +101,9 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	links := share.New(svc.DB)
 	links.Hook = share.HookClient(cfg.Trust.OutboundAllow)
 	access := &api.Access{Apps: appStore, Chats: chats}
+	// The app-call node runs other apps on this engine, those the calling
+	// app's owner may use.
+	types["runApp"] = runapp.New(runapp.Config{Apps: appStore, Engine: engine, Access: ownerAccess(accounts, access)})
 	// Every door that writes a chat's files checks the data disk and the
 	// chat quota first (T4).
 	storage := files.Storage{Disk: svc.DataDisk, Quota: svc.Workspace}
@@ -116,9 +120,11 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Sessions: &account.Sessions{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
 			AccountLimit: &api.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
 		Chat: &chat.Handler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
+			Versions:   appStore,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
 		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Templates: templates,
+			Versions:   appStore,
 			CheckGraph: func(g nodes.Graph) []nodes.Problem { return checkGraph(engine, g, svc.Policy.Check) }, Now: time.Now},
 		Chats: &chat.Chats{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
@@ -163,4 +169,21 @@ func checkGraph(e *nodes.Engine, g nodes.Graph, policy func([]byte) error) []nod
 		problems = append(problems, nodes.Problem{Message: err.Error()})
 	}
 	return append(problems, apps.CheckPolicies(g, policy)...)
+}
+
+// ownerAccess decides which apps an app may call (runapp.Config.Access):
+// those its owner may use, by the chat API's rules; the owner's role is
+// read afresh, and a disabled owner is no admin.
+func ownerAccess(accounts *auth.Store, access *api.Access) func(ctx context.Context, caller, called apps.App) (bool, bool, error) {
+	return func(ctx context.Context, caller, called apps.App) (bool, bool, error) {
+		owner := auth.Principal{UserID: caller.OwnerID}
+		u, err := accounts.User(ctx, caller.OwnerID)
+		switch {
+		case err == nil && !u.Disabled:
+			owner.Role = u.Role
+		case err != nil && !errors.Is(err, auth.ErrBadCredentials):
+			return false, false, fmt.Errorf("read the account of app %s's owner: %w", caller.ID, err)
+		}
+		return access.CanUseApp(owner, called), access.CanEditApp(owner, called), nil
+	}
 }

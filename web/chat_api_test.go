@@ -202,7 +202,8 @@ func TestSSESequenceOfOneToolRound(t *testing.T) {
 			got = append(got, name)
 		}
 	}
-	want := []string{"flowNodeStatus", "flowNodeResponse", "flowNodeStatus", "answer", "toolCall", "toolParams", "toolOutput", "toolResponse", "answer", "flowNodeResponse", "answer", "flowResponses", "answer:[DONE]"}
+	want := []string{"flowNodeStatus", "flowNodeResponse", "flowNodeStatus", "answer", "toolCall", "toolParams", "toolOutput", "toolResponse",
+		"answer", "flowNodeResponse", "answer", "appVersion", "flowResponses", "answer:[DONE]"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n got  %v\n want %v", got, want)
 	}
@@ -210,6 +211,7 @@ func TestSSESequenceOfOneToolRound(t *testing.T) {
 		"toolCall":       `{"tool":{"functionName":"sandbox_shell","id":"call_1","params":"{\"command\":\"echo out; echo err \u003e\u00262\"}","response":"","toolName":"sandbox_shell"}}`,
 		"toolParams":     `{"tool":{"id":"call_1","params":"{\"command\":\"echo out; echo err \u003e\u00262\"}"}}`,
 		"flowNodeStatus": `{"name":"Start","nodeId":"start","status":"running"}`,
+		"appVersion":     `{"versionId":""}`, // the app has no published version: its draft runs
 	}
 	for _, ev := range events {
 		if want, ok := check[ev.name]; ok {

@@ -156,6 +156,12 @@ func New(cfg Config) http.Handler {
 	// Flowbox's files or FastGPT's workflow JSON as a new app.
 	accounts.GET("/apps/:appId/export", p.Apps.Export)
 	accounts.POST("/apps/import", p.Apps.Import)
+	// An app's versions: publishing its draft, reading and rolling back
+	// (owner and admins).
+	accounts.GET("/apps/:appId/versions", p.Apps.ListVersions)
+	accounts.POST("/apps/:appId/versions", p.Apps.Publish)
+	accounts.GET("/apps/:appId/versions/:versionId", p.Apps.GetVersion)
+	accounts.POST("/apps/:appId/versions/:versionId/rollback", p.Apps.Rollback)
 	// Publishing an app: its keys and share links (owner and admins).
 	accounts.GET("/apps/:appId/keys", p.Publish.Keys)
 	accounts.POST("/apps/:appId/keys", p.Publish.CreateKey)

@@ -89,6 +89,7 @@ type fixture struct {
 	victim    string            // the sandbox of another chat of carol's, for the admin's delete
 	fresh     map[string]string // per caller, a chat of carol's that the caller may try to delete
 	dave      string            // a user the admins' rows disable, enable and reset
+	version   string            // the shared app's first published version
 	link      string            // a share link to the shared app (files read-write)
 	expired   string            // a link to it that has expired
 	visited   string            // the visitor's chat through link
@@ -180,10 +181,16 @@ func (f *fixture) deadCredentials(t *testing.T, carol string) {
 	}
 }
 
-// publish gives the shared app a key and share links, the private app a
-// key, and makes the visitors: one with a chat through the link.
+// publish gives the shared app a published version, a key and share
+// links, the private app a key, and makes the visitors: one with a chat
+// through the link.
 func (f *fixture) publish(t *testing.T) {
 	env, alice := f.env, f.clients[appOwner]
+	var v struct {
+		ID string `json:"versionId"`
+	}
+	expect(t, alice, "POST", "/api/apps/"+f.shared+"/versions", map[string]any{"note": "the fixture's"}, 201).JSON(t, &v)
+	f.version = v.ID
 	for caller, app := range map[string]string{appKey: f.shared, appKeyOther: f.private} {
 		var k struct{ Key string }
 		expect(t, alice, "POST", "/api/apps/"+app+"/keys", map[string]any{"name": caller}, 201).JSON(t, &k)
@@ -416,6 +423,12 @@ func (f *fixture) routes() []route {
 					"inputs": []map[string]any{{"key": "text", "renderTypeList": []string{"textarea", "reference"}, "value": "Hi"}}}},
 			"edges": []map[string]any{{"source": "448745", "target": "reply", "sourceHandle": "448745-source-right"}}}}),
 			want: userWrite, def: 201},
+		// An app's versions: its owner and admins.
+		{method: "GET", path: "/api/apps/" + f.shared + "/versions", want: publishRead, def: 200},
+		{method: "GET", path: "/api/apps/" + f.private + "/versions", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "POST", path: "/api/apps/" + f.shared + "/versions", body: jsonBody(map[string]any{"note": "from the table"}), want: publishWrite, def: 201},
+		{method: "GET", path: "/api/apps/" + f.shared + "/versions/" + f.version, want: publishRead, def: 200},
+		{method: "POST", path: "/api/apps/" + f.shared + "/versions/" + f.version + "/rollback", want: publishWrite, def: 200},
 		{method: "DELETE", path: "/api/apps/:appId", pathFor: func(f *fixture, t *testing.T, caller string) string {
 			return "/api/apps/" + f.createApp(t, "doomed", false)
 		}, want: with(userWrite, map[string]int{userSession: 404, userKey: 404, otherUser: 404}), def: 202},
@@ -658,7 +671,7 @@ var sessionID = regexp.MustCompile(`ses_[a-z0-9]+`)
 
 // pattern turns a row's concrete path back into the router's pattern.
 func pattern(f *fixture, path string) string {
-	r := strings.NewReplacer(f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
+	r := strings.NewReplacer(f.version, ":versionId", f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
 		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id",
 		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId", "no-such-link", ":linkId",
 		"/share/"+f.link, "/share/:linkId", "/share/"+f.expired, "/share/:linkId",

@@ -70,6 +70,9 @@ type Approval struct {
 	ToolCallID                   string
 	CreatedAt, ExpiresAt         time.Time
 	Paused                       nodes.Paused
+	// VersionID is the app's version the paused run runs, which it
+	// resumes in; empty: the app's draft.
+	VersionID string
 }
 
 // Answer is how an approval was answered.
@@ -98,6 +101,7 @@ type doc struct {
 	CreatedAt     time.Time `bson:"createdAt"`
 	ExpiresAt     time.Time `bson:"expiresAt"`
 	Paused        string    `bson:"paused"`
+	VersionID     string    `bson:"versionId,omitempty"`
 	// Settled is set once the approval has an answer, so that the expiry
 	// sweep skips it without reading the answers.
 	Settled bool `bson:"settled,omitempty"`
@@ -135,7 +139,7 @@ func (s *Store) Put(ctx context.Context, a Approval) error {
 	}
 	_, err = s.approvals.InsertOne(ctx, doc{ID: a.ID, ChatID: a.ChatID, AppID: a.AppID, UserID: a.UserID, Kind: a.Kind, ToolCallID: a.ToolCallID,
 		Command: a.Command, Rule: a.Rule, Justification: a.Justification, CreatedAt: a.CreatedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC(),
-		Paused: string(paused)})
+		Paused: string(paused), VersionID: a.VersionID})
 	if err != nil {
 		return fmt.Errorf("record approval %s: %w", a.ID, err)
 	}
@@ -171,7 +175,7 @@ func (s *Store) Get(ctx context.Context, id string) (Approval, *Answer, error) {
 		return Approval{}, nil, fmt.Errorf("read approval %s: %w", id, err)
 	}
 	a := Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, Kind: d.Kind, ToolCallID: d.ToolCallID, Command: d.Command,
-		Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
+		Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt, VersionID: d.VersionID}
 	if err := json.Unmarshal([]byte(d.Paused), &a.Paused); err != nil {
 		return Approval{}, nil, fmt.Errorf("read approval %s: the paused run: %w", id, err)
 	}
@@ -240,7 +244,7 @@ func (s *Store) Lapsed(ctx context.Context, now time.Time, limit int) ([]Approva
 	out := make([]Approval, len(docs))
 	for i, d := range docs {
 		out[i] = Approval{ID: d.ID, ChatID: d.ChatID, AppID: d.AppID, UserID: d.UserID, Kind: d.Kind, ToolCallID: d.ToolCallID, Command: d.Command,
-			Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt}
+			Rule: d.Rule, Justification: d.Justification, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt, VersionID: d.VersionID}
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func put(t *testing.T, s *approval.Store, id, app, chat string, expires time.Tim
 	t.Helper()
 	err := s.Put(context.Background(), approval.Approval{ID: id, AppID: app, ChatID: chat, UserID: "u:alice", Command: "rm x",
 		Rule: "ask-rm", ToolCallID: "call_" + id, CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires,
-		Paused: nodes.Paused{Request: nodes.ApprovalRequest{ID: id}}})
+		Paused: nodes.Paused{Request: nodes.ApprovalRequest{ID: id}}, VersionID: app + "-v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +60,9 @@ func TestExpire(t *testing.T) {
 	}
 	if id, _ := s.Pending(ctx, alices("app", "c3")); id != "apr_future" {
 		t.Errorf("c3 pending %q, want apr_future still waiting", id)
+	}
+	if a, _, _ := s.Get(ctx, "apr_future"); a.VersionID != "app-v1" {
+		t.Errorf("apr_future's version %q, want the one its run paused in (app-v1)", a.VersionID)
 	}
 	if n, err := s.Expire(ctx, now, func(audit.Record) { t.Error("a second sweep audited again") }); err != nil || n != 0 {
 		t.Errorf("second Expire = %d, %v; want 0", n, err)

@@ -91,12 +91,15 @@ type Item struct {
 	// it (FastGPT's responseChatItemId) or the API made it; empty for
 	// questions and for answers recorded before it was kept. dataId stays
 	// the stored key: the client's id is not known to be unique.
-	ResponseChatItemID string          `json:"responseChatItemId,omitempty"`
-	Text               string          `json:"text"`
-	ToolCalls          json.RawMessage `json:"toolCalls,omitempty"`
-	Responses          json.RawMessage `json:"responses,omitempty"`
-	DurationMs         int64           `json:"durationMs,omitempty"`
-	CreatedAt          time.Time       `json:"createdAt"`
+	ResponseChatItemID string `json:"responseChatItemId,omitempty"`
+	// VersionID names the app's version that produced an answer; empty
+	// when the app's draft did, and for questions.
+	VersionID  string          `json:"versionId,omitempty"`
+	Text       string          `json:"text"`
+	ToolCalls  json.RawMessage `json:"toolCalls,omitempty"`
+	Responses  json.RawMessage `json:"responses,omitempty"`
+	DurationMs int64           `json:"durationMs,omitempty"`
+	CreatedAt  time.Time       `json:"createdAt"`
 }
 
 // itemDoc is a document of chat_items: a whole turn (Answer set: the
@@ -119,6 +122,7 @@ type itemDoc struct {
 type turnDoc struct {
 	Role               string `bson:"role"`
 	ResponseChatItemID string `bson:"responseChatItemId,omitempty"`
+	VersionID          string `bson:"versionId,omitempty"`
 	Text               string `bson:"text"`
 	ToolCalls          string `bson:"toolCalls,omitempty"`
 	Responses          string `bson:"responses,omitempty"`
@@ -128,7 +132,7 @@ type turnDoc struct {
 func turn(key string, seq int, question, answer Item, now time.Time) itemDoc {
 	return itemDoc{ID: itemID(key, seq), ChatID: key, Seq: seq, Role: question.Role, Text: question.Text,
 		ToolCalls: string(question.ToolCalls), Responses: string(question.Responses), DurationMs: question.DurationMs, CreatedAt: now,
-		Answer: &turnDoc{Role: answer.Role, ResponseChatItemID: answer.ResponseChatItemID, Text: answer.Text, ToolCalls: string(answer.ToolCalls),
+		Answer: &turnDoc{Role: answer.Role, ResponseChatItemID: answer.ResponseChatItemID, VersionID: answer.VersionID, Text: answer.Text, ToolCalls: string(answer.ToolCalls),
 			Responses: string(answer.Responses), DurationMs: answer.DurationMs}}
 }
 
@@ -141,7 +145,7 @@ func (d itemDoc) items(chatID string) []Item {
 		return []Item{q}
 	}
 	a := d.Answer
-	return []Item{q, {ID: itemID(chatID, d.Seq+1), ChatID: chatID, Seq: d.Seq + 1, Role: a.Role, ResponseChatItemID: a.ResponseChatItemID, Text: a.Text,
+	return []Item{q, {ID: itemID(chatID, d.Seq+1), ChatID: chatID, Seq: d.Seq + 1, Role: a.Role, ResponseChatItemID: a.ResponseChatItemID, VersionID: a.VersionID, Text: a.Text,
 		ToolCalls: raw(a.ToolCalls), Responses: raw(a.Responses), DurationMs: a.DurationMs, CreatedAt: d.CreatedAt}}
 }
 

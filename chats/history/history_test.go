@@ -38,7 +38,7 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chat, err = s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "thanks"}, history.Item{Role: "assistant", Text: "you're welcome"}, t0.Add(time.Minute))
+	chat, err = s.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "thanks"}, history.Item{Role: "assistant", VersionID: "app-v2", Text: "you're welcome"}, t0.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +62,9 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	}
 	if ids := [4]string{items[0].ResponseChatItemID, items[1].ResponseChatItemID, items[2].ResponseChatItemID, items[3].ResponseChatItemID}; ids != [4]string{"", "reply-1", "", ""} {
 		t.Fatalf("responseChatItemIds = %q, want only the first answer's (reply-1)", ids)
+	}
+	if v := [4]string{items[0].VersionID, items[1].VersionID, items[2].VersionID, items[3].VersionID}; v != [4]string{"", "", "", "app-v2"} {
+		t.Fatalf("versionIds = %q, want only the second answer's (app-v2)", v)
 	}
 	if page, _ := s.Items(ctx, got, 2, 1); len(page) != 1 || page[0].Text != "thanks" {
 		t.Fatalf("page from 2 = %+v", page)

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -30,7 +31,17 @@ type Apps struct {
 	CheckGraph func(nodes.Graph) []nodes.Problem
 	// Templates are the node types the builder offers.
 	Templates nodes.Templates
-	Now       func() time.Time
+	// Versions keeps the apps' published versions.
+	Versions AppVersions
+	Now      func() time.Time
+}
+
+// AppVersions keeps the apps' published versions (apps.Store).
+type AppVersions interface {
+	Publish(ctx context.Context, appID string, p apps.Publication, now time.Time) (apps.Version, error)
+	Version(ctx context.Context, appID, versionID string) (apps.Version, error)
+	Versions(ctx context.Context, a apps.App, offset, limit int) ([]apps.Version, int, error)
+	Rollback(ctx context.Context, appID, versionID string, publish bool, now time.Time) (apps.App, error)
 }
 
 // nodeTemplate is a node type as the builder's palette and side panel
@@ -131,9 +142,7 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 	app.Name, app.Public, app.Graph = strings.TrimSpace(body.Name), body.Public, body.Graph
 	if h.CheckGraph != nil {
 		if problems := h.CheckGraph(app.Graph); len(problems) > 0 {
-			invalid := &nodes.ValidationError{Problems: problems}
-			c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
-				"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": invalid.Error(), "problems": problems})
+			refuseGraph(c, &nodes.ValidationError{Problems: problems})
 			return
 		}
 	}
@@ -141,8 +150,7 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 	var invalid *nodes.ValidationError
 	switch {
 	case errors.As(err, &invalid):
-		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
-			"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": err.Error(), "problems": invalid.Problems})
+		refuseGraph(c, invalid)
 		return
 	case err != nil:
 		api.Error(c, http.StatusInternalServerError, "could not save the app; retry later")
@@ -188,4 +196,11 @@ func (h *Apps) Delete(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusAccepted, gin.H{"deleted": app.ID})
+}
+
+// refuseGraph answers 422 with everything wrong with a graph, each
+// problem naming its node and field.
+func refuseGraph(c *gin.Context, invalid *nodes.ValidationError) {
+	c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"code": http.StatusUnprocessableEntity,
+		"statusText": http.StatusText(http.StatusUnprocessableEntity), "message": invalid.Error(), "problems": invalid.Problems})
 }

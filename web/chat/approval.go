@@ -278,10 +278,11 @@ func (h *Handler) auditRejection(ctx context.Context, a approval.Approval, by, r
 	h.Audit.Write(context.WithoutCancel(ctx), approval.RejectionRecord(a, by, reason, h.Now()))
 }
 
-// keepPaused stores a paused run so that an answer resumes it, in any
-// engine process; it dates the question's expiry in the run's detail.
-// command is the approval's command as shown (empty for a question).
-func (h *Handler) keepPaused(ctx context.Context, chat history.Chat, res *nodes.Result, command string) (time.Time, error) {
+// keepPaused stores a paused run, with the version of the app it runs,
+// so that an answer resumes it, in any engine process; it dates the
+// question's expiry in the run's detail. command is the approval's
+// command as shown (empty for a question).
+func (h *Handler) keepPaused(ctx context.Context, chat history.Chat, versionID string, res *nodes.Result, command string) (time.Time, error) {
 	p := res.Paused
 	ttl := h.ApprovalTimeout
 	if ttl <= 0 {
@@ -308,7 +309,7 @@ func (h *Handler) keepPaused(ctx context.Context, chat history.Chat, res *nodes.
 	}
 	return expires, h.Approvals.Put(ctx, approval.Approval{ID: p.Request.ID, ChatID: chat.ID, AppID: chat.AppID, UserID: chat.UserID, Kind: p.Request.Kind,
 		Command: command, Rule: p.Request.Rule, Justification: p.Request.Justification, ToolCallID: p.Request.ToolCallID,
-		CreatedAt: now, ExpiresAt: expires, Paused: *p})
+		CreatedAt: now, ExpiresAt: expires, Paused: *p, VersionID: versionID})
 }
 
 // interactive is the approval question in FastGPT's interactive shape:

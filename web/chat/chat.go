@@ -23,6 +23,7 @@ import (
 	"github.com/flowbox/flowbox/chats/approval"
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/runapp"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/redact"
@@ -42,8 +43,13 @@ type History interface {
 // toolResponse, flowResponses and error, plus toolOutput carrying a
 // command's output while it runs.
 type Handler struct {
-	Engine  *nodes.Engine
-	Apps    api.AppReader
+	Engine *nodes.Engine
+	Apps   api.AppReader
+	// Versions reads the apps' published versions (apps.Store); nil: every
+	// app runs its draft.
+	Versions interface {
+		Version(ctx context.Context, appID, versionID string) (apps.Version, error)
+	}
 	History History
 	// APIKey authorises programs that have no account (they name their
 	// user in customUid); empty refuses them. Signed-in callers (a session
@@ -103,14 +109,14 @@ func (h *Handler) authorised(c *gin.Context) bool {
 
 // Completions runs the app's workflow for the user's last message, in
 // named steps: read the request, find whose chat it is, open the app and
-// the chat, admit the run, run it and record the turn. Each step that
-// refuses has answered the client.
+// the chat, choose the app's version, admit the run, run it and record
+// the turn. Each step that refuses has answered the client.
 func (h *Handler) Completions(c *gin.Context) {
 	if !h.authorised(c) {
 		return
 	}
 	t, ok := h.readTurn(c)
-	if !ok || !h.resolveCaller(c, t) || !h.openChat(c, t) {
+	if !ok || !h.resolveCaller(c, t) || !h.openChat(c, t) || !h.chooseVersion(c, t) {
 		return
 	}
 	release, ok := h.admit(c, t)
@@ -147,6 +153,10 @@ type turn struct {
 	// a new message lapses it.
 	waits  *approval.Approval
 	resume *nodes.Resume
+	// graph is what runs: the version versionID's graph, or the app's
+	// draft when versionID is empty.
+	graph     *nodes.Graph
+	versionID string
 }
 
 // readTurn reads and checks the request: its JSON, its messages, the
@@ -334,6 +344,37 @@ func (h *Handler) messageAnswers(c *gin.Context, t *turn) bool {
 	return true
 }
 
+// chooseVersion decides which graph runs: the one a paused run paused in
+// when it resumes, the draft when the request asks for it (only those
+// who may edit the app may), else the app's published version, or its
+// draft when it has none.
+func (h *Handler) chooseVersion(c *gin.Context, t *turn) bool {
+	if t.req.Draft && (!t.signedIn || h.Access == nil || !h.Access.CanEditApp(api.Caller(c), t.app)) {
+		api.Error(c, http.StatusForbidden, "only the app's owner and admins may run its draft; leave out \"draft\" to run its published version")
+		return false
+	}
+	switch {
+	case t.req.Interactive != nil:
+		t.versionID = t.paused.VersionID
+	case t.req.Draft:
+		t.versionID = ""
+	default:
+		t.versionID = t.app.PublishedVersionID
+	}
+	if t.versionID == "" || h.Versions == nil {
+		t.graph, t.versionID = &t.app.Graph, ""
+		return true
+	}
+	v, err := h.Versions.Version(c.Request.Context(), t.app.ID, t.versionID)
+	if err != nil {
+		h.Log.Error("read app version", "appId", t.app.ID, "versionId", t.versionID, "err", err)
+		api.Error(c, http.StatusInternalServerError, "could not read the app's published version; retry later")
+		return false
+	}
+	t.graph = v.Graph
+	return true
+}
+
 // admit counts the run against the caps and the share link's runs, then
 // claims the approval it answers (a refused run leaves the approval
 // waiting) or lapses the one a new message supersedes. release ends the
@@ -389,6 +430,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.chat.History(50),
 		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
+	out.versionID = t.versionID
 	if h.Redactor != nil {
 		if r := h.Redactor(ctx, t.app.ID); r != nil {
 			out.redactor, out.answer = r, r.Transformer()
@@ -399,7 +441,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
 	}
 	start := h.Now()
-	res, runErr := h.Engine.Run(ctx, &t.app.Graph, run, out.event)
+	res, runErr := h.Engine.Run(runapp.Turn(ctx, h.Engine), t.graph, run, out.event)
 	if runErr != nil && errors.Is(runErr, nodes.ErrInvalid) {
 		api.Error(c, http.StatusUnprocessableEntity, runErr.Error())
 		return
@@ -421,7 +463,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 		// the paused run and its turn, in whichever engine it arrives.
 		q := res.Paused.Request
 		command := redactText(out.redactor, q.Command)
-		expires, err := h.keepPaused(saveCtx, t.chat, res, command)
+		expires, err := h.keepPaused(saveCtx, t.chat, t.versionID, res, command)
 		switch {
 		case err != nil:
 			h.Log.Error("keep paused run", "chatId", req.ChatID, "err", err)
@@ -440,7 +482,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	record := func() {
 		_, err := h.History.AppendTurn(saveCtx, t.chat,
 			history.Item{Role: "user", Text: t.question},
-			history.Item{Role: "assistant", ResponseChatItemID: t.replyID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
+			history.Item{Role: "assistant", ResponseChatItemID: t.replyID, VersionID: t.versionID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
 			h.Now())
 		if err != nil {
 			h.Log.Error("record chat turn", "chatId", req.ChatID, "err", err)
@@ -492,24 +534,31 @@ func via(p auth.Principal, signedIn bool, link share.Link, visitor bool) string 
 }
 
 // redactResult redacts what a run's result keeps of the model's side: the
-// answer, the commands of its tool calls, and the questions of
-// interactive nodes (a description may quote a model's answer).
+// answer, the commands of its tool calls (those of the apps it called
+// too), and the questions of interactive nodes (a description may quote
+// a model's answer).
 func redactResult(r *redact.Redactor, res *nodes.Result) {
 	if r == nil {
 		return
 	}
 	res.Answer, _ = r.Redact(res.Answer)
-	for _, resp := range res.Responses {
-		if d, ok := resp.Detail.(*nodes.InteractiveDetail); ok {
+	redactResponses(r, res.Responses)
+}
+
+func redactResponses(r *redact.Redactor, responses []nodes.NodeResponse) {
+	for _, resp := range responses {
+		switch d := resp.Detail.(type) {
+		case *nodes.InteractiveDetail:
 			d.Request.Description = redactText(r, d.Request.Description)
-		}
-		if d, ok := resp.Detail.(toolcall.Detail); ok {
+		case toolcall.Detail:
 			for i := range d.ToolCalls { // shared with resp.Detail's slice
 				d.ToolCalls[i].Arguments = redactArgs(r, d.ToolCalls[i].Arguments)
 				if ap := d.ToolCalls[i].Approval; ap != nil {
 					ap.Command, ap.Edited = redactText(r, ap.Command), redactText(r, ap.Edited)
 				}
 			}
+		case runapp.Detail:
+			redactResponses(r, d.Responses)
 		}
 	}
 }

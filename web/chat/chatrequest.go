@@ -24,6 +24,9 @@ type chatRequest struct {
 	Stream    bool           `json:"stream"`
 	Detail    bool           `json:"detail"`
 	Variables map[string]any `json:"variables"`
+	// Draft runs the app's draft instead of its published version: for
+	// the builder's test runs, by those who may edit the app only.
+	Draft bool `json:"draft"`
 	// ResponseChatItemID names the reply in the chat's history, as in
 	// FastGPT; absent or null: one is made. Raw, to refuse a value that is
 	// not a string in words of its own.

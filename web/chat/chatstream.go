@@ -10,18 +10,27 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/nodes"
+	"github.com/flowbox/flowbox/nodes/runapp"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox/redact"
 )
 
-// toolCalls lists every tool call of the run, in order.
+// toolCalls lists every tool call of the run, in order, with those of
+// the apps it called whose details it keeps.
 func toolCalls(res *nodes.Result) json.RawMessage {
 	var all []toolcall.Call
-	for _, r := range res.Responses {
-		if d, ok := r.Detail.(toolcall.Detail); ok {
-			all = append(all, d.ToolCalls...)
+	var collect func([]nodes.NodeResponse)
+	collect = func(responses []nodes.NodeResponse) {
+		for _, r := range responses {
+			switch d := r.Detail.(type) {
+			case toolcall.Detail:
+				all = append(all, d.ToolCalls...)
+			case runapp.Detail:
+				collect(d.Responses)
+			}
 		}
 	}
+	collect(res.Responses)
 	if len(all) == 0 {
 		return nil
 	}
@@ -56,6 +65,8 @@ type chatStream struct {
 	// detail: the client asked for it, and a share link that hides the
 	// tool cards still shows its workflow's questions.
 	askedDetail bool
+	// versionID names the app's version that runs ("" for its draft).
+	versionID string
 }
 
 func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
@@ -169,6 +180,7 @@ func (s *chatStream) finish(res *nodes.Result) {
 		}
 		s.send("answer", s.chunk(map[string]any{}, "stop"))
 		if s.detail {
+			s.send("appVersion", map[string]any{"versionId": s.versionID})
 			s.send("flowResponses", res.Responses)
 		}
 		s.send("answer", "[DONE]")
@@ -180,6 +192,8 @@ func (s *chatStream) finish(res *nodes.Result) {
 		"usage":   map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
 		// FastGPT does not echo it; a client that let it be made learns it here.
 		"responseChatItemId": s.replyID,
+		// The app's version that answered; "" for its draft.
+		"versionId": s.versionID,
 	}
 	if s.detail {
 		body["responseData"] = res.Responses
