@@ -156,6 +156,19 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	}
 	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__pane`)))
 
+	// Publish the draft as version 1 with a note; the list shows it.
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .versions-toggle`)), chromedp.WaitVisible(chromedp.ID("version-note")))
+	tb.do(t, chromedp.SendKeys(chromedp.ID("version-note"), "first cut"), chromedp.Click(chromedp.CSS(`.publish-version`)))
+	waitFor(count(`.version-list li[data-version="1"] .badge`) + ` === 1`)
+	if got := tb.text(t, `.versions [role=status]`); got != "Version 1 is published." {
+		t.Errorf("after publishing the page says %q", got)
+	}
+	if app, _ := e.apps.Get(ctx, "built"); app.PublishedVersionID == "" {
+		t.Error("the app has no published version after Publish")
+	}
+	e.screenshot(t, tb, "canvas-versions.png")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .versions-toggle`)))
+
 	// A debug run from the canvas: the answer, the nodes lit as they ran,
 	// and the run details of both.
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))
@@ -182,6 +195,10 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	}
 	built.Graph.Nodes[1].Inputs["text"] = []byte(`"You said: {{$start.userChatInput$}} ({{$VARIABLE_NODE_ID.var1$}})"`)
 	if err := e.apps.Put(ctx, built, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Chats run the published version: publish the changed draft.
+	if _, err := e.apps.Publish(ctx, "built", apps.Publication{Note: "with the variable", AuthorID: "u:" + enginetest.AdminName}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.openChat(t, tb, "built")

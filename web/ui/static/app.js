@@ -1111,6 +1111,7 @@ document.addEventListener("DOMContentLoaded", () => {
   on("#chat-form", "submit", sendChat);
   on("#login", "submit", signIn);
   on("#new-app", "submit", createApp);
+  on("#import-app", "submit", importApp);
   on("#delete-chat", "click", deleteChat);
   on("#save-file", "click", saveFile);
   on("#new-user", "submit", createUser);
@@ -1581,3 +1582,33 @@ function drawStoredRunDetails() {
   });
 }
 document.addEventListener("DOMContentLoaded", drawStoredRunDetails);
+
+// importApp makes a new app of a workflow file (Flowbox's export or
+// FastGPT's JSON, W6) and shows the engine's report: what was imported,
+// what was left out and why.
+async function importApp(form) {
+  const out = form.querySelector('[data-role="report"]');
+  out.textContent = "";
+  const file = form.elements.file.files[0];
+  if (!file) return;
+  let workflow;
+  try { workflow = JSON.parse(await file.text()); } catch (err) {
+    out.append(el("p", { class: "error" }, T("importNotJson") + " " + err.message));
+    return;
+  }
+  let body;
+  try { body = await api("POST", "/api/apps/import", { workflow }); } catch (err) {
+    out.append(el("p", { class: "error" }, err.message));
+    return;
+  }
+  const r = body.report || {};
+  const imported = (r.imported || []).length, skipped = (r.skipped || []).length;
+  out.append(el("p", { class: "ok", "data-role": "summary" }, T("importDone").replace("{name}", body.app.name)
+    .replace("{imported}", imported).replace("{skipped}", skipped)));
+  const lines = [].concat(
+    (r.skipped || []).map((s) => (s.name || s.nodeId) + " (" + s.type + "): " + s.reason),
+    (r.fields || []).map((f) => f.nodeId + " · " + f.field + ": " + f.reason),
+    (r.problems || []).map((p) => (p.nodeId ? p.nodeId + ": " : "") + p.message));
+  if (lines.length) out.append(el("ul", { class: "import-report" }, ...lines.map((l) => el("li", {}, l))));
+  out.append(el("p", {}, el("a", { class: "button", href: "/apps/" + encodeURIComponent(body.app.appId) + "/flow" }, T("importOpen"))));
+}

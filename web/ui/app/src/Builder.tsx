@@ -20,6 +20,7 @@ import { copy, notePrefix, open, reduce, toSave, unsaved, type Action, type Canv
 import { branchesOf, catchBranch, edgeId, type GraphEdge, type GraphNode, type Note, type Position } from "./graph";
 import type { Translate } from "./i18n";
 import { Debug } from "./Debug";
+import { Versions } from "./Versions";
 import { AppPanel, NodePanel } from "./Panel";
 import type { Lit, Run } from "./sse";
 import { label, newNode, palette, type Template } from "./templates";
@@ -135,6 +136,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
   const [search, setSearch] = useState("");
   const [paletteOpen, setPaletteOpen] = useState(false);
   const [debugging, setDebugging] = useState(false);
+  const [versions, setVersions] = useState(false);
   const [lit, setLit] = useState<Record<string, Lit>>({});
   const stateRef = useRef(state);
   stateRef.current = state;
@@ -393,9 +395,33 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
         <button type="button" className="primary" onClick={() => save()} disabled={!canvas || saving || !dirty}>
           {t("save")}
         </button>
-        <button type="button" className="debug-toggle" onClick={() => setDebugging(!debugging)} aria-pressed={debugging} disabled={!canvas}>
+        <button
+          type="button"
+          className="debug-toggle"
+          onClick={() => {
+            setDebugging(!debugging);
+            setVersions(false);
+          }}
+          aria-pressed={debugging}
+          disabled={!canvas}
+        >
           {t("canvasDebug")}
         </button>
+        <button
+          type="button"
+          className="versions-toggle"
+          onClick={() => {
+            setVersions(!versions);
+            setDebugging(false);
+          }}
+          aria-pressed={versions}
+          disabled={!canvas}
+        >
+          {t("canvasVersions")}
+        </button>
+        <a href={"/api/apps/" + encodeURIComponent(appId) + "/export"} download>
+          {t("canvasExport")}
+        </a>
         <a href={"/apps/" + encodeURIComponent(appId) + "/edit#publish"}>{t("publishTab")}</a>
       </header>
       {problem && (
@@ -458,7 +484,21 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
           </ReactFlow>
           )}
         </div>
-        {debugging && canvas ? (
+        {versions && canvas ? (
+          <Versions
+            appId={appId}
+            csrf={csrf}
+            t={t}
+            save={save}
+            onClose={() => setVersions(false)}
+            onRolledBack={() =>
+              loadApp(appId).then(
+                (app) => dispatch({ type: "load", app }),
+                (err: Error) => setProblem(t("canvasLoadFailed") + ": " + err.message),
+              )
+            }
+          />
+        ) : debugging && canvas ? (
           <Debug
             appId={appId}
             csrf={csrf}

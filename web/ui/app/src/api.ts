@@ -135,3 +135,38 @@ export function runNode(
     body: JSON.stringify(body),
   }).then(answer<{ response: import("./sse").NodeRun; answer: string }>);
 }
+
+// Version is one published version of an app (its graph left out).
+export interface Version {
+  versionId: string;
+  number: number;
+  note: string;
+  author: string;
+  createdAt: string;
+}
+
+const post = <T>(path: string, body: unknown, csrf: string) =>
+  fetch(path, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: JSON.stringify(body),
+  }).then(answer<T>);
+
+const appPath = (appId: string) => "/api/apps/" + encodeURIComponent(appId);
+
+export function listVersions(appId: string): Promise<{ list: Version[]; total: number; publishedVersionId: string }> {
+  return get(appPath(appId) + "/versions?pageSize=50");
+}
+
+// publish makes the saved draft a version with a note; chats, keys and
+// share links run it from then on.
+export function publish(appId: string, note: string, csrf: string): Promise<Version> {
+  return post(appPath(appId) + "/versions", { note }, csrf);
+}
+
+// rollback makes a version the draft again (publish: and the published
+// one at once).
+export function rollback(appId: string, versionId: string, publishToo: boolean, csrf: string): Promise<App> {
+  return post(appPath(appId) + "/versions/" + encodeURIComponent(versionId) + "/rollback", { publish: publishToo }, csrf);
+}
