@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,4 +218,36 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	if got := tb.js(t, `[...document.querySelectorAll("#messages .run-node")].map((li) => li.dataset.node).join(",")`); got != "start,answerNode1" {
 		t.Errorf("the stored run details list %q", got)
 	}
+}
+
+// A debug run that pauses at a user-select node: the canvas shows the
+// options, and the one clicked takes its branch.
+func TestFlowDebugAsks(t *testing.T) {
+	t.Parallel()
+	e := newBrowserEnv(t)
+	ctx := context.Background()
+	var g nodes.Graph
+	if err := json.Unmarshal([]byte(`{"nodes":[
+		{"nodeId":"start","type":"workflowStart","name":"Start"},
+		{"nodeId":"pick","type":"userSelect","name":"Pick","inputs":{"description":"Tea or coffee?","userSelectOptions":[{"value":"Tea","key":"tea"},{"value":"Coffee","key":"coffee"}]}},
+		{"nodeId":"t","type":"answerNode","name":"Tea","inputs":{"text":"Here is your tea"}},
+		{"nodeId":"c","type":"answerNode","name":"Coffee","inputs":{"text":"Here is your coffee"}}],
+		"edges":[{"source":"start","target":"pick"},{"source":"pick","target":"t","sourceHandle":"tea"},{"source":"pick","target":"c","sourceHandle":"coffee"}]}`), &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.apps.Put(ctx, apps.App{ID: "asks", Name: "Asks", OwnerID: "u:" + enginetest.AdminName, Graph: g}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tb := e.signInWith(t, enginetest.AdminName, enginetest.AdminPassword)
+	tb.do(t, chromedp.Navigate(e.url+"/apps/asks/flow?lang=en"))
+	run(t, tb, poll[bool](`() => document.querySelectorAll(".react-flow__node").length === 4`))
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))
+	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.debug-ask input`), "a drink please"), chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
+	tb.do(t, chromedp.WaitVisible(chromedp.CSS(`.debug-question-card .debug-option`)))
+	if got := tb.text(t, `.debug-question-card p`); got != "Tea or coffee?" {
+		t.Errorf("the question reads %q", got)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`.debug-option:last-of-type`)))
+	run(t, tb, poll[bool](`() => [...document.querySelectorAll(".debug-answer")].some((p) => p.textContent === "Here is your coffee")`))
+	e.screenshot(t, tb, "canvas-debug-asks.png")
 }

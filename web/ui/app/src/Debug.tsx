@@ -5,7 +5,7 @@
 import { useRef, useState } from "react";
 import type { Variable } from "./graph";
 import type { Translate } from "./i18n";
-import { apply, emptyRun, SseReader, type NodeRun, type Run } from "./sse";
+import { apply, emptyRun, SseReader, type NodeRun, type Question, type Run } from "./sse";
 
 export interface DebugProps {
   appId: string;
@@ -58,13 +58,21 @@ export function Debug(props: DebugProps) {
   const send = async () => {
     const q = question.trim();
     if (!q || busy) return;
+    setQuestion("");
+    await ask(q, { messages: [{ role: "user", content: q }] }, true);
+  };
+
+  // answer continues a paused run with the person's answer.
+  const answer = (said: string, interactive: Record<string, unknown>) => ask(said, { interactive }, false);
+
+  const ask = async (q: string, request: Record<string, unknown>, saveFirst: boolean) => {
+    if (busy) return;
     setProblem("");
     setBusy(true);
-    if (!(await props.save())) {
+    if (saveFirst && !(await props.save())) {
       setBusy(false);
       return;
     }
-    setQuestion("");
     let run = emptyRun();
     const index = turns.length;
     setTurns((ts) => [...ts, { question: q, run }]);
@@ -88,7 +96,7 @@ export function Debug(props: DebugProps) {
           detail: true,
           draft: true,
           variables: variables(),
-          messages: [{ role: "user", content: q }],
+          ...request,
         }),
       });
       if (!resp.ok || !resp.body) {
@@ -174,6 +182,7 @@ export function Debug(props: DebugProps) {
                 {e}
               </p>
             ))}
+            {turn.run.question && i === turns.length - 1 && <Ask q={turn.run.question} t={t} answer={answer} />}
             {turn.run.details.length > 0 && <Details runs={turn.run.details} t={t} onPick={props.onPick} />}
           </div>
         ))}
@@ -230,5 +239,63 @@ export function Details(props: { runs: NodeRun[]; t: Translate; onPick?: (nodeId
         ))}
       </ol>
     </details>
+  );
+}
+
+// Ask shows what a paused run asks, and sends the answer: an option, a
+// form's fields, or a command's approval.
+function Ask(props: { q: Question; t: Translate; answer: (said: string, interactive: Record<string, unknown>) => void }) {
+  const { q, t } = props;
+  const [values, setValues] = useState<Record<string, string>>({});
+  if (q.kind === "commandApproval")
+    return (
+      <div className="debug-question-card">
+        <p>
+          {t("approvalNeeded")}: <code>{q.command}</code>
+        </p>
+        <button type="button" onClick={() => props.answer(t("approve"), { approvalId: q.id, decision: "approve" })}>
+          {t("approve")}
+        </button>{" "}
+        <button type="button" onClick={() => props.answer(t("reject"), { approvalId: q.id, decision: "reject" })}>
+          {t("reject")}
+        </button>
+      </div>
+    );
+  return (
+    <div className="debug-question-card">
+      {q.description && <p>{q.description}</p>}
+      {q.options.map((o) => (
+        <button key={o.key} type="button" className="debug-option" onClick={() => props.answer(o.value, { interactiveId: q.id, value: o.value })}>
+          {o.value}
+        </button>
+      ))}
+      {q.fields.length > 0 && (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            const v: Record<string, unknown> = {};
+            for (const f of q.fields) {
+              const x = values[f.key];
+              if (x === undefined || x === "") continue;
+              v[f.key] = f.type === "numberInput" ? Number(x) : f.type === "switch" ? x === "true" : x;
+            }
+            props.answer(JSON.stringify(v), { interactiveId: q.id, value: v });
+          }}
+        >
+          {q.fields.map((f) => (
+            <div key={f.key}>
+              <label htmlFor={"debug-field-" + f.key}>
+                {f.label || f.key}
+                {f.required && <span className="required"> *</span>}
+              </label>
+              <input id={"debug-field-" + f.key} type="text" value={values[f.key] ?? ""} onChange={(e) => setValues({ ...values, [f.key]: e.target.value })} />
+            </div>
+          ))}
+          <button type="submit" className="primary">
+            {t("send")}
+          </button>
+        </form>
+      )}
+    </div>
   );
 }

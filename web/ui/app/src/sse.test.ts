@@ -28,3 +28,16 @@ describe("the debug run's stream", () => {
     expect(run.done).toBe(true);
   });
 });
+
+describe("a paused run's question", () => {
+  it("is kept with the run, in FastGPT's interactive shape", () => {
+    const run = apply(emptyRun(), {
+      event: "interactive",
+      data: '{"interactive":{"type":"userSelect","params":{"interactiveId":"q1","description":"Which?","userSelectOptions":[{"value":"Tea","key":"t"}]}}}',
+    });
+    expect(run.question).toEqual({ id: "q1", kind: "userSelect", description: "Which?", options: [{ value: "Tea", key: "t" }], fields: [], command: undefined });
+    const approval = apply(emptyRun(), { event: "interactive", data: '{"interactive":{"type":"commandApproval","params":{"approvalId":"a1","command":"rm x"}}}' });
+    expect(approval.question?.id).toBe("a1");
+    expect(approval.question?.command).toBe("rm x");
+  });
+});

@@ -45,6 +45,17 @@ export interface NodeRun {
 
 export type Lit = "running" | "done" | "failed";
 
+// Question is what a paused run asks: a choice (userSelect), a form
+// (userInput), or a command's approval.
+export interface Question {
+  id: string;
+  kind: string;
+  description: string;
+  options: { value: string; key: string }[];
+  fields: { key: string; label?: string; type?: string; required?: boolean }[];
+  command?: string;
+}
+
 // Run is what a debug run has shown so far.
 export interface Run {
   answer: string;
@@ -52,6 +63,7 @@ export interface Run {
   details: NodeRun[];
   errors: string[];
   done: boolean;
+  question?: Question;
 }
 
 export const emptyRun = (): Run => ({ answer: "", lit: {}, details: [], errors: [], done: false });
@@ -86,6 +98,21 @@ export function apply(run: Run, ev: SseEvent): Run {
       return { ...run, details: Array.isArray(body) ? (body as unknown as NodeRun[]) : run.details };
     case "error":
       return { ...run, errors: [...run.errors, String(body.message ?? "")] };
+    case "interactive": {
+      const i = body.interactive as { type?: string; params?: Record<string, unknown> } | undefined;
+      const p = i?.params ?? {};
+      return {
+        ...run,
+        question: {
+          id: String(p.interactiveId ?? p.approvalId ?? p.id ?? ""),
+          kind: String(i?.type ?? ""),
+          description: String(p.description ?? ""),
+          options: (p.userSelectOptions as Question["options"]) ?? [],
+          fields: (p.inputForm as Question["fields"]) ?? [],
+          command: p.command as string | undefined,
+        },
+      };
+    }
   }
   return run;
 }
