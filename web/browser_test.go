@@ -405,11 +405,9 @@ func TestBrowser(t *testing.T) {
 			t.Fatal("a new app has the sandbox switch on")
 		}
 		// The startup commands, one per line.
-		tb.do(t,
-			chromedp.Click(chromedp.ID("field-useAgentSandbox")),
-			chromedp.SendKeys(chromedp.ID("field-startupCommands"), "echo one > one.txt\n\necho two"),
-			chromedp.Click(chromedp.ID("node-name")),
-		)
+		tb.do(t, chromedp.Click(chromedp.ID("field-useAgentSandbox")))
+		tb.typeInto(t, "#field-startupCommands", "echo one > one.txt\n\necho two")
+		tb.do(t, chromedp.Click(chromedp.ID("node-name")))
 		save(t, tb, "All changes saved")
 		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.react-flow__node[data-id="agent"]`)))
 		tb.openNode(t, "agent")

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,4 +45,15 @@ func (tb *tab) openNode(t testing.TB, nodeID string) {
 	}
 	tb.do(t, chromedp.Click(chromedp.CSS(sel)))
 	run(t, tb, poll[bool](`(id) => { const c = document.querySelector(".panel .node-id code"); return c !== null && c.textContent === id; }`, chromedp.WithPollingArgs(nodeID)))
+}
+
+// typeInto types text into the element css matches, as key events sent
+// to the page once the element has the focus. chromedp.SendKeys reads
+// the element's attributes without a lock while the page may change
+// them (the canvas's React re-renders), which the race detector reports
+// inside chromedp; this reads none.
+func (tb *tab) typeInto(t testing.TB, css, text string) {
+	t.Helper()
+	tb.js(t, `(() => { document.querySelector(`+strconv.Quote(css)+`).focus(); return ""; })()`)
+	tb.do(t, chromedp.KeyEvent(text))
 }

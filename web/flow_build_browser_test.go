@@ -43,7 +43,7 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 
 	// The palette's search finds the answer node in either language's
 	// words; a click adds it, selected, with its settings in the panel.
-	tb.do(t, chromedp.SendKeys(chromedp.CSS(".palette-search"), "sends a text"))
+	tb.typeInto(t, ".palette-search", "sends a text")
 	waitFor(count(".palette-item") + ` === 1`)
 	tb.do(t, chromedp.Click(chromedp.CSS(`.palette-item[data-type="answerNode"]`)))
 	waitFor(count(".react-flow__node") + ` === 2`)
@@ -71,10 +71,8 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	waitFor(count(".react-flow__edge") + ` === 1`)
 	tb.openNode(t, "answerNode1")
 	waitFor(`document.querySelector('.panel [data-field="text"] textarea') !== null`)
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(`.panel [data-field="text"] textarea`), "You said: "),
-		chromedp.Click(chromedp.CSS(`.panel #node-name`)), // the text is committed when it loses the focus
-	)
+	tb.typeInto(t, `.panel [data-field="text"] textarea`, "You said: ")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.panel #node-name`))) // the text is committed when it loses the focus
 	// Pick the start's question from the list of values before the node.
 	options := tb.js(t, `[...document.querySelectorAll('.panel [data-field="text"] .insert-reference option')].map((o) => o.textContent).join("|")`)
 	if !strings.Contains(options, "Start · User question") {
@@ -121,7 +119,8 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	waitFor(count(".react-flow__node") + ` === 2`)
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .add-note`)))
 	waitFor(count(".note-card textarea") + ` === 1`)
-	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.note-card textarea`), "Greets the user"), chromedp.Click(chromedp.CSS(`.palette-search`)))
+	tb.typeInto(t, `.note-card textarea`, "Greets the user")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.palette-search`)))
 
 	// A global variable, from the app's panel (nothing selected).
 	tb.do(t, chromedp.Click(chromedp.CSS(`.react-flow__pane`)))
@@ -159,7 +158,8 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 
 	// Publish the draft as version 1 with a note; the list shows it.
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .versions-toggle`)), chromedp.WaitVisible(chromedp.ID("version-note")))
-	tb.do(t, chromedp.SendKeys(chromedp.ID("version-note"), "first cut"), chromedp.Click(chromedp.CSS(`.publish-version`)))
+	tb.typeInto(t, "#version-note", "first cut")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.publish-version`)))
 	waitFor(count(`.version-list li[data-version="1"] .badge`) + ` === 1`)
 	if got := tb.text(t, `.versions [role=status]`); got != "Version 1 is published." {
 		t.Errorf("after publishing the page says %q", got)
@@ -173,7 +173,8 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	// A debug run from the canvas: the answer, the nodes lit as they ran,
 	// and the run details of both.
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))
-	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.debug-ask input`), "hello debug"), chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
+	tb.typeInto(t, `.debug-ask input`, "hello debug")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
 	waitFor(`(document.querySelector(".debug-answer") || {}).textContent === "You said: hello debug"`)
 	waitFor(count(`.react-flow__node[data-id="answerNode1"] .step-done`) + ` === 1 && ` + count(`.react-flow__node[data-id="start"] .step-done`) + ` === 1`)
 	waitFor(count(".run-details .run-node") + ` === 2`)
@@ -242,7 +243,8 @@ func TestFlowDebugAsks(t *testing.T) {
 	tb.do(t, chromedp.Navigate(e.url+"/apps/asks/flow?lang=en"))
 	run(t, tb, poll[bool](`() => document.querySelectorAll(".react-flow__node").length === 4`))
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))
-	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.debug-ask input`), "a drink please"), chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
+	tb.typeInto(t, `.debug-ask input`, "a drink please")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
 	tb.do(t, chromedp.WaitVisible(chromedp.CSS(`.debug-question-card .debug-option`)))
 	if got := tb.text(t, `.debug-question-card p`); got != "Tea or coffee?" {
 		t.Errorf("the question reads %q", got)

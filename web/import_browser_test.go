@@ -66,7 +66,8 @@ func TestImportBrowser(t *testing.T) {
 	tb.do(t, chromedp.Navigate(e.url+open))
 	run(t, tb, poll[bool](`() => document.querySelectorAll(".react-flow__node").length === 4`))
 	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .debug-toggle`)), chromedp.WaitVisible(chromedp.CSS(`.debug-ask input`)))
-	tb.do(t, chromedp.SendKeys(chromedp.CSS(`.debug-ask input`), "I want my money back"), chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
+	tb.typeInto(t, `.debug-ask input`, "I want my money back")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.debug-ask button[type=submit]`)))
 	run(t, tb, poll[bool](`() => (document.querySelector(".debug-answer") || {}).textContent === "Refund: Refunds: money back"`))
 	e.screenshot(t, tb, "import-canvas.png")
 }
