@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +53,10 @@ func (tb *tab) openNode(t testing.TB, nodeID string) {
 // inside chromedp; this reads none.
 func (tb *tab) typeInto(t testing.TB, css, text string) {
 	t.Helper()
-	tb.js(t, `(() => { document.querySelector(`+strconv.Quote(css)+`).focus(); return ""; })()`)
+	// A node the canvas just added stays hidden until it is measured, and
+	// a hidden element takes no focus: try until it has it, so that the
+	// keys never go to the button clicked before.
+	run(t, tb, poll[bool](`(css) => { const e = document.querySelector(css); if (!e) return false; e.focus(); return document.activeElement === e; }`,
+		chromedp.WithPollingArgs(css)))
 	tb.do(t, chromedp.KeyEvent(text))
 }
