@@ -80,7 +80,7 @@ func (startNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) 
 type answerNode struct{}
 
 func (answerNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
-	t := text(run.Inputs["text"])
+	t := Text(run.Inputs["text"])
 	run.Emit(AnswerDelta{Text: t})
 	return map[string]any{"answerText": t}, nil
 }

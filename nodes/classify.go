@@ -136,7 +136,7 @@ func (n extractNode) Run(ctx context.Context, run *NodeRun) (map[string]any, err
 		if found {
 			v, found = fit(v, k.ValueType)
 		}
-		if found && len(lines(k.Enum)) > 0 && !slices.Contains(lines(k.Enum), text(v)) {
+		if found && len(lines(k.Enum)) > 0 && !slices.Contains(lines(k.Enum), Text(v)) {
 			found = false
 		}
 		if !found {
@@ -182,7 +182,7 @@ func fit(v any, typ string) (any, bool) {
 	if v == nil {
 		return nil, false
 	}
-	return text(v), true
+	return Text(v), true
 }
 
 func lines(s string) []string {

@@ -195,10 +195,10 @@ func checkForm(fields []FormField, values map[string]any) (map[string]any, error
 	out := map[string]any{}
 	for _, f := range fields {
 		v := values[f.Key]
-		if empty(v) {
+		if isEmpty(v) {
 			v = f.DefaultValue
 		}
-		if empty(v) {
+		if isEmpty(v) {
 			if f.Required {
 				problems = append(problems, fmt.Sprintf("field %s is required; give it a value", f.name()))
 			}
@@ -221,19 +221,6 @@ func (f FormField) name() string {
 		return fmt.Sprintf("%q (%s)", f.Key, f.Label)
 	}
 	return fmt.Sprintf("%q", f.Key)
-}
-
-// empty reports whether a field's value counts as not given.
-func empty(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case string:
-		return strings.TrimSpace(v) == ""
-	case []any:
-		return len(v) == 0
-	}
-	return false
 }
 
 // problem says what is wrong with a field's (non-empty) value, or "".
@@ -309,7 +296,7 @@ func fieldText(f FormField, v any) string {
 	case []any:
 		parts := make([]string, len(v))
 		for i, item := range v {
-			parts[i] = label(text(item))
+			parts[i] = label(Text(item))
 		}
 		return strings.Join(parts, ", ")
 	case float64:
@@ -317,7 +304,7 @@ func fieldText(f FormField, v any) string {
 			return fmt.Sprintf("%d", int64(v))
 		}
 	}
-	return text(v)
+	return Text(v)
 }
 
 // jsonTypeName names the JSON type of a decoded value for a sentence.

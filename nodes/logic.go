@@ -113,18 +113,18 @@ func compare(op string, left, right any) (bool, error) {
 	case "notEqual":
 		return !equal(left, right), nil
 	case "include":
-		return include(left, text(right)), nil
+		return include(left, Text(right)), nil
 	case "notInclude":
-		return !include(left, text(right)), nil
+		return !include(left, Text(right)), nil
 	case "startWith":
 		s, ok := left.(string)
-		return ok && strings.HasPrefix(strings.TrimSpace(s), text(right)), nil
+		return ok && strings.HasPrefix(strings.TrimSpace(s), Text(right)), nil
 	case "endWith":
 		s, ok := left.(string)
-		return ok && strings.HasSuffix(strings.TrimSpace(s), text(right)), nil
+		return ok && strings.HasSuffix(strings.TrimSpace(s), Text(right)), nil
 	case "reg":
 		s, ok := left.(string)
-		pattern := text(right)
+		pattern := Text(right)
 		if !ok || pattern == "" {
 			return false, nil
 		}
@@ -191,7 +191,7 @@ func equal(left, right any) bool {
 			}
 		}
 	}
-	return strings.TrimSpace(text(left)) == strings.TrimSpace(text(right))
+	return strings.TrimSpace(Text(left)) == strings.TrimSpace(Text(right))
 }
 
 func include(v any, target string) bool {
@@ -200,7 +200,7 @@ func include(v any, target string) bool {
 		return strings.Contains(v, target)
 	case []any:
 		for _, item := range v {
-			if text(item) == target {
+			if Text(item) == target {
 				return true
 			}
 		}
@@ -252,7 +252,7 @@ func compileCondition(pattern string) (*regexp.Regexp, error) {
 type textEditor struct{}
 
 func (textEditor) Run(ctx context.Context, run *NodeRun) (map[string]any, error) {
-	return map[string]any{"system_text": text(run.Inputs["system_textareaInput"])}, nil
+	return map[string]any{"system_text": Text(run.Inputs["system_textareaInput"])}, nil
 }
 
 // variableUpdate gives global variables new values when it ends (FastGPT's
@@ -338,9 +338,9 @@ func describe(v any) string {
 		}
 		return "text"
 	case float64:
-		return "the number " + text(v)
+		return "the number " + Text(v)
 	case bool:
-		return text(v)
+		return Text(v)
 	case []any:
 		return "a list"
 	}
@@ -385,8 +385,8 @@ func (ifElseNode) Check(g *Graph, n *Node) []Problem {
 				continue // known when the node runs
 			}
 			switch {
-			case c.Condition == "reg" && text(c.Value) != "":
-				if _, err := compileCondition(text(c.Value)); err != nil {
+			case c.Condition == "reg" && Text(c.Value) != "":
+				if _, err := compileCondition(Text(c.Value)); err != nil {
 					bad("value", "%v", err)
 				}
 			case strings.HasPrefix(c.Condition, "greater") || strings.HasPrefix(c.Condition, "less") || strings.HasPrefix(c.Condition, "length"):

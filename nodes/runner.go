@@ -176,7 +176,10 @@ type Engine struct {
 // says otherwise.
 const DefaultMaxNodeRuns = 500
 
-func text(v any) string {
+// Text is a value as a text shows it: a string as it is, nothing as
+// nothing, anything else as JSON (how references inside a longer text are
+// filled in).
+func Text(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return ""

@@ -713,7 +713,7 @@ func resolveValue(v any, value func(Ref) any) any {
 		}
 		return refRe.ReplaceAllStringFunc(v, func(m string) string {
 			sub := refRe.FindStringSubmatch(m)
-			return text(value(Ref{NodeID: sub[1], Key: sub[2]}))
+			return Text(value(Ref{NodeID: sub[1], Key: sub[2]}))
 		})
 	case []any:
 		for i, x := range v {

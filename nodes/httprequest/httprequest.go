@@ -243,11 +243,11 @@ func pairs(run *nodes.NodeRun, input string, vars map[string]any) ([]pair, error
 	var out []pair
 	for _, it := range items {
 		m, _ := it.(map[string]any)
-		key := strings.TrimSpace(fill(text(m["key"]), vars, false))
+		key := strings.TrimSpace(fill(nodes.Text(m["key"]), vars, false))
 		if key == "" {
 			continue
 		}
-		value := fill(text(m["value"]), vars, false)
+		value := fill(nodes.Text(m["value"]), vars, false)
 		if ref := nodeRefRe.FindString(key + value); ref != "" {
 			what := "header"
 			if input == inputParams {
@@ -309,17 +309,6 @@ func fill(s string, vars map[string]any, inJSON bool) string {
 		}
 		return string(b)
 	})
-}
-
-func text(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // requestError says why the request got no answer, without the address a
@@ -438,7 +427,7 @@ func format(v any, typ string) any {
 	switch typ {
 	case "string":
 		if _, ok := v.(string); !ok && v != nil {
-			return text(v)
+			return nodes.Text(v)
 		}
 	case "number":
 		if s, ok := v.(string); ok {
