@@ -64,11 +64,14 @@ func (c *Conn) answer() (*bufio.Reader, error) {
 		return r, nil
 	}
 	got := make([]byte, len(c.proof))
-	switch _, err := io.ReadFull(r, got); {
+	switch n, err := io.ReadFull(r, got); {
+	case err != nil && n > 0:
+		// Bytes that are not a whole proof: not the agent, whatever
+		// ended the connection (a peer that closes with our request
+		// unread resets it, after its bytes).
+		return nil, fmt.Errorf("read the agent's proof: %w: %w", ErrAuth, err)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
 		return nil, fmt.Errorf("read the agent's proof: %w", ErrNotListening)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("read the agent's proof: %w: %w", ErrAuth, err)
 	case err != nil:
 		return nil, fmt.Errorf("read the agent's proof: %w", err)
 	case !hmac.Equal(got, c.proof):

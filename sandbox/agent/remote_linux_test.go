@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -330,5 +332,48 @@ func TestSocketImpostorClosesFirst(t *testing.T) {
 	res, err := c.Exec(context.Background(), Request{Command: "exit 3", Timeout: 5 * time.Second}, &out, &out)
 	if !errors.Is(err, ErrAuth) || out.Len() > 0 {
 		t.Fatalf("the impostor that closed first: %+v, %v, output %q; want ErrAuth and nothing taken", res, err, out.String())
+	}
+}
+
+// TestSocketImpostorResets: an impostor that sends less than a proof and
+// closes with the request unread resets the connection, so the client
+// reads its bytes and then ECONNRESET. That is still an impostor (ErrAuth,
+// which has the provider end the sandbox's processes), not an agent that
+// was not listening (which would leave the impostor running). Found when a
+// provider's attack test left the forger running once in CI.
+func TestSocketImpostorResets(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.ReadFull(c, make([]byte, nonceSize+tokenIDSize))
+		// Wait until the request is queued, unread, then answer short
+		// and close.
+		raw, _ := c.(*net.UnixConn).SyscallConn()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			queued := 0
+			_ = raw.Control(func(fd uintptr) { queued, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+			if queued > 0 {
+				break
+			}
+		}
+		c.Write([]byte("forged"))
+	}()
+	c, err := Dial(context.Background(), sock, []byte(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := c.Exec(context.Background(), Request{Command: "exit 3", Timeout: 5 * time.Second}, &out, &out)
+	if !errors.Is(err, ErrAuth) || out.Len() > 0 {
+		t.Fatalf("the impostor that reset the connection: %+v, %v, output %q; want ErrAuth and nothing taken", res, err, out.String())
 	}
 }

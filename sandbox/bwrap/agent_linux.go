@@ -263,6 +263,9 @@ func (p *Provider) agentConn(ctx context.Context, id string, m meta) (*agent.Con
 			return nil, ctx.Err()
 		case err := <-exited:
 			p.nsFailed.Store(id, time.Now())
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
 			return nil, fmt.Errorf("the new namespace ended at once (%w; its log: %s)", err, p.agentLogTail(id))
 		case <-time.After(2 * time.Millisecond):
 		}
