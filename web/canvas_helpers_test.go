@@ -1,10 +1,14 @@
 package web_test
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
 
@@ -59,4 +63,99 @@ func (tb *tab) typeInto(t testing.TB, css, text string) {
 	run(t, tb, poll[bool](`(css) => { const e = document.querySelector(css); if (!e) return false; e.focus(); return document.activeElement === e; }`,
 		chromedp.WithPollingArgs(css)))
 	tb.do(t, chromedp.KeyEvent(text))
+}
+
+// center is the middle of the element css matches, in the page's
+// coordinates; it fails unless that point shows the element itself (or
+// something inside it), so that a click there reaches it.
+func (tb *tab) center(t testing.TB, css string) (float64, float64) {
+	t.Helper()
+	p := run(t, tb, chromedp.Evaluate[[]float64](`(() => {
+		const e = document.querySelector(`+strconv.Quote(css)+`);
+		if (!e) return [];
+		const r = e.getBoundingClientRect(), x = r.x + r.width / 2, y = r.y + r.height / 2;
+		const top = document.elementFromPoint(x, y);
+		return top && (top === e || e.contains(top)) ? [x, y] : [];
+	})()`))
+	if len(p) != 2 {
+		what := tb.js(t, `(() => { const e = document.querySelector(`+strconv.Quote(css)+`); if (!e) return "missing"; const r = e.getBoundingClientRect(); const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2); return "at " + JSON.stringify(r) + " covered by " + (top ? top.outerHTML.slice(0, 200) : "nothing"); })()`)
+		t.Fatalf("%s cannot be reached on the page: %s", css, what)
+	}
+	return p[0], p[1]
+}
+
+// connect draws an edge on the canvas as a builder does: a drag from
+// the source node's handle (branch, when given) to the target's.
+func (tb *tab) connect(t testing.TB, source, branch, target string) {
+	t.Helper()
+	from := `.react-flow__node[data-id="` + source + `"] .react-flow__handle.source`
+	if branch != "" {
+		from += `[data-handleid="` + branch + `"]`
+	}
+	sx, sy := tb.center(t, from)
+	tx, ty := tb.center(t, `.react-flow__node[data-id="`+target+`"] .react-flow__handle.target`)
+	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, sx, sy, chromedp.ButtonLeft)}
+	for i := 1; i <= 8; i++ {
+		f := float64(i) / 8
+		steps = append(steps, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, sx+(tx-sx)*f, sy+(ty-sy)*f, chromedp.ButtonLeft))
+	}
+	tb.do(t, append(steps, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, tx, ty, chromedp.ButtonLeft))...)
+	id := source + "->" + target
+	if branch != "" {
+		id += "#" + branch
+	}
+	for deadline := time.Now().Add(10 * time.Second); tb.js(t, `String(document.querySelector('[data-testid="rf__edge-`+id+`"]') !== null)`) != "true"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			shot := run(t, tb, chromedp.FullScreenshot(100))
+			name := filepath.Join(os.TempDir(), "connect-"+strings.ReplaceAll(t.Name(), "/", "_")+".png")
+			_ = os.WriteFile(name, shot, 0o644)
+			edges := tb.js(t, `[...document.querySelectorAll(".react-flow__edge")].map((e) => e.dataset.testid).join(" ")`)
+			t.Fatalf("a drag from %s to %s made no edge %s; the canvas's edges: %s (the page: %s)", from, target, id, edges, name)
+		}
+	}
+}
+
+// setValue gives a React input (text, textarea or select) a value as if
+// typed or chosen, then takes the focus away, which commits the panel's
+// texts. The value is set in one step and the focus left in another, so
+// that React has drawn the new value before its blur handler reads it.
+func (tb *tab) setValue(t testing.TB, css, value string) {
+	t.Helper()
+	run(t, tb, poll[bool](`(css) => document.querySelector(css) !== null`, chromedp.WithPollingArgs(css)))
+	tb.js(t, `(() => {
+		const e = document.querySelector(`+strconv.Quote(css)+`);
+		e.focus();
+		const proto = e instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : e instanceof HTMLSelectElement ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
+		Object.getOwnPropertyDescriptor(proto, "value").set.call(e, `+strconv.Quote(value)+`);
+		e.dispatchEvent(new Event(e instanceof HTMLSelectElement ? "change" : "input", { bubbles: true }));
+		return "";
+	})()`)
+	run(t, tb, poll[bool](`(css, v) => document.querySelector(css).value === v`, chromedp.WithPollingArgs(css, value)))
+	tb.js(t, `(() => { document.querySelector(`+strconv.Quote(css)+`).blur(); return ""; })()`)
+}
+
+// tidy lays the canvas out (the bar's button) and fits it in view, one
+// step of zoom smaller, so that no node lies under the minimap.
+func (tb *tab) tidy(t testing.TB) {
+	t.Helper()
+	tb.do(t, chromedp.Click(chromedp.CSS(`.builder-bar .layout`)), chromedp.Click(chromedp.CSS(`.react-flow__controls-fitview`)),
+		chromedp.Click(chromedp.CSS(`.react-flow__controls-zoomout`)))
+	time.Sleep(300 * time.Millisecond) // the view's transition
+}
+
+// settled waits until the canvas's view stays put: a canvas just opened
+// fits its view to the nodes once it has measured them, after they show.
+func (tb *tab) settled(t testing.TB) {
+	t.Helper()
+	view := `(document.querySelector(".react-flow__viewport") || {style: {}}).style.transform || ""`
+	for last, same, i := "", 0, 0; same < 3 && i < 100; i++ {
+		now := tb.js(t, view)
+		if now != "" && now == last {
+			same++
+		} else {
+			same = 0
+		}
+		last = now
+		time.Sleep(100 * time.Millisecond)
+	}
 }

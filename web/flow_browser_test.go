@@ -33,6 +33,7 @@ func TestFlowCanvas(t *testing.T) {
 
 	tb.do(t, chromedp.Navigate(flow+"?lang=en"))
 	run(t, tb, poll[bool](allNodes))
+	tb.settled(t)
 	for _, n := range demo.Graph.Nodes {
 		got := tb.text(t, `[data-node-id="`+n.NodeID+`"] .step-kind`)
 		if n.Type == "tools" && got != "Tool call" {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowbox/flowbox/apps"
@@ -54,20 +53,8 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 	// Its text: typed, then a value picked from what runs before it. The
 	// node is not connected yet, so nothing runs before it but the
 	// variables; connect first.
-	handle := func(css string) (float64, float64) {
-		t.Helper()
-		p := run(t, tb, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(`+strconv.Quote(css)+`).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`))
-		return p[0], p[1]
-	}
 	e.screenshot(t, tb, "canvas-added.png")
-	sx, sy := handle(`.react-flow__node[data-id="start"] .react-flow__handle.source`)
-	tx, ty := handle(`.react-flow__node[data-id="answerNode1"] .react-flow__handle.target`)
-	tb.do(t,
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, sx, sy, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (sx+tx)/2, (sy+ty)/2, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, tx, ty, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, tx, ty, chromedp.ButtonLeft),
-	)
+	tb.connect(t, "start", "", "answerNode1")
 	waitFor(count(".react-flow__edge") + ` === 1`)
 	tb.openNode(t, "answerNode1")
 	waitFor(`document.querySelector('.panel [data-field="text"] textarea') !== null`)

@@ -8,6 +8,7 @@ import {
   ReactFlow,
   ReactFlowProvider,
   useReactFlow,
+  useUpdateNodeInternals,
   type Connection,
   type Edge,
   type EdgeChange,
@@ -35,6 +36,18 @@ function Step({ data }: NodeProps<Node<StepData, "step">>) {
   const { node, tmpl, t, lang, problems, lit } = data;
   const branches = branchesOf(node);
   const entry = node.type === "workflowStart" || node.type === "loopStart";
+  // The canvas keeps each node's handles as it measured them: when the
+  // branches change (a class renamed, a condition added), it measures
+  // again, or a drag from a renamed handle would connect nothing.
+  // Only on a change: it is no business of a render or a drag.
+  const updateInternals = useUpdateNodeInternals();
+  const handles = branches.join("\n");
+  const drawn = useRef(handles);
+  useEffect(() => {
+    if (drawn.current === handles) return;
+    drawn.current = handles;
+    updateInternals(node.nodeId);
+  }, [handles, node.nodeId, updateInternals]);
   return (
     <div
       className={
@@ -135,6 +148,9 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
   const [problems, setProblems] = useState<Problem[]>([]);
   const [search, setSearch] = useState("");
   const [paletteOpen, setPaletteOpen] = useState(false);
+  // fitPending: the auto-layout moved the nodes; the view fits them once
+  // the canvas has them where they now are.
+  const [fitPending, setFitPending] = useState(false);
   const [debugging, setDebugging] = useState(false);
   const [versions, setVersions] = useState(false);
   const [lit, setLit] = useState<Record<string, Lit>>({});
@@ -198,6 +214,12 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
         : [],
     [canvas, selected],
   );
+
+  useEffect(() => {
+    if (!fitPending) return;
+    setFitPending(false);
+    void flow.fitView({ maxZoom: 1 });
+  }, [fitPending, nodes, flow]);
 
   const onNodesChange = useCallback((changes: NodeChange<FlowNode>[]) => {
     for (const c of changes) {
@@ -389,7 +411,15 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
         <button type="button" className="redo" onClick={() => dispatch({ type: "redo" })} disabled={!canvas || canvas.future.length === 0}>
           {t("canvasRedo")}
         </button>
-        <button type="button" className="layout" onClick={() => dispatch({ type: "layout" })} disabled={!canvas}>
+        <button
+          type="button"
+          className="layout"
+          onClick={() => {
+            dispatch({ type: "layout" });
+            setFitPending(true);
+          }}
+          disabled={!canvas}
+        >
           {t("canvasAutoLayout")}
         </button>
         <button type="button" className="primary" onClick={() => save()} disabled={!canvas || saving || !dirty}>
