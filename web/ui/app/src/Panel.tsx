@@ -7,7 +7,8 @@ import type { NodeRun } from "./sse";
 import type { Action, Meta } from "./canvas";
 import type { Graph, GraphNode, NodeOutput, Variable } from "./graph";
 import type { Translate } from "./i18n";
-import { fields, fits, label, reference, upstream, variablesNode, type Field, type Source, type Templates } from "./templates";
+import { ReferencePick, sourceName, Text } from "./inputs";
+import { fields, fits, label, reference, upstream, type Field, type Source, type Templates } from "./templates";
 
 export interface PanelProps {
   graph: Graph;
@@ -19,9 +20,6 @@ export interface PanelProps {
   problems: Problem[];
   dispatch: (a: Action) => void;
 }
-
-const sourceName = (s: Source, t: Translate) =>
-  (s.nodeId === variablesNode ? t("canvasVariable") : s.nodeName) + " · " + s.label;
 
 // NodePanel edits one node: its name, its inputs as its template draws
 // them, the outputs it declares, and the loop it is in.
@@ -96,27 +94,6 @@ export function NodePanel(
       )}
       {node.type !== "workflowStart" && node.type !== "loop" && <TryNode node={node} appId={props.appId} csrf={props.csrf} save={props.save} t={t} />}
     </aside>
-  );
-}
-
-// Text is an input that commits its value when it loses the focus or on
-// Enter, so that typing is one edit, not one per key.
-function Text(props: { id: string; value: string; onCommit: (v: string) => void; area?: boolean; rows?: number; placeholder?: string }) {
-  const [v, setV] = useState(props.value);
-  useEffect(() => setV(props.value), [props.value]);
-  const commit = () => v !== props.value && props.onCommit(v);
-  return props.area ? (
-    <textarea id={props.id} rows={props.rows ?? 4} value={v} placeholder={props.placeholder} onChange={(e) => setV(e.target.value)} onBlur={commit} spellCheck={false} />
-  ) : (
-    <input
-      id={props.id}
-      type="text"
-      value={v}
-      placeholder={props.placeholder}
-      onChange={(e) => setV(e.target.value)}
-      onBlur={commit}
-      onKeyDown={(e) => e.key === "Enter" && commit()}
-    />
   );
 }
 
@@ -226,24 +203,6 @@ function FieldInput(props: {
       );
   }
   return <Json id={id} head={head} value={value} set={set} t={t} sources={sources} />;
-}
-
-// ReferencePick chooses one value that runs before the node and fits the
-// input's type (FastGPT's reference picker).
-function ReferencePick(props: { id: string; value: string; sources: Source[]; t: Translate; onPick: (v: string) => void }) {
-  const { sources, t } = props;
-  const known = sources.some((s) => reference(s) === props.value);
-  return (
-    <select id={props.id} className="reference" value={props.value} onChange={(e) => props.onPick(e.target.value)}>
-      <option value="">{t("canvasPickReference")}</option>
-      {!known && props.value && <option value={props.value}>{props.value}</option>}
-      {sources.map((s) => (
-        <option key={reference(s)} value={reference(s)}>
-          {sourceName(s, t)}
-        </option>
-      ))}
-    </select>
-  );
 }
 
 function InsertReference(props: { sources: Source[]; t: Translate; onPick: (r: string) => void }) {
