@@ -5,9 +5,12 @@ import { runNode, type Choice, type Problem } from "./api";
 import { Details } from "./Debug";
 import type { NodeRun } from "./sse";
 import type { Action, Meta } from "./canvas";
-import type { Graph, GraphNode, NodeOutput, Variable } from "./graph";
+import type { Graph, GraphEdge, GraphNode, NodeOutput, Variable } from "./graph";
 import type { Translate } from "./i18n";
-import { fields, fits, label, reference, upstream, variablesNode, type Field, type Source, type Templates } from "./templates";
+import { branchesFrom, updatesFrom } from "./conditions";
+import { IfElseEditor, UpdateListEditor } from "./Conditions";
+import { ReferencePick, sourceName, Text } from "./inputs";
+import { fields, fits, label, reference, upstream, type Field, type Source, type Templates } from "./templates";
 
 export interface PanelProps {
   graph: Graph;
@@ -20,9 +23,6 @@ export interface PanelProps {
   dispatch: (a: Action) => void;
 }
 
-const sourceName = (s: Source, t: Translate) =>
-  (s.nodeId === variablesNode ? t("canvasVariable") : s.nodeName) + " · " + s.label;
-
 // NodePanel edits one node: its name, its inputs as its template draws
 // them, the outputs it declares, and the loop it is in.
 export function NodePanel(
@@ -32,21 +32,29 @@ export function NodePanel(
   const tmpl = templates[node.type];
   const inputs = node.inputs ?? {};
   const sources = upstream(graph, node.nodeId, templates, lang, props.systemVariables);
-  const set = (key: string, value: unknown) => {
+  const set = (key: string, value: unknown, edges?: GraphEdge[]) => {
     const next = { ...inputs };
     if (value === undefined) delete next[key];
     else next[key] = value;
-    dispatch({ type: "update", id: node.nodeId, patch: { inputs: next } });
+    dispatch({ type: "update", id: node.nodeId, patch: { inputs: next }, edges });
   };
   const loops = graph.nodes.filter((n) => n.type === "loop" && n.nodeId !== node.nodeId);
   const own = problems.filter((p) => p.nodeId === node.nodeId);
   const placed = new Set<string>();
+  const fs = tmpl ? fields(tmpl, lang) : [];
+  // A problem inside a list that an editor of its own draws (a branch's
+  // condition, an update) is that field's, shown on its row.
+  const edited = new Set(fs.filter((f) => editors.includes(f.render ?? "")).map((f) => f.key));
+  const fieldOf = (p: Problem) => {
+    const head = p.field?.split("/")[0];
+    return head && edited.has(head) ? head : p.field;
+  };
   return (
     <aside className="panel" aria-label={t("canvasNodeSettings")}>
       <h2>{label(tmpl, lang, node.type)}</h2>
       {tmpl?.description && <p className="hint">{tmpl.description}</p>}
       {own
-        .filter((p) => !p.field || !tmpl?.schema.properties?.[p.field])
+        .filter((p) => !p.field || !tmpl?.schema.properties?.[fieldOf(p)!])
         .map((p, i) => (
           <p key={i} className="field-problem" role="alert">
             {p.field ? p.field + ": " : ""}
@@ -76,12 +84,22 @@ export function NodePanel(
         </>
       )}
       {tmpl &&
-        fields(tmpl, lang).map((f) => {
+        fs.map((f) => {
           placed.add(f.key);
           const fieldProblems = own.filter((p) => p.field === f.key);
           return (
             <div key={f.key} className={"field field-" + f.kind + (fieldProblems.length ? " field-bad" : "")} data-field={f.key}>
-              <FieldInput f={f} value={inputs[f.key]} set={(v) => set(f.key, v)} sources={sources} t={t} choices={props.choices[f.key]} />
+              <FieldInput
+                f={f}
+                value={inputs[f.key]}
+                set={(v, edges) => set(f.key, v, edges)}
+                sources={sources}
+                t={t}
+                choices={props.choices[f.key]}
+                problems={own.filter((p) => p.field !== f.key && fieldOf(p) === f.key)}
+                graph={graph}
+                nodeId={node.nodeId}
+              />
               {f.hint && <p className="hint">{f.hint}</p>}
               {fieldProblems.map((p, i) => (
                 <p key={i} className="field-problem" role="alert">
@@ -99,34 +117,20 @@ export function NodePanel(
   );
 }
 
-// Text is an input that commits its value when it loses the focus or on
-// Enter, so that typing is one edit, not one per key.
-function Text(props: { id: string; value: string; onCommit: (v: string) => void; area?: boolean; rows?: number; placeholder?: string }) {
-  const [v, setV] = useState(props.value);
-  useEffect(() => setV(props.value), [props.value]);
-  const commit = () => v !== props.value && props.onCommit(v);
-  return props.area ? (
-    <textarea id={props.id} rows={props.rows ?? 4} value={v} placeholder={props.placeholder} onChange={(e) => setV(e.target.value)} onBlur={commit} spellCheck={false} />
-  ) : (
-    <input
-      id={props.id}
-      type="text"
-      value={v}
-      placeholder={props.placeholder}
-      onChange={(e) => setV(e.target.value)}
-      onBlur={commit}
-      onKeyDown={(e) => e.key === "Enter" && commit()}
-    />
-  );
-}
+// The x-render values drawn by an editor of their own.
+const editors = ["ifElse", "variableUpdate"];
 
 function FieldInput(props: {
   f: Field;
   value: unknown;
-  set: (v: unknown) => void;
+  set: (v: unknown, edges?: GraphEdge[]) => void;
   sources: Source[];
   t: Translate;
   choices?: Choice[] | string;
+  // problems inside the field's value (an editor's rows)
+  problems: Problem[];
+  graph: Graph;
+  nodeId: string;
 }) {
   const { f, value, set, sources, t } = props;
   const id = "field-" + f.key;
@@ -137,6 +141,53 @@ function FieldInput(props: {
     </label>
   );
   const fitting = sources.filter((s) => fits(s.type, f.type));
+  const title = f.label + (f.required ? " *" : "");
+  if (f.render === "ifElse") {
+    const branches = branchesFrom(value);
+    if (branches)
+      return (
+        <IfElseEditor
+          field={f.key}
+          label={title}
+          value={branches}
+          set={set}
+          sources={sources}
+          t={t}
+          problems={props.problems}
+          nodeId={props.nodeId}
+          edges={props.graph.edges}
+        />
+      );
+  }
+  if (f.render === "variableUpdate") {
+    const updates = updatesFrom(value);
+    if (updates)
+      return (
+        <UpdateListEditor
+          field={f.key}
+          label={title}
+          value={updates}
+          set={set}
+          sources={sources}
+          variables={props.graph.variables ?? []}
+          t={t}
+          problems={props.problems}
+        />
+      );
+  }
+  if (editors.includes(f.render ?? ""))
+    // A list its editor cannot read is shown as it is, with what the
+    // engine found wrong inside it.
+    return (
+      <>
+        <Json id={id} head={head} value={value} set={set} t={t} sources={sources} />
+        {props.problems.map((p, i) => (
+          <p key={i} className="field-problem" role="alert">
+            {p.field}: {p.message}
+          </p>
+        ))}
+      </>
+    );
   switch (f.kind) {
     case "switch":
       return (
@@ -226,24 +277,6 @@ function FieldInput(props: {
       );
   }
   return <Json id={id} head={head} value={value} set={set} t={t} sources={sources} />;
-}
-
-// ReferencePick chooses one value that runs before the node and fits the
-// input's type (FastGPT's reference picker).
-function ReferencePick(props: { id: string; value: string; sources: Source[]; t: Translate; onPick: (v: string) => void }) {
-  const { sources, t } = props;
-  const known = sources.some((s) => reference(s) === props.value);
-  return (
-    <select id={props.id} className="reference" value={props.value} onChange={(e) => props.onPick(e.target.value)}>
-      <option value="">{t("canvasPickReference")}</option>
-      {!known && props.value && <option value={props.value}>{props.value}</option>}
-      {sources.map((s) => (
-        <option key={reference(s)} value={reference(s)}>
-          {sourceName(s, t)}
-        </option>
-      ))}
-    </select>
-  );
 }
 
 function InsertReference(props: { sources: Source[]; t: Translate; onPick: (r: string) => void }) {

@@ -142,6 +142,15 @@ describe("branches, settings, variables and notes", () => {
     c = reduce(c, { type: "disconnect", source: "if", target: "x", sourceHandle: "IF" });
     expect(c.present.graph.edges).toEqual([{ source: "if", target: "x", sourceHandle: "ELSE" }]);
   });
+  it("changes a node's settings and the edges with them as one edit", () => {
+    let c = open({ nodes: [{ nodeId: "if", type: "ifElseNode" }, { nodeId: "x", type: "answerNode" }], edges: [{ source: "if", target: "x", sourceHandle: "ELSE IF 1" }] });
+    c = reduce(c, { type: "update", id: "if", patch: { inputs: { ifElseList: [] } }, edges: [{ source: "if", target: "x", sourceHandle: "IF" }] });
+    expect(c.present.graph.edges).toEqual([{ source: "if", target: "x", sourceHandle: "IF" }]);
+    c = reduce(c, { type: "update", id: "if", patch: { name: "Check" } });
+    expect(c.present.graph.edges).toEqual([{ source: "if", target: "x", sourceHandle: "IF" }]);
+    c = reduce(reduce(c, { type: "undo" }), { type: "undo" });
+    expect(c.present.graph.edges).toEqual([{ source: "if", target: "x", sourceHandle: "ELSE IF 1" }]);
+  });
   it("changes a node's settings, the app's variables and name as edits Undo takes back", () => {
     let c = open(graph, { name: "App", public: false });
     c = reduce(c, { type: "update", id: "tools", patch: { inputs: { model: "other" } } });

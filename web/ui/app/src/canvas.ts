@@ -51,7 +51,9 @@ export type Action =
   | { type: "remove"; ids: string[] }
   | { type: "add"; nodes: GraphNode[]; edges?: GraphEdge[]; at: Record<string, Position> }
   | { type: "paste"; clip: Clip; offset: Position }
-  | { type: "update"; id: string; patch: Partial<GraphNode> }
+  // edges, when given, replace the graph's in the same edit: deleting a
+  // condition node's branch drops its edges and renames those after it
+  | { type: "update"; id: string; patch: Partial<GraphNode>; edges?: GraphEdge[] }
   | { type: "variables"; variables: Variable[] }
   | { type: "note"; note: Note }
   | { type: "meta"; meta: Meta }
@@ -192,7 +194,7 @@ export function reduce(c: Canvas, a: Action): Canvas {
       if (i < 0) return c;
       const nodes = graph.nodes.slice();
       nodes[i] = { ...nodes[i], ...a.patch, nodeId: a.id };
-      return edit(c, { graph: { ...graph, nodes }, at, meta });
+      return edit(c, { graph: { ...graph, nodes, edges: a.edges ?? graph.edges }, at, meta });
     }
     case "variables":
       return edit(c, { graph: { ...graph, variables: a.variables }, at, meta });

@@ -65,6 +65,13 @@ describe("the side panel's fields", () => {
     });
     expect(fields(ts.chatNode, "en").find((f) => f.key === "model")?.required).toBe(true);
   });
+  it("passes on a list's editor of its own", () => {
+    const cond = tmpl("ifElseNode", "tools", {
+      schema: { properties: { ifElseList: { type: "array", "x-render": "ifElse", items: { type: "object", properties: { condition: { enum: ["AND", "OR"] } } } } } },
+    });
+    expect(fields(cond, "en").map((f) => [f.key, f.render])).toEqual([["ifElseList", "ifElse"]]);
+    expect(fields(ts.chatNode, "en").find((f) => f.key === "useIt")?.render).toBe("switch");
+  });
 });
 
 describe("the reference picker's sources", () => {

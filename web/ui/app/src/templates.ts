@@ -81,6 +81,9 @@ export interface Field {
   def?: unknown;
   // for a list of records: each record's fields
   items?: Record<string, Property>;
+  // the schema's x-render: an editor of its own (ifElse, variableUpdate)
+  // or a hint for the kind (switch, textarea)
+  render?: string;
 }
 
 export function fields(t: Template, lang: string): Field[] {
@@ -113,6 +116,7 @@ export function fields(t: Template, lang: string): Field[] {
       max: p.maximum,
       def: p.default,
       items: p.items?.properties,
+      render,
     };
   });
 }
