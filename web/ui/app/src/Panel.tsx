@@ -8,7 +8,7 @@ import type { Action, Meta } from "./canvas";
 import type { Graph, GraphEdge, GraphNode, NodeOutput, Variable } from "./graph";
 import type { Translate } from "./i18n";
 import { branchesFrom, updatesFrom } from "./conditions";
-import { IfElseEditor, UpdateListEditor } from "./Conditions";
+import { IfElseEditor, UpdateListEditor } from "./ConditionEditors";
 import { ReferencePick, sourceName, Text } from "./inputs";
 import { fields, fits, label, reference, upstream, type Field, type Source, type Templates } from "./templates";
 

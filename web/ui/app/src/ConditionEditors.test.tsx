@@ -1,5 +1,5 @@
 import { cleanup, fireEvent, render } from "@testing-library/react";
-import { IfElseEditor, UpdateListEditor } from "./Conditions";
+import { IfElseEditor, UpdateListEditor } from "./ConditionEditors";
 import type { Branch, Update } from "./conditions";
 import type { GraphEdge } from "./graph";
 import { translator } from "./i18n";
