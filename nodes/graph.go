@@ -80,6 +80,10 @@ type Node struct {
 	// keeps it; the runner never reads it. Nil: the canvas lays the node
 	// out itself.
 	Position *Position `json:"position,omitempty"`
+	// Size is how large the canvas draws a node that holds others (a
+	// loop, its body inside it), as the builder set it; the runner never
+	// reads it. Nil: the canvas sizes the node to its body.
+	Size *Size `json:"size,omitempty"`
 }
 
 // NodeOutput is an output a node declares itself.
@@ -93,6 +97,12 @@ type NodeOutput struct {
 type Position struct {
 	X float64 `json:"x"`
 	Y float64 `json:"y"`
+}
+
+// Size is a width and a height on the builder's canvas.
+type Size struct {
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
 }
 
 // Edge orders two nodes: target runs after source, when the source took
@@ -123,6 +133,10 @@ func (g Graph) Clone() Graph {
 		if n.Position != nil {
 			p := *n.Position
 			n.Position = &p
+		}
+		if n.Size != nil {
+			z := *n.Size
+			n.Size = &z
 		}
 	}
 	g.Edges = slices.Clone(g.Edges)

@@ -4,6 +4,7 @@ import {
   Controls,
   Handle,
   MiniMap,
+  NodeResizeControl,
   Position as Side,
   ReactFlow,
   ReactFlowProvider,
@@ -18,7 +19,28 @@ import {
 } from "@xyflow/react";
 import { ApiError, loadApp, loadSkills, loadTemplates, loadTools, saveApp, type App, type Catalog, type Choice, type Problem } from "./api";
 import { copy, notePrefix, open, reduce, toSave, unsaved, type Action, type Canvas, type Clip } from "./canvas";
-import { branchesOf, catchBranch, edgeId, type GraphEdge, type GraphNode, type Note, type Position } from "./graph";
+import {
+  branchesOf,
+  catchBranch,
+  edgeId,
+  fromCanvas,
+  holders,
+  loopAt,
+  loopHead,
+  loopMin,
+  loopPad,
+  loopSizes,
+  nestable,
+  nodeSize,
+  onCanvas,
+  parentsFirst,
+  type Graph,
+  type GraphEdge,
+  type GraphNode,
+  type Note,
+  type Position,
+  type Size,
+} from "./graph";
 import type { Translate } from "./i18n";
 import { Debug } from "./Debug";
 import { Versions } from "./Versions";
@@ -26,13 +48,15 @@ import { AppPanel, NodePanel } from "./Panel";
 import type { Lit, Run } from "./sse";
 import { label, newNode, palette, type Template } from "./templates";
 
-type StepData = { node: GraphNode; tmpl?: Template; t: Translate; lang: string; problems: Problem[]; lit?: Lit };
+// min is, for a loop, the least size it may be resized to: its body's.
+type StepData = { node: GraphNode; tmpl?: Template; t: Translate; lang: string; problems: Problem[]; lit?: Lit; min?: Size };
 type NoteData = { note: Note; t: Translate; edit: (text: string) => void };
-type FlowNode = Node<StepData, "step"> | Node<NoteData, "note">;
+type FlowNode = Node<StepData, "step"> | Node<StepData, "loop"> | Node<NoteData, "note">;
 
 // Step draws one node of the workflow: its kind, its name, a handle per
 // branch it may take, its error branch, and what the engine found wrong.
-function Step({ data }: NodeProps<Node<StepData, "step">>) {
+// A loop is a box, its body drawn inside it.
+function Step({ data }: NodeProps<Node<StepData, "step" | "loop">>) {
   const { node, tmpl, t, lang, problems, lit } = data;
   const branches = branchesOf(node);
   const entry = node.type === "workflowStart" || node.type === "loopStart";
@@ -51,7 +75,12 @@ function Step({ data }: NodeProps<Node<StepData, "step">>) {
   return (
     <div
       className={
-        "step step-" + node.type + (problems.length ? " step-bad" : "") + (node.parentNodeId ? " step-in-loop" : "") + (lit ? " step-lit step-" + lit : "")
+        "step step-" +
+        node.type +
+        (node.type === "loop" ? " step-box" : "") +
+        (problems.length ? " step-bad" : "") +
+        (node.parentNodeId ? " step-in-loop" : "") +
+        (lit ? " step-lit step-" + lit : "")
       }
       data-node-id={node.nodeId}
       title={problems.map((p) => p.message).join("\n")}
@@ -59,7 +88,6 @@ function Step({ data }: NodeProps<Node<StepData, "step">>) {
       {!entry && <Handle type="target" position={Side.Left} />}
       <div className="step-kind">{label(tmpl, lang, t("nodeType." + node.type))}</div>
       <div className="step-name">{node.name || node.nodeId}</div>
-      {node.parentNodeId && <div className="step-loop">↻ {node.parentNodeId}</div>}
       {problems.length > 0 && (
         <div className="step-problem" role="alert">
           {problems[0].message}
@@ -105,7 +133,19 @@ function NoteCard({ data }: NodeProps<Node<NoteData, "note">>) {
   );
 }
 
-const nodeTypes = { step: Step, note: NoteCard };
+// LoopBox is a loop: a box the builder resizes from its corner, never
+// smaller than its body.
+function LoopBox(props: NodeProps<Node<StepData, "loop">>) {
+  const min = props.data.min ?? loopMin;
+  return (
+    <>
+      <NodeResizeControl position="bottom-right" minWidth={min.width} minHeight={min.height} className="loop-resize" />
+      <Step {...props} />
+    </>
+  );
+}
+
+const nodeTypes = { step: Step, loop: LoopBox, note: NoteCard };
 
 type Loaded = { app: App; canvas: Canvas };
 type State = Loaded | null;
@@ -137,12 +177,19 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
   const [state, dispatch] = useReducer(step, null);
   const [catalog, setCatalog] = useState<Catalog | null>(null);
   const [choices, setChoices] = useState<Record<string, Choice[] | string>>({});
-  // Positions of nodes being dragged, until the drag ends.
+  // Positions of nodes being dragged, as React Flow draws them (inside a
+  // loop relative to it), until the drag ends.
   const [dragging, setDragging] = useState<Record<string, Position>>({});
+  const draggingRef = useRef(dragging);
+  draggingRef.current = dragging;
+  // Sizes of loops being resized, until the resize ends.
+  const [resizing, setResizing] = useState<Record<string, Size>>({});
   const [selected, setSelected] = useState<Record<string, boolean>>({});
   // Node sizes as React Flow measured them: it needs them back on the
   // nodes it is given (for fitting the view and the minimap).
-  const [measured, setMeasured] = useState<Record<string, { width: number; height: number }>>({});
+  const [measured, setMeasured] = useState<Record<string, Size>>({});
+  const measuredRef = useRef(measured);
+  measuredRef.current = measured;
   const [saving, setSaving] = useState(false);
   const [problem, setProblem] = useState("");
   const [problems, setProblems] = useState<Problem[]>([]);
@@ -181,15 +228,47 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
   const nodes: FlowNode[] = useMemo(() => {
     if (!canvas) return [];
     const g = canvas.present.graph;
-    const steps: FlowNode[] = g.nodes.map((n) => ({
-      id: n.nodeId,
-      type: "step" as const,
-      position: dragging[n.nodeId] ?? canvas.present.at[n.nodeId],
-      selected: !!selected[n.nodeId],
-      measured: measured[n.nodeId],
-      deletable: n.type !== "workflowStart",
-      data: { node: n, tmpl: templates[n.type], t, lang, problems: problems.filter((p) => p.nodeId === n.nodeId), lit: lit[n.nodeId] },
-    }));
+    const at = canvas.present.at;
+    const up = holders(g);
+    const sizeOf = (id: string) => measured[id] ?? nodeSize;
+    const sizes = loopSizes(g, at, sizeOf);
+    // The least size of each loop: its body's, whatever size it was given.
+    const fit = (id: string) => loopSizes({ ...g, nodes: g.nodes.map((n) => (n.nodeId === id ? { ...n, size: loopMin } : n)) }, at, sizeOf)[id];
+    const drawn = onCanvas(g, at);
+    // React Flow draws a loop's body inside it: the loop comes first.
+    const steps: FlowNode[] = parentsFirst(g).map((n) => {
+      const holder = up.get(n.nodeId);
+      const size = resizing[n.nodeId] ?? sizes[n.nodeId];
+      const around = holder !== undefined ? (resizing[holder] ?? sizes[holder]) : undefined;
+      return {
+        id: n.nodeId,
+        type: n.type === "loop" ? ("loop" as const) : ("step" as const),
+        position: dragging[n.nodeId] ?? drawn[n.nodeId],
+        parentId: holder,
+        // A loop's start and end stay within its body; other nodes leave
+        // it when dropped outside.
+        extent:
+          around && (n.type === "loopStart" || n.type === "loopEnd")
+            ? [
+                [loopPad, loopHead],
+                [around.width - loopPad, around.height - loopPad],
+              ]
+            : undefined,
+        style: size && { width: size.width, height: size.height },
+        selected: !!selected[n.nodeId],
+        measured: measured[n.nodeId],
+        deletable: n.type !== "workflowStart" && !(holder !== undefined && (n.type === "loopStart" || n.type === "loopEnd")),
+        data: {
+          node: n,
+          tmpl: templates[n.type],
+          t,
+          lang,
+          problems: problems.filter((p) => p.nodeId === n.nodeId),
+          lit: lit[n.nodeId],
+          min: n.type === "loop" ? fit(n.nodeId) : undefined,
+        },
+      };
+    });
     const notes: FlowNode[] = (g.notes ?? []).map((note) => ({
       id: notePrefix + note.id,
       type: "note" as const,
@@ -199,7 +278,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
       data: { note, t, edit: (text: string) => dispatch({ type: "note", note: { ...note, text } }) },
     }));
     return [...notes, ...steps];
-  }, [canvas, dragging, selected, measured, t, lang, templates, problems, lit]);
+  }, [canvas, dragging, resizing, selected, measured, t, lang, templates, problems, lit]);
   const edges: Edge[] = useMemo(
     () =>
       canvas
@@ -221,43 +300,68 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
     void flow.fitView({ maxZoom: 1 });
   }, [fitPending, nodes, flow]);
 
-  const onNodesChange = useCallback((changes: NodeChange<FlowNode>[]) => {
-    for (const c of changes) {
-      if (c.type === "position" && c.position) {
-        if (c.dragging) setDragging((d) => ({ ...d, [c.id]: c.position! }));
-        else {
-          dispatch({ type: "move", id: c.id, to: c.position });
-          setDragging((d) => {
-            const { [c.id]: _, ...rest } = d;
-            return rest;
-          });
-        }
-      } else if (c.type === "position" && !c.dragging) {
-        // The drag ended without a last position: keep the last one seen.
-        setDragging((d) => {
-          const { [c.id]: last, ...rest } = d;
-          if (last) dispatch({ type: "move", id: c.id, to: last });
-          return rest;
-        });
-      } else if (c.type === "select") {
-        setSelected((s) => ({ ...s, [c.id]: c.selected }));
-      } else if (c.type === "dimensions" && c.dimensions) {
-        const size = c.dimensions;
-        setMeasured((m) => ({ ...m, [c.id]: size }));
-      }
+  // drop ends a node's drag where React Flow draws it: dropped inside a
+  // loop's box (its middle is), a node joins the loop's body; outside, it
+  // leaves it.
+  const drop = useCallback((id: string, drawn: Position) => {
+    const present = stateRef.current?.canvas.present;
+    if (!present) return;
+    const { graph, at } = present;
+    const to = fromCanvas(graph, at, id, drawn);
+    const n = graph.nodes.find((x) => x.nodeId === id);
+    if (!n || !nestable(n)) {
+      dispatch({ type: "move", id, to });
+      return;
     }
-    const removed = changes.filter((c) => c.type === "remove").map((c) => c.id);
-    if (removed.length) dispatch({ type: "remove", ids: removed });
+    const size = measuredRef.current[id] ?? nodeSize;
+    const sizes = loopSizes(graph, at, (k) => measuredRef.current[k] ?? nodeSize);
+    const into = loopAt(graph, at, sizes, { x: to.x + size.width / 2, y: to.y + size.height / 2 }, new Set([id]));
+    dispatch({ type: "move", id, to, into });
   }, []);
 
-  const onEdgesChange = useCallback((changes: EdgeChange[]) => {
-    for (const c of changes) {
-      if (c.type === "select") setSelected((s) => ({ ...s, [c.id]: c.selected }));
-      if (c.type === "remove") {
-        const e = stateRef.current?.canvas.present.graph.edges.find((x) => edgeId(x) === c.id);
-        if (e) dispatch({ type: "disconnect", source: e.source, target: e.target, sourceHandle: e.sourceHandle });
+  const onNodesChange = useCallback(
+    (changes: NodeChange<FlowNode>[]) => {
+      const ended: string[] = [];
+      for (const c of changes) {
+        if (c.type === "position" && c.dragging && c.position) {
+          const p = c.position;
+          setDragging((d) => ({ ...d, [c.id]: p }));
+        } else if (c.type === "position" && !c.dragging) {
+          // A drag that ended without a last position ends at the last one seen.
+          const last = c.position ?? draggingRef.current[c.id];
+          if (last) drop(c.id, last);
+          ended.push(c.id);
+        } else if (c.type === "select") {
+          setSelected((s) => ({ ...s, [c.id]: c.selected }));
+        } else if (c.type === "dimensions" && c.resizing !== undefined) {
+          const size = c.dimensions;
+          if (c.resizing && size) setResizing((r) => ({ ...r, [c.id]: size }));
+          else {
+            if (size) dispatch({ type: "resize", id: c.id, size });
+            setResizing(({ [c.id]: _, ...rest }) => rest);
+          }
+        } else if (c.type === "dimensions" && c.dimensions) {
+          const size = c.dimensions;
+          setMeasured((m) => ({ ...m, [c.id]: size }));
+        }
       }
-    }
+      if (ended.length)
+        setDragging((d) => Object.fromEntries(Object.entries(d).filter(([id]) => !ended.includes(id))));
+      // Deletions come whole through onDelete.
+    },
+    [drop],
+  );
+
+  const onEdgesChange = useCallback((changes: EdgeChange[]) => {
+    for (const c of changes) if (c.type === "select") setSelected((s) => ({ ...s, [c.id]: c.selected }));
+  }, []);
+
+  // onDelete takes the nodes and edges deleted together (a loop with its
+  // body, a node with its edges) as one edit, which one Undo takes back.
+  const onDelete = useCallback(({ nodes, edges }: { nodes: FlowNode[]; edges: Edge[] }) => {
+    const all = stateRef.current?.canvas.present.graph.edges ?? [];
+    const ids = new Set(edges.map((e) => e.id));
+    dispatch({ type: "remove", ids: nodes.map((n) => n.id), edges: all.filter((e) => ids.has(edgeId(e))) });
   }, []);
 
   const onConnect = useCallback(
@@ -265,13 +369,20 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
     [],
   );
 
-  // add puts a node of a type on the canvas at a point (a loop comes with
-  // its start and end inside it), and selects it.
+  // add puts a node of a type on the canvas at a point, inside the loop
+  // into if one is named (a loop comes with its start and end inside it),
+  // and selects it.
   const add = useCallback(
-    (tmpl: Template, at: Position) => {
-      const g = stateRef.current?.canvas.present.graph;
-      if (!g) return;
+    (tmpl: Template, at: Position, into = "") => {
+      const present = stateRef.current?.canvas.present;
+      if (!present) return;
+      const g = present.graph;
       const n = newNode(tmpl, g, lang);
+      if (into && nestable(n)) {
+        const q = present.at[into];
+        n.parentNodeId = into;
+        at = { x: Math.max(at.x, q.x + loopPad), y: Math.max(at.y, q.y + loopHead) };
+      }
       const added: GraphNode[] = [n];
       const addedEdges: GraphEdge[] = [];
       const places: Record<string, Position> = { [n.nodeId]: at };
@@ -281,8 +392,8 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
         const end = { ...newNode(templates.loopEnd, { ...inside, nodes: [...inside.nodes, start] }, lang), parentNodeId: n.nodeId };
         added.push(start, end);
         addedEdges.push({ source: start.nodeId, target: end.nodeId });
-        places[start.nodeId] = { x: at.x, y: at.y + 140 };
-        places[end.nodeId] = { x: at.x + 320, y: at.y + 140 };
+        places[start.nodeId] = { x: at.x + loopPad, y: at.y + loopHead };
+        places[end.nodeId] = { x: at.x + loopMin.width - loopPad - nodeSize.width, y: at.y + loopHead };
       }
       dispatch({ type: "add", nodes: added, edges: addedEdges, at: places });
       setSelected({ [n.nodeId]: true });
@@ -291,14 +402,28 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
     [lang, templates],
   );
 
+  // boxes are the loops' rectangles on the canvas, as drawn.
+  const boxes = (g: Graph, at: Record<string, Position>) => loopSizes(g, at, (k) => measuredRef.current[k] ?? nodeSize);
+
   // viewCenter is a free spot near the middle of what the canvas shows:
   // below the nodes already there, so that a new node covers none.
   const viewCenter = () => {
     const box = document.querySelector(".canvas")?.getBoundingClientRect();
     const p = flow.screenToFlowPosition({ x: (box?.left ?? 0) + (box?.width ?? 600) / 2, y: (box?.top ?? 0) + (box?.height ?? 400) / 2 });
     const spot = { x: Math.round(p.x), y: Math.round(p.y) };
-    const taken = Object.values(stateRef.current?.canvas.present.at ?? {});
-    for (let i = 0; i < 50 && taken.some((q) => Math.abs(q.x - spot.x) < 240 && Math.abs(q.y - spot.y) < 110); i++) spot.y += 120;
+    const present = stateRef.current?.canvas.present;
+    if (!present) return spot;
+    const taken = Object.values(present.at);
+    const sizes = boxes(present.graph, present.at);
+    const loops = Object.keys(sizes).map((id) => ({ p: present.at[id], s: sizes[id] }));
+    // A spot is free when no node is near and it is off every loop's box.
+    const busy = () =>
+      taken.some((q) => Math.abs(q.x - spot.x) < 240 && Math.abs(q.y - spot.y) < 110) ||
+      loops.some(
+        ({ p, s }) =>
+          spot.x < p.x + s.width && spot.x + nodeSize.width > p.x && spot.y < p.y + s.height && spot.y + nodeSize.height > p.y,
+      );
+    for (let i = 0; i < 50 && busy(); i++) spot.y += 120;
     return spot;
   };
 
@@ -493,7 +618,9 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
             if (!templates[type]) return;
             e.preventDefault();
             const p = flow.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-            add(templates[type], { x: Math.round(p.x), y: Math.round(p.y) });
+            const present = stateRef.current?.canvas.present;
+            const into = present ? loopAt(present.graph, present.at, boxes(present.graph, present.at), p) : "";
+            add(templates[type], { x: Math.round(p.x), y: Math.round(p.y) }, into);
           }}
         >
           {canvas && catalog && (
@@ -504,6 +631,7 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
             onNodesChange={onNodesChange}
             onEdgesChange={onEdgesChange}
             onConnect={onConnect}
+            onDelete={onDelete}
             fitView
             fitViewOptions={{ maxZoom: 1 }}
             deleteKeyCode={["Backspace", "Delete"]}

@@ -2,8 +2,16 @@
 // and the history that Undo and Redo walk. Every edit is an action; reduce
 // is pure, so the rules are tested without a browser.
 import {
+  bodyOf,
+  holders,
   layout,
+  loopHead,
+  loopPad,
+  loopSizes,
+  nestable,
+  nodeSize,
   positioned,
+  rowGap,
   sameEdge,
   withPositions,
   type Graph,
@@ -11,6 +19,7 @@ import {
   type GraphNode,
   type Note,
   type Position,
+  type Size,
   type Variable,
 } from "./graph";
 
@@ -43,12 +52,15 @@ export interface Clip {
   at: Record<string, Position>;
 }
 
+// A move to a point may also put the node inside a loop (into: the
+// loop's id) or take it out of any ("").
 export type Action =
-  | { type: "move"; id: string; to: Position }
+  | { type: "move"; id: string; to: Position; into?: string }
+  | { type: "resize"; id: string; size: Size }
   | { type: "layout" }
   | { type: "connect"; source: string; target: string; sourceHandle?: string }
   | { type: "disconnect"; source: string; target: string; sourceHandle?: string }
-  | { type: "remove"; ids: string[] }
+  | { type: "remove"; ids: string[]; edges?: GraphEdge[] }
   | { type: "add"; nodes: GraphNode[]; edges?: GraphEdge[]; at: Record<string, Position> }
   | { type: "paste"; clip: Clip; offset: Position }
   // edges, when given, replace the graph's in the same edit: deleting a
@@ -86,11 +98,15 @@ function edit(c: Canvas, next: Snapshot): Canvas {
 const hasEdge = (g: Graph, e: GraphEdge) => g.edges.some((x) => sameEdge(x, e));
 
 // copy takes the nodes named (never the start) and the edges between them.
+// A loop comes with its body; a loop's start and end only with their loop
+// (a loop has one start).
 export function copy(s: Snapshot, ids: string[]): Clip {
   const chosen = new Set(ids);
-  // A loop comes with its body.
-  for (const n of s.graph.nodes) if (n.parentNodeId && chosen.has(n.parentNodeId)) chosen.add(n.nodeId);
-  const nodes = s.graph.nodes.filter((n) => chosen.has(n.nodeId) && n.type !== "workflowStart");
+  for (const id of ids) for (const k of bodyOf(s.graph, id)) chosen.add(k);
+  const own = (n: GraphNode) => n.type !== "loopStart" && n.type !== "loopEnd";
+  const nodes = s.graph.nodes.filter(
+    (n) => chosen.has(n.nodeId) && n.type !== "workflowStart" && (own(n) || (n.parentNodeId !== undefined && chosen.has(n.parentNodeId))),
+  );
   const kept = new Set(nodes.map((n) => n.nodeId));
   return {
     nodes,
@@ -131,6 +147,42 @@ function freshIds(g: Graph, clip: Clip): { nodes: GraphNode[]; edges: GraphEdge[
   return { nodes, edges, rename };
 }
 
+// nest puts a node inside a loop ("": outside any) at a point; the edges
+// that would then cross the loop's border go, as the engine refuses them.
+// Null when the node may not go there.
+function nest(s: Snapshot, id: string, into: string, to: Position, patch: Partial<GraphNode> = {}): Snapshot | null {
+  const { graph, at, meta } = s;
+  const n = graph.nodes.find((x) => x.nodeId === id);
+  const loop = graph.nodes.find((x) => x.nodeId === into);
+  if (!n || !nestable(n) || (into !== "" && loop?.type !== "loop")) return null;
+  const parentNodeId = into || undefined;
+  const nodes = graph.nodes.map((x) => (x.nodeId === id ? { ...x, ...patch, nodeId: id, parentNodeId } : x));
+  const scope = new Map(nodes.map((x) => [x.nodeId, x.parentNodeId ?? ""]));
+  const edges = graph.edges.filter((e) => (e.source !== id && e.target !== id) || scope.get(e.source) === scope.get(e.target));
+  return { graph: { ...graph, nodes, edges }, at: { ...at, [id]: to }, meta };
+}
+
+// inBody is the point nearest to p where a node is inside a loop's body:
+// below its header, right of its margin.
+function inBody(at: Record<string, Position>, loop: string, p: Position): Position {
+  const q = at[loop];
+  return { x: Math.max(p.x, q.x + loopPad), y: Math.max(p.y, q.y + loopHead) };
+}
+
+// placeFor is where a node goes when the side panel puts it in a loop
+// (below the loop's body) or takes it out (below the loop).
+function placeFor(s: Snapshot, id: string, into: string): Position {
+  const { graph, at } = s;
+  const up = holders(graph);
+  if (into) {
+    const bottom = Math.max(at[into].y + loopHead - rowGap, ...[...up].filter(([k, h]) => h === into && k !== id).map(([k]) => at[k].y));
+    return { x: at[into].x + loopPad, y: bottom + rowGap };
+  }
+  const from = up.get(id);
+  if (from === undefined) return at[id];
+  return { x: at[from].x, y: at[from].y + loopSizes(graph, at)[from].height + rowGap - nodeSize.height };
+}
+
 export function reduce(c: Canvas, a: Action): Canvas {
   const { graph, at, meta } = c.present;
   switch (a.type) {
@@ -142,8 +194,27 @@ export function reduce(c: Canvas, a: Action): Canvas {
         return reduce(c, { type: "note", note: { ...note, position: a.to } });
       }
       const p = at[a.id];
-      if (!p || (p.x === a.to.x && p.y === a.to.y)) return c;
-      return edit(c, { graph, meta, at: { ...at, [a.id]: a.to } });
+      const n = graph.nodes.find((x) => x.nodeId === a.id);
+      if (!p || !n) return c;
+      let next = c.present;
+      if (a.into !== undefined && a.into !== (n.parentNodeId ?? "")) next = nest(c.present, a.id, a.into, p) ?? c.present;
+      // Inside a loop a node stays within the loop's body.
+      const holder = holders(next.graph).get(a.id);
+      const to = holder !== undefined ? inBody(at, holder, a.to) : a.to;
+      if (next === c.present && p.x === to.x && p.y === to.y) return c;
+      // A loop moves with its body.
+      const moved = { ...next.at, [a.id]: to };
+      for (const k of bodyOf(graph, a.id)) moved[k] = { x: at[k].x + to.x - p.x, y: at[k].y + to.y - p.y };
+      return edit(c, { ...next, at: moved });
+    }
+    case "resize": {
+      const i = graph.nodes.findIndex((n) => n.nodeId === a.id);
+      const size = { width: Math.round(a.size.width), height: Math.round(a.size.height) };
+      const old = graph.nodes[i]?.size;
+      if (i < 0 || graph.nodes[i].type !== "loop" || (old && old.width === size.width && old.height === size.height)) return c;
+      const nodes = graph.nodes.slice();
+      nodes[i] = { ...nodes[i], size };
+      return edit(c, { graph: { ...graph, nodes }, at, meta });
     }
     case "layout":
       return edit(c, { graph, meta, at: layout(graph) });
@@ -161,13 +232,17 @@ export function reduce(c: Canvas, a: Action): Canvas {
     }
     case "remove": {
       const notes = new Set(a.ids.filter((id) => id.startsWith(notePrefix)).map((id) => id.slice(notePrefix.length)));
-      // The start node stays: every workflow has one; a loop goes with its body.
-      const gone = new Set(a.ids.filter((id) => graph.nodes.some((n) => n.nodeId === id && n.type !== "workflowStart")));
-      for (const n of graph.nodes) if (n.parentNodeId && gone.has(n.parentNodeId)) gone.add(n.nodeId);
+      // The start node stays: every workflow has one, and so does a loop
+      // its start and end; a loop goes with its body.
+      const byId = new Map(graph.nodes.map((n) => [n.nodeId, n]));
+      const fixed = (n: GraphNode) => n.type === "workflowStart" || n.type === "loopStart" || n.type === "loopEnd";
+      const gone = new Set(a.ids.filter((id) => byId.has(id) && !fixed(byId.get(id)!)));
+      for (const id of [...gone]) for (const k of bodyOf(graph, id)) gone.add(k);
       const keptNotes = (graph.notes ?? []).filter((n) => !notes.has(n.id));
-      if (gone.size === 0 && keptNotes.length === (graph.notes ?? []).length) return c;
+      const cut = (e: GraphEdge) => gone.has(e.source) || gone.has(e.target) || (a.edges ?? []).some((x) => sameEdge(x, e));
+      const edges = graph.edges.filter((e) => !cut(e));
+      if (gone.size === 0 && keptNotes.length === (graph.notes ?? []).length && edges.length === graph.edges.length) return c;
       const nodes = graph.nodes.filter((n) => !gone.has(n.nodeId));
-      const edges = graph.edges.filter((e) => !gone.has(e.source) && !gone.has(e.target));
       const rest = Object.fromEntries(Object.entries(at).filter(([id]) => !gone.has(id)));
       return edit(c, { graph: { ...graph, nodes, edges, notes: keptNotes }, at: rest, meta });
     }
@@ -181,7 +256,10 @@ export function reduce(c: Canvas, a: Action): Canvas {
     }
     case "paste": {
       if (a.clip.nodes.length === 0) return c;
-      const { nodes, edges, rename } = freshIds(graph, a.clip);
+      const { nodes: fresh, edges, rename } = freshIds(graph, a.clip);
+      // A node copied from a loop goes back into it if it is still there.
+      const loops = new Set([...graph.nodes, ...fresh].filter((n) => n.type === "loop").map((n) => n.nodeId));
+      const nodes = fresh.map((n) => (n.parentNodeId && !loops.has(n.parentNodeId) ? { ...n, parentNodeId: undefined } : n));
       const placed: Record<string, Position> = {};
       for (const [old, id] of rename) {
         const p = a.clip.at[old] ?? { x: 0, y: 0 };
@@ -192,6 +270,12 @@ export function reduce(c: Canvas, a: Action): Canvas {
     case "update": {
       const i = graph.nodes.findIndex((n) => n.nodeId === a.id);
       if (i < 0) return c;
+      // Put inside a loop or taken out of it, a node moves there.
+      if ("parentNodeId" in a.patch && (a.patch.parentNodeId ?? "") !== (graph.nodes[i].parentNodeId ?? "")) {
+        const into = a.patch.parentNodeId ?? "";
+        const next = nest(c.present, a.id, into, placeFor(c.present, a.id, into), a.patch);
+        return next ? edit(c, next) : c;
+      }
       const nodes = graph.nodes.slice();
       nodes[i] = { ...nodes[i], ...a.patch, nodeId: a.id };
       return edit(c, { graph: { ...graph, nodes, edges: a.edges ?? graph.edges }, at, meta });
