@@ -75,15 +75,25 @@ func TestFlowCanvasScenario(t *testing.T) {
 	tb.do(t, chromedp.Click(chromedp.ID("field-useAgentSandbox")))
 	waitFor(`document.getElementById("field-useAgentSandbox").checked`)
 
-	// The code node: Python whose main returns the result it declares.
+	// The code node: Python whose main counts the words of the question,
+	// given as a custom input picked from before the node, and returns the
+	// result it declares.
 	add("code", "code", "code1")
+	tb.connect(t, "classifyQuestion1", "compute", "code1")
 	tb.openNode(t, "code1")
 	tb.setValue(t, "#field-codeType", "py")
-	tb.setValue(t, `.panel [data-field="code"] textarea`, "def main():\n    return {'result': 6 * 7}\n")
+	tb.setValue(t, `.panel [data-field="code"] textarea`, "def main(q):\n    return {'result': len(q.split())}\n")
+	tb.do(t, chromedp.Click(chromedp.CSS(`.panel .add-custom`)))
+	tb.setValue(t, "#custom-key-0", "2q") // not a name: said, not kept
+	waitFor(`(document.querySelector('.panel [data-custom="input1"] .field-problem') || {}).textContent === "A name is letters, digits and _ (up to 64), not starting with a digit."`)
+	tb.setValue(t, "#custom-key-0", "q")
+	waitFor(count(`.panel [data-custom="q"]`) + ` === 1`)
+	tb.setValue(t, `.panel [data-custom="q"] .custom-mode`, "reference")
+	tb.setValue(t, "#custom-value-0", "{{$start.userChatInput$}}")
 	tb.do(t, chromedp.Click(chromedp.CSS(`.panel .outputs button:last-child`)))
 	tb.setValue(t, "#output-0", "result")
 	tb.setValue(t, `.panel .outputs .row select`, "number")
-	tb.connect(t, "classifyQuestion1", "compute", "code1")
+	e.screenshot(t, tb, "canvas-code-panel.png")
 
 	// The answer both branches meet at.
 	add("answer", "answerNode", "answerNode1")
@@ -125,7 +135,8 @@ func TestFlowCanvasScenario(t *testing.T) {
 				t.Errorf("the agent's useAgentSandbox is saved as %s", n.Inputs["useAgentSandbox"])
 			}
 		case "code1":
-			if string(n.Inputs["codeType"]) != `"py"` || len(n.Outputs) != 1 || n.Outputs[0].Key != "result" || n.Outputs[0].Type != "number" {
+			if string(n.Inputs["codeType"]) != `"py"` || string(n.Inputs["q"]) != `"{{$start.userChatInput$}}"` || n.Inputs["input1"] != nil ||
+				len(n.Outputs) != 1 || n.Outputs[0].Key != "result" || n.Outputs[0].Type != "number" {
 				t.Errorf("the code node is saved as %s, outputs %+v", n.Inputs, n.Outputs)
 			}
 		}
@@ -168,7 +179,8 @@ func TestFlowCanvasScenario(t *testing.T) {
 	secret := run(t, tb, chromedp.Value(chromedp.CSS(`#app-key-secret input`)))
 
 	// The chat API with the key: the code class; the code runs and the
-	// answer carries its result; detail gives every node's record.
+	// answer carries its result (the question's six words); detail gives
+	// every node's record.
 	body, _ := json.Marshal(map[string]any{"customUid": "program-1", "detail": true,
 		"messages": []map[string]string{{"role": "user", "content": "Please compute a number with code"}}})
 	req, err := http.NewRequest("POST", e.url+"/api/v1/chat/completions", bytes.NewReader(body))
@@ -195,13 +207,13 @@ func TestFlowCanvasScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &answer); err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
-	if len(answer.Choices) != 1 || answer.Choices[0].Message.Content != "Handled as: Compute a number with code. 42" {
+	if len(answer.Choices) != 1 || answer.Choices[0].Message.Content != "Handled as: Compute a number with code. 6" {
 		t.Errorf("the API's answer: %s", raw)
 	}
 	var ran []string
 	for _, r := range answer.ResponseData {
 		ran = append(ran, r.NodeID)
-		if r.NodeID == "code1" && (r.Outputs["result"] != float64(42) || r.Error != "") {
+		if r.NodeID == "code1" && (r.Outputs["result"] != float64(6) || r.Error != "") {
 			t.Errorf("the code node's record: %+v", r)
 		}
 	}

@@ -9,6 +9,8 @@ import type { Graph, GraphEdge, GraphNode, NodeOutput, Variable } from "./graph"
 import type { Translate } from "./i18n";
 import { branchesFrom, updatesFrom } from "./conditions";
 import { IfElseEditor, UpdateListEditor } from "./ConditionEditors";
+import { CustomInputs } from "./CustomInputs";
+import { takesCustom } from "./custom";
 import { ReferencePick, sourceName, Text } from "./inputs";
 import { fields, fits, label, reference, upstream, type Field, type Source, type Templates } from "./templates";
 
@@ -54,7 +56,7 @@ export function NodePanel(
       <h2>{label(tmpl, lang, node.type)}</h2>
       {tmpl?.description && <p className="hint">{tmpl.description}</p>}
       {own
-        .filter((p) => !p.field || !tmpl?.schema.properties?.[fieldOf(p)!])
+        .filter((p) => !p.field || !(tmpl?.schema.properties?.[fieldOf(p)!] || (takesCustom(tmpl) && p.field in inputs)))
         .map((p, i) => (
           <p key={i} className="field-problem" role="alert">
             {p.field ? p.field + ": " : ""}
@@ -109,6 +111,16 @@ export function NodePanel(
             </div>
           );
         })}
+      {tmpl && takesCustom(tmpl) && (
+        <CustomInputs
+          tmpl={tmpl}
+          inputs={inputs}
+          sources={sources}
+          t={t}
+          problems={own}
+          onChange={(next) => dispatch({ type: "update", id: node.nodeId, patch: { inputs: next } })}
+        />
+      )}
       {tmpl?.dynamicOutputs && (
         <Outputs outputs={node.outputs ?? []} t={t} onChange={(outputs) => dispatch({ type: "update", id: node.nodeId, patch: { outputs } })} />
       )}

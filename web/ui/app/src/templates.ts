@@ -20,6 +20,8 @@ export interface Template {
   outputs: Record<string, Output>;
   schema: {
     properties?: Record<string, Property>;
+    // inputs the builder names (custom inputs), by the keys' patterns
+    patternProperties?: Record<string, Property>;
     required?: string[];
   };
 }
