@@ -125,6 +125,9 @@ func TestFlowLogicEditors(t *testing.T) {
 	// reference offers a pick of values instead of the text; isEmpty
 	// takes no value.
 	pick(`#cond-1-1-operator`, "include")
+	// The refusal was of the node as it was: edited, the node and its
+	// row no longer show it.
+	waitFor(count(elseIf+`[data-condition="1"] .field-problem`) + ` === 0 && ` + count(`[data-node-id="check"] .step-problem`) + ` === 0`)
 	setText(`#cond-1-1-value`, "sandbox")
 	waitFor(`document.querySelector("#cond-1-1-value").value === "sandbox"`)
 	pick(`#cond-1-0-operator`, "equalTo")

@@ -513,7 +513,13 @@ function Editor({ appId, csrf, t, lang }: { appId: string; csrf: string; t: Tran
       lang,
       t,
       problems,
-      dispatch,
+      // What the engine refused of a node is its past once the builder
+      // edits the node: the next save checks it again.
+      dispatch: (a: Action) => {
+        if (a.type === "update") setProblems((ps) => ps.filter((p) => p.nodeId !== a.id));
+        if (a.type === "variables") setProblems((ps) => ps.filter((p) => p.nodeId || !p.field?.startsWith("variables[")));
+        dispatch(a);
+      },
     };
 
   return (
