@@ -73,10 +73,11 @@ func (n classifyNode) Run(ctx context.Context, run *NodeRun) (map[string]any, er
 	_ = json.Unmarshal([]byte(args), &answer)
 	i := slices.IndexFunc(classes, func(c class) bool { return c.Key == strings.TrimSpace(answer.Type) })
 	if i < 0 {
-		// FastGPT's classifier falls back to the first class too; the
-		// record says so.
-		run.Warning = fmt.Sprintf("the model answered class %q, which is not one of %s; the first class was taken", answer.Type, strings.Join(keys, ", "))
-		i = 0
+		// As FastGPT's classifier does, the last class takes what fits
+		// none (builders keep "everything else" there); the record says
+		// so.
+		run.Warning = fmt.Sprintf("the model answered class %q, which is not one of %s; the last class was taken", answer.Type, strings.Join(keys, ", "))
+		i = len(classes) - 1
 	}
 	run.Branches = []string{classes[i].Key}
 	return map[string]any{"cqResult": classes[i].Value}, nil

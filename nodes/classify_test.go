@@ -48,9 +48,9 @@ func TestClassifyQuestion(t *testing.T) {
 	}{
 		{"the demo model by shared words", "flowbox-demo", "I want my money back for this order", "Refund: Refunds: money back for an order", ""},
 		{"the demo model, another class", "flowbox-demo", "hello, hi!", "Hello there", ""},
-		{"the demo model, nothing shared: the first class", "flowbox-demo", "zzz", "Hello there", ""},
+		{"the demo model, nothing shared: the last class", "flowbox-demo", "zzz", "Refund: Refunds: money back for an order", ""},
 		{"a model's tool call", "says-refund", "anything", "Refund: Refunds: money back for an order", ""},
-		{"an unknown class: the first, with a warning", "says-nonsense", "anything", "Hello there", `class "weather"`},
+		{"an unknown class: the last, with a warning", "says-nonsense", "anything", "Refund: Refunds: money back for an order", `the last class was taken`},
 		{"no tool call: the error branch", "no-tools", "anything", "failed: model no-tools answered without calling classify_question", ""},
 	}
 	for _, tt := range tests {

@@ -23,7 +23,8 @@ const DemoModelName = "flowbox-demo"
 //     command, its exit code, and the start of its output.
 //   - When a workflow's classifier offers the classify_question tool, it
 //     picks the class whose description shares the most words (or, for
-//     Chinese, characters) with the question, the first on a tie.
+//     Chinese, characters) with the question, the first on a tie, the
+//     last when none shares any.
 //   - When a workflow's extractor offers the extract_fields tool, it fills
 //     each key from the text's "<key>: value" or "<key> is value" (also
 //     after the key's description), numbers and yes/no parsed.

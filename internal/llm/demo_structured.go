@@ -22,7 +22,9 @@ const (
 
 // classify picks the class whose description shares the most words with
 // the question (characters, for text without spaces such as Chinese);
-// the first class wins a tie, and when no class shares anything.
+// the first class wins a tie. When no class shares anything it picks the
+// last, where builders keep "everything else" (FastGPT's classifier takes
+// the last class for what fits none).
 func classify(question string, params json.RawMessage) string {
 	var p struct {
 		Properties struct {
@@ -44,7 +46,7 @@ func classify(question string, params json.RawMessage) string {
 		}
 	}
 	asked := words(question)
-	best, bestScore := keys[0], 0
+	best, bestScore := keys[len(keys)-1], 0
 	for _, k := range keys {
 		score := 0
 		for w := range words(about[k]) {
