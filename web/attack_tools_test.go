@@ -35,7 +35,7 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 
 	// appKey makes an app whose tool-call node lists tools, and a key of
 	// it, and returns the key's client with a session.
-	appKey := func(name string, tools []string) (*enginetest.Client, string) {
+	appKey := func(name string, tools []string) (*enginetest.Client, string, string) {
 		t.Helper()
 		graph := apps.DemoGraph()
 		list, _ := json.Marshal(tools)
@@ -51,7 +51,7 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 		c := env.Bearer(key.Key)
 		var s sessionView
 		expect(t, c, "POST", "/api/sandbox/v1/sessions", map[string]any{}, 201).JSON(t, &s)
-		return c, s.ID
+		return c, s.ID, app.ID
 	}
 	listed := func(c *enginetest.Client) string {
 		t.Helper()
@@ -66,7 +66,7 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 	const sandboxTools = "shell:exec,file:read,file:write,file:list,skill:list,skill:load,skill:read,skill:run"
 
 	// The attack: an app that lists no tools.
-	bare, bareSession := appKey("no tools", []string{})
+	bare, bareSession, bareApp := appKey("no tools", []string{})
 	for _, call := range []struct {
 		tool   string
 		params map[string]any
@@ -86,6 +86,22 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 		t.Errorf("shell:exec in the bare app's session: %+v", res)
 	}
 
+	// Sessions follow the graph the app's chats run: once the app has a
+	// published version, a tool listed in its draft only is not offered
+	// to them until the draft is published.
+	expect(t, mallory, "POST", "/api/apps/"+bareApp+"/versions", map[string]any{"note": "no tools"}, 201)
+	draft := apps.DemoGraph()
+	draft.Nodes[1].Inputs["tools"] = []byte(`["shout"]`)
+	expect(t, mallory, "PUT", "/api/apps/"+bareApp, map[string]any{"name": "no tools", "public": false, "graph": draft}, 200)
+	wantError(t, bare.Do(t, "POST", "/api/sandbox/v1/sessions/"+bareSession+"/execute", map[string]any{"tool": "exec:shout", "params": map[string]any{"text": "draft"}}), 403, "forbidden")
+	if got := listed(bare); got != sandboxTools {
+		t.Errorf("with the tool in its draft only, the app's key lists %s, want %s", got, sandboxTools)
+	}
+	expect(t, mallory, "POST", "/api/apps/"+bareApp+"/versions", map[string]any{"note": "shout"}, 201)
+	if res := execute(t, bare, bareSession, "exec:shout", map[string]any{"text": "published"}); res.Text != "PUBLISHED\n" || res.IsError {
+		t.Errorf("exec:shout once published: %+v", res)
+	}
+
 	// A personal key has what the operator allows: the sandbox tools.
 	personal := env.Bearer(env.APIKey(t, env.CreateUser(t, "pat", auth.RoleUser)))
 	e := wantError(t, personal.Do(t, "POST", "/api/sandbox/v1/execute", map[string]any{"tool": "exec:shout", "params": map[string]any{"text": "x"}}), 403, "forbidden")
@@ -102,7 +118,7 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 	}
 
 	// The legitimate use: an app that lists the tools calls them.
-	listing, session := appKey("lists them", []string{"shout", "mcp:team"})
+	listing, session, _ := appKey("lists them", []string{"shout", "mcp:team"})
 	if res := execute(t, listing, session, "exec:shout", map[string]any{"text": "api"}); res.Text != "API\n" || res.IsError {
 		t.Errorf("exec:shout for the app that lists it: %+v", res)
 	}

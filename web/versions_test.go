@@ -107,7 +107,9 @@ func TestPublishedVersionsRun(t *testing.T) {
 
 	// The owner edits the draft: keys, links and plain chats still run
 	// the published version.
-	expect(t, alice, "PUT", "/api/apps/"+app.ID, map[string]any{"name": "versioned", "public": true, "graph": answers(t, "draft two")}, 200)
+	two := answers(t, "draft two")
+	two.Variables = []nodes.Variable{{Key: "tone", Type: "string", Label: "Tone"}}
+	expect(t, alice, "PUT", "/api/apps/"+app.ID, map[string]any{"name": "versioned", "public": true, "graph": two}, 200)
 	runs := []struct {
 		who  string
 		c    *enginetest.Client
@@ -138,6 +140,13 @@ func TestPublishedVersionsRun(t *testing.T) {
 	expect(t, alice, "GET", "/api/apps/"+app.ID+"/chats/"+aliceChat, nil, 200).JSON(t, &stored)
 	if len(stored.Items) != 2 || stored.Items[1].VersionID != v1.VersionID {
 		t.Fatalf("the chat API's items %+v, want the answer's versionId %s", stored.Items, v1.VersionID)
+	}
+
+	// The chat page asks for the variables of the graph the chat runs:
+	// none yet, the draft's variable is not published.
+	chatPage := "/apps/" + app.ID + "/chat/" + aliceChat
+	if page := expect(t, alice, "GET", chatPage, nil, 200); strings.Contains(string(page.Body), "chat-variables") {
+		t.Errorf("the chat page asks for the draft's variables before they are published")
 	}
 
 	// The draft on request: its owner and admins only.
@@ -182,6 +191,9 @@ func TestPublishedVersionsRun(t *testing.T) {
 	expect(t, alice, "POST", versions, nil, 201).JSON(t, &v2)
 	if _, answer, v := versionedTurn(t, key, completions, map[string]any{}, 200); answer != "draft two" || v != v2.VersionID {
 		t.Fatalf("after the second publish the key ran %q from %q, want draft two from %s", answer, v, v2.VersionID)
+	}
+	if page := expect(t, alice, "GET", chatPage, nil, 200); !strings.Contains(string(page.Body), `id="chat-variables"`) || !strings.Contains(string(page.Body), "tone") {
+		t.Errorf("the chat page does not ask for the published version's variable")
 	}
 	var list struct {
 		List      []versionJSON `json:"list"`

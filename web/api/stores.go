@@ -10,6 +10,7 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/history"
+	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/sandbox"
 )
 
@@ -41,6 +42,9 @@ type ChatStore interface {
 // AppReader reads apps (apps.Store).
 type AppReader interface {
 	Get(ctx context.Context, id string) (apps.App, error)
+	// Running is the graph the app's chats run: its published version's,
+	// or its draft when it has none.
+	Running(ctx context.Context, a apps.App) (g nodes.Graph, versionID string, err error)
 }
 
 // NewID returns a fresh random id: 24 hex digits, as chat and item ids are.

@@ -76,8 +76,14 @@ func (h *API) toolScope(ctx context.Context, appID string) (toolScope, error) {
 	if err != nil {
 		return toolScope{}, fmt.Errorf("read the session's app %s: %w", appID, err)
 	}
+	// The tools of the graph the app's chats run: a tool added to the
+	// draft reaches sessions once it is published, as it reaches chats.
+	g, _, err := h.Apps.Running(ctx, a)
+	if err != nil {
+		return toolScope{}, fmt.Errorf("read the session's app %s: %w", appID, err)
+	}
 	scope := toolScope{app: true}
-	for _, n := range a.Graph.Nodes {
+	for _, n := range g.Nodes {
 		raw, ok := n.Inputs["tools"]
 		if n.Type != "tools" || !ok {
 			continue

@@ -313,9 +313,13 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
 		return
 	}
+	// The variables of the graph the chat runs (the published version's).
 	variables := ""
-	if len(a.Graph.Variables) > 0 {
-		b, _ := json.Marshal(a.Graph.Variables)
+	if g, _, err := u.Apps.Running(c.Request.Context(), a); err != nil {
+		c.String(http.StatusInternalServerError, "could not read the app's published version; retry later")
+		return
+	} else if len(g.Variables) > 0 {
+		b, _ := json.Marshal(g.Variables)
 		variables = string(b)
 	}
 	u.Render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "UserID": other, "Own": own, "CanDelete": own || p.Admin(),
