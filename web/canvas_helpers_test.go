@@ -32,22 +32,34 @@ func (e *browserEnv) newAppOnCanvas(t *testing.T, tb *tab, name string) string {
 }
 
 // openNode opens a node's settings in the canvas's side panel. A canvas
-// just opened fits its view to the nodes once it has measured them: the
-// node is clicked once it stays where it is drawn.
+// just opened fits its view to the nodes once it has measured them, which
+// on a busy machine may come after the node first showed: the node is
+// clicked once the view and the node stay where they are drawn, and
+// clicked again if the click fell where the node no longer was.
 func (tb *tab) openNode(t testing.TB, nodeID string) {
 	t.Helper()
 	sel := `.react-flow__node[data-id="` + nodeID + `"]`
 	rect := `(() => { const r = document.querySelector('` + sel + `').getBoundingClientRect(); return [r.x, r.y, r.width].join(","); })()`
-	for last, i := "", 0; i < 50; i++ {
-		now := tb.js(t, rect)
-		if now == last {
-			break
+	open := `(() => { const c = document.querySelector(".panel .node-id code"); return String(c !== null && c.textContent === ` + strconv.Quote(nodeID) + `); })()`
+	run(t, tb, poll[bool](`(sel) => document.querySelector(sel) !== null`, chromedp.WithPollingArgs(sel)))
+	for attempt := 0; attempt < 5; attempt++ {
+		tb.settled(t)
+		for last, i := "", 0; i < 50; i++ {
+			now := tb.js(t, rect)
+			if now == last {
+				break
+			}
+			last = now
+			time.Sleep(100 * time.Millisecond)
 		}
-		last = now
-		time.Sleep(100 * time.Millisecond)
+		tb.do(t, chromedp.Click(chromedp.CSS(sel)))
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if tb.js(t, open) == "true" {
+				return
+			}
+		}
 	}
-	tb.do(t, chromedp.Click(chromedp.CSS(sel)))
-	run(t, tb, poll[bool](`(id) => { const c = document.querySelector(".panel .node-id code"); return c !== null && c.textContent === id; }`, chromedp.WithPollingArgs(nodeID)))
+	t.Fatalf("clicking node %s did not open its settings in the side panel", nodeID)
 }
 
 // typeInto types text into the element css matches, as key events sent
