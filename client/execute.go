@@ -206,6 +206,8 @@ type FileEntry struct {
 	Type    string    `json:"type"` // "file", "dir", ...
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"modTime"`
+	// ReadOnly: in a read-only mount (the skills).
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // ListFiles lists a directory of the session's sandbox (file:list).

@@ -335,8 +335,8 @@ func (m *Manager) fileCore(ctx context.Context, call *FileCall) (FileResult, err
 	switch call.Op {
 	case FileList:
 		r.Entries, err = files.List(ctx, call.Path)
-		if rel, _ := WorkspaceRel(call.Path); err == nil && rel == "." {
-			r.Entries = m.withMounts(ctx, call.Scope, r.Entries)
+		if err == nil {
+			r.Entries = m.withMounts(ctx, call.Scope, call.Path, r.Entries)
 		}
 	case FileStat:
 		r.Info, err = files.Stat(ctx, call.Path)
@@ -347,7 +347,7 @@ func (m *Manager) fileCore(ctx context.Context, call *FileCall) (FileResult, err
 	case FileWrite:
 		err = files.WriteFile(ctx, call.Path, call.Data)
 	case FileZip:
-		err = files.Zip(ctx, call.Path, call.Writer)
+		err = m.zip(ctx, call.Scope, files, call.Path, call.Writer)
 	default:
 		err = fmt.Errorf("file operation %q: %w", call.Op, ErrUnsupported)
 	}

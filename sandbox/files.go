@@ -307,6 +307,23 @@ func (d DirFiles) WriteFile(ctx context.Context, p string, data []byte) error {
 // Zip streams the directory (or single file) at p to w. Entries are named
 // from the base name of p down; links, FIFOs and devices are left out.
 func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
+	return d.ZipSkipping(ctx, p, w, nil)
+}
+
+// ZipSkipping is Zip leaving out the directories at skip, paths relative
+// to p (the mount points the caller adds from elsewhere, E4).
+func (d DirFiles) ZipSkipping(ctx context.Context, p string, w io.Writer, skip []string) error {
+	zw := zip.NewWriter(w)
+	if err := d.zipInto(ctx, zw, p, "", skip); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// zipInto adds the directory (or single file) at p to zw, named from
+// prefix down (from the base name of p when prefix is empty), leaving
+// out skip (paths relative to p).
+func (d DirFiles) zipInto(ctx context.Context, zw *zip.Writer, p, prefix string, skip []string) error {
 	rel, err := d.rel(p)
 	if err != nil {
 		return err
@@ -320,8 +337,10 @@ func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
 	if err != nil {
 		return d.fileErr("zip", d.path(rel), err)
 	}
-	base := path.Base(d.path(rel))
-	zw := zip.NewWriter(w)
+	base := prefix
+	if base == "" {
+		base = path.Base(d.path(rel))
+	}
 	addFile := func(fileRel, name string) error {
 		f, fi, err := d.openRegular(r, fileRel)
 		if err != nil {
@@ -345,10 +364,11 @@ func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
 		return err
 	}
 	if !st.IsDir() {
-		if err := addFile(rel, base); err != nil {
-			return err
-		}
-		return zw.Close()
+		return addFile(rel, base)
+	}
+	skipped := map[string]bool{}
+	for _, s := range skip {
+		skipped[path.Join(rel, s)] = true
 	}
 	err = fs.WalkDir(r.FS(), rel, func(walked string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -356,6 +376,12 @@ func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if skipped[walked] {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		name := base
 		if walked != rel {
@@ -376,5 +402,5 @@ func (d DirFiles) Zip(ctx context.Context, p string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("zip %s: %w", d.path(rel), err)
 	}
-	return zw.Close()
+	return nil
 }

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"archive/zip"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -63,8 +65,10 @@ func mountFile(ctx context.Context, mt Mount, call *FileCall) (FileResult, error
 	switch call.Op {
 	case FileList:
 		r.Entries, err = files.List(ctx, call.Path)
+		markReadOnly(mt, r.Entries)
 	case FileStat:
 		r.Info, err = files.Stat(ctx, call.Path)
+		r.Info.ReadOnly = mt.ReadOnly && err == nil
 	case FileRead:
 		r.Data, err = files.ReadFile(ctx, call.Path, call.Max)
 	case FileOpen:
@@ -82,24 +86,64 @@ func mountFile(ctx context.Context, mt Mount, call *FileCall) (FileResult, error
 	return r, err
 }
 
-// withMounts adds to a listing of /workspace the mounts it lacks (a
-// sandbox created before they existed, or whose provider shows no
-// mountpoints), so that they can be browsed.
-func (m *Manager) withMounts(ctx context.Context, scope Scope, entries []FileInfo) []FileInfo {
+// markReadOnly marks the entries of a read-only mount (the skills) as
+// such, for listings to show (E4).
+func markReadOnly(mt Mount, entries []FileInfo) {
+	if !mt.ReadOnly {
+		return
+	}
+	for i := range entries {
+		entries[i].ReadOnly = true
+	}
+}
+
+// zip writes the ZIP of p: the sandbox's files with, inside p, the
+// mounts' files from their host directories (E4).
+func (m *Manager) zip(ctx context.Context, scope Scope, files Files, p string, w io.Writer) error {
 	if m.cfg.MountsFor == nil {
+		return files.Zip(ctx, p, w)
+	}
+	mounts, err := m.cfg.MountsFor(ctx, scope)
+	if err != nil {
+		return fmt.Errorf("%w: prepare the sandbox's directories: %w", ErrUnavailable, err)
+	}
+	return zipWithMounts(ctx, files, p, mounts, w)
+}
+
+// withMounts shows, in a listing of the directory at p, the mounts in it
+// as their host directories are (E4): the mount point the provider shows
+// is replaced, and one it lacks (a sandbox created before the mounts
+// existed, or whose provider shows no mountpoints) is added, so that they
+// can be browsed; a read-only mount's entry says so.
+func (m *Manager) withMounts(ctx context.Context, scope Scope, p string, entries []FileInfo) []FileInfo {
+	if m.cfg.MountsFor == nil {
+		return entries
+	}
+	rel, err := WorkspaceRel(p)
+	if err != nil {
 		return entries
 	}
 	mounts, err := m.cfg.MountsFor(ctx, scope)
 	if err != nil {
 		return entries
 	}
-	have := map[string]bool{}
-	for _, e := range entries {
-		have[e.Path] = true
+	dir := path.Join(WorkspaceDir, rel)
+	at := map[string]int{}
+	for i, e := range entries {
+		at[e.Path] = i
 	}
 	for _, mt := range mounts {
-		if path.Dir(mt.Target) == WorkspaceDir && !have[mt.Target] {
-			entries = append(entries, FileInfo{Name: path.Base(mt.Target), Path: mt.Target, Type: "directory"})
+		if path.Dir(mt.Target) != dir {
+			continue
+		}
+		e := FileInfo{Name: path.Base(mt.Target), Path: mt.Target, Type: "directory", ReadOnly: mt.ReadOnly}
+		if fi, err := os.Stat(mt.Source); err == nil {
+			e.Size, e.ModTime = fi.Size(), fi.ModTime().UTC()
+		}
+		if i, ok := at[mt.Target]; ok {
+			entries[i] = e
+		} else {
+			entries = append(entries, e)
 		}
 	}
 	sort.SliceStable(entries, func(i, j int) bool {
@@ -133,19 +177,25 @@ func (f MountedFiles) at(p string) (Files, *Mount, error) {
 }
 
 func (f MountedFiles) List(ctx context.Context, p string) ([]FileInfo, error) {
-	files, _, err := f.at(p)
+	files, m, err := f.at(p)
 	if err != nil {
 		return nil, err
 	}
-	return files.List(ctx, p)
+	entries, err := files.List(ctx, p)
+	if m != nil {
+		markReadOnly(*m, entries)
+	}
+	return entries, err
 }
 
 func (f MountedFiles) Stat(ctx context.Context, p string) (FileInfo, error) {
-	files, _, err := f.at(p)
+	files, m, err := f.at(p)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	return files.Stat(ctx, p)
+	fi, err := files.Stat(ctx, p)
+	fi.ReadOnly = m != nil && m.ReadOnly && err == nil
+	return fi, err
 }
 
 func (f MountedFiles) Open(ctx context.Context, p string) (io.ReadCloser, FileInfo, error) {
@@ -175,10 +225,28 @@ func (f MountedFiles) WriteFile(ctx context.Context, p string, data []byte) erro
 	return files.WriteFile(ctx, p, data)
 }
 
+// Zip archives p; a directory holding mounts holds their files, but
+// the read-only ones' (E4).
 func (f MountedFiles) Zip(ctx context.Context, p string, w io.Writer) error {
+	files, m, err := f.at(p)
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		return files.Zip(ctx, p, w)
+	}
+	return zipWithMounts(ctx, f.Workspace, p, f.Mounts, w)
+}
+
+// zipInto adds p to zw as the sandbox sees it, leaving out skip: the
+// manager, which passes the mounts it knows as skip, adds them itself.
+func (f MountedFiles) zipInto(ctx context.Context, zw *zip.Writer, p, prefix string, skip []string) error {
 	files, _, err := f.at(p)
 	if err != nil {
 		return err
 	}
-	return files.Zip(ctx, p, w)
+	if a, ok := files.(zipAdder); ok {
+		return a.zipInto(ctx, zw, p, prefix, skip)
+	}
+	return zipCopy(ctx, files, p, zw, prefix, skip)
 }

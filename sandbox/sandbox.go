@@ -320,6 +320,9 @@ type FileInfo struct {
 	Type    string    `json:"type"` // "file" | "directory" | "symlink" | "other"
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"modTime"`
+	// ReadOnly: the entry is in a read-only mount (the skills), or is
+	// one (E4).
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // Files are the operations on a sandbox's workspace. Paths are absolute

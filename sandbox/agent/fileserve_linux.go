@@ -82,7 +82,7 @@ func (s *server) fileOp(ctx context.Context, req wireRequest, br *bufio.Reader, 
 			err = files.WriteFile(ctx, req.Path, data)
 		}
 	case opZip:
-		err = files.Zip(ctx, req.Path, dataWriter{w})
+		err = files.ZipSkipping(ctx, req.Path, dataWriter{w}, req.Skip)
 	}
 	if err != nil {
 		w.finish(frameError, fileErrorPayload(err))

@@ -242,6 +242,10 @@ type wireRequest struct {
 	Op   string `json:"op,omitempty"`
 	Path string `json:"path,omitempty"`
 	Max  int64  `json:"max,omitempty"`
+	// Skip: for "zip", directories relative to Path to leave out, the
+	// mounts the engine adds from the host (E4). An agent that ignores it
+	// sends them, and the engine drops them.
+	Skip []string `json:"skip,omitempty"`
 }
 
 func frameHeader(typ byte, n int) [5]byte {

@@ -83,6 +83,7 @@ type Files struct {
 }
 
 var _ sandbox.Files = Files{}
+var _ sandbox.ZipSkipper = Files{}
 
 // op sends a file operation on a new connection and returns the
 // connection's reader, positioned at the answer's first frame. With
@@ -332,7 +333,13 @@ func (f Files) WriteFile(ctx context.Context, path string, data []byte) error {
 }
 
 func (f Files) Zip(ctx context.Context, path string, w io.Writer) error {
-	conn, r, err := f.op(ctx, wireRequest{Op: opZip, Path: path}, nil)
+	return f.ZipSkipping(ctx, path, w, nil)
+}
+
+// ZipSkipping implements sandbox.ZipSkipper: the agent leaves out the
+// mounts, which the engine adds from their host directories (E4).
+func (f Files) ZipSkipping(ctx context.Context, path string, w io.Writer, skip []string) error {
+	conn, r, err := f.op(ctx, wireRequest{Op: opZip, Path: path, Skip: skip}, nil)
 	if err != nil {
 		return err
 	}
