@@ -210,14 +210,18 @@ func TestWorkspaceZipDocker(t *testing.T) {
 			if err := dockertest.EnsureImage(context.Background(), cli); err != nil {
 				t.Fatal(err)
 			}
-			checkWorkspaceZip(t, enginetest.Start(t, enginetest.Options{Env: map[string]string{
+			env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
 				"FLOWBOX_SANDBOX_PROVIDER":    "docker",
 				"FLOWBOX_DOCKER_HOST":         os.Getenv("DOCKER_HOST"),
 				"FLOWBOX_DOCKER_IMAGE":        dockertest.Image,
 				"FLOWBOX_DOCKER_SHELL":        dockertest.Shell,
 				"FLOWBOX_DOCKER_RUNTIME":      runtime,
 				"FLOWBOX_DOCKER_AGENT_BINARY": testenv.AgentBinary(t),
-			}}))
+			}})
+			if got := env.Engine.Services.Provider.Name(); got != "docker" {
+				t.Fatalf("the provider is %s, want docker", got)
+			}
+			checkWorkspaceZip(t, env)
 		})
 	}
 }
