@@ -225,3 +225,72 @@ func TestWorkspaceZipDocker(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxAPIWorkspaceZip: the service API's archive of /workspace
+// holds a session's upload into /workspace/uploads and what a command
+// wrote to /workspace/intermediate, not the skills; file:list shows the
+// skills read-only (E4).
+func TestSandboxAPIWorkspaceZip(t *testing.T) {
+	t.Parallel()
+	env := enginetest.Start(t, enginetest.Options{})
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	expect(t, admin, "POST", "/admin/api/skills/examples/csv-analyzer", nil, 201)
+	c := env.Bearer(env.APIKey(t, env.CreateUser(t, "sz-carol", auth.RoleUser)))
+	r := c.Do(t, "POST", "/api/sandbox/v1/sessions", map[string]any{"name": "zip"})
+	var s sessionView
+	r.JSON(t, &s)
+	if r.Status != 201 || s.ID == "" {
+		t.Fatalf("create a session: %d %s", r.Status, r.Body)
+	}
+	files := "/api/sandbox/v1/sessions/" + s.ID + "/files?path="
+	if r := c.Do(t, "PUT", files+"/workspace/uploads/data.csv", uploadBytes); r.Status != 201 {
+		t.Fatalf("upload into uploads: %d %s", r.Status, r.Body)
+	}
+	if res := execute(t, c, s.ID, "shell:exec", map[string]any{"command": "printf 'result\\n' > /workspace/intermediate/result.txt"}); res.IsError {
+		t.Fatalf("write the result: %+v %s", res, res.Output)
+	}
+	r = c.Do(t, "GET", files+"/workspace", nil)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/zip" {
+		t.Fatalf("archive of /workspace: %d %s", r.Status, clipped(r.Body))
+	}
+	got := unzip(t, r.Body)
+	if got["workspace/uploads/data.csv"] != string(uploadBytes) || got["workspace/intermediate/result.txt"] != "result\n" {
+		t.Errorf("archive of /workspace: uploads/data.csv %q, intermediate/result.txt %q; entries %v", got["workspace/uploads/data.csv"], got["workspace/intermediate/result.txt"], keys(got))
+	}
+	for name := range got {
+		if strings.HasPrefix(name, "workspace/skills") {
+			t.Errorf("the archive holds the skills: %s", name)
+		}
+	}
+
+	for _, tc := range []struct {
+		path     string
+		name     string
+		readOnly bool
+	}{
+		{"/workspace", "skills", true},
+		{"/workspace", "intermediate", false},
+		{"/workspace/skills", "csv-analyzer", true},
+		{"/workspace/uploads", "data.csv", false},
+	} {
+		res := execute(t, c, s.ID, "file:list", map[string]any{"path": tc.path})
+		var list struct {
+			Entries []listEntry `json:"entries"`
+		}
+		if err := json.Unmarshal(res.Output, &list); err != nil || res.IsError {
+			t.Fatalf("file:list %s: %+v %s", tc.path, res, res.Output)
+		}
+		found := false
+		for _, e := range list.Entries {
+			if e.Name == tc.name {
+				found = true
+				if e.ReadOnly != tc.readOnly {
+					t.Errorf("file:list %s: %+v, want readOnly %v", tc.path, e, tc.readOnly)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("file:list %s: %s lacks %s", tc.path, res.Output, tc.name)
+		}
+	}
+}
