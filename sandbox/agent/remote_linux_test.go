@@ -220,6 +220,22 @@ ln -s / rootlink && ln -s d/e/in.txt rel && mkfifo fifo && echo ok`, 10*time.Sec
 	if got["workspace/fifo"] || got["workspace/rootlink"] {
 		t.Errorf("the zip holds what is not a regular file: %v", got)
 	}
+	// The engine adds the mounts from the host and asks the agent to
+	// leave them out (E4).
+	buf.Reset()
+	if err := files.ZipSkipping(ctx, "/workspace", &buf, []string{"d/e", "new"}); err != nil {
+		t.Fatalf("ZipSkipping: %v", err)
+	}
+	if zr, err = zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
+		t.Fatalf("the zip is not readable: %v", err)
+	}
+	var skipped []string
+	for _, f := range zr.File {
+		skipped = append(skipped, f.Name)
+	}
+	if got, want := strings.Join(skipped, " "), "workspace/ workspace/big.bin workspace/d/ workspace/empty.txt"; got != want {
+		t.Errorf("the zip skipping d/e and new holds %s, want %s", got, want)
+	}
 	// A cancelled context ends an operation.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
