@@ -739,6 +739,32 @@ func testMounts(t *testing.T, h Harness) {
 	}
 	check(t, "first start")
 
+	// A ZIP of /workspace holds the writable mounts' files (E4).
+	t.Run("ZipHoldsMounts", func(t *testing.T) {
+		needs(t, p, isolated, "filesystem isolation, which gives the mounts a place in /workspace")
+		files, err := p.Files(ctx, id)
+		if err != nil {
+			t.Fatalf("Files: %v", err)
+		}
+		var buf bytes.Buffer
+		if err := files.Zip(ctx, sandbox.WorkspaceDir, &buf); err != nil {
+			t.Fatalf("Zip: %v", err)
+		}
+		zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatalf("zip is not readable: %v", err)
+		}
+		names := map[string]bool{}
+		for _, f := range zr.File {
+			names[f.Name] = true
+		}
+		for _, want := range []string{"workspace/uploads/report.csv", "workspace/intermediate/out-first-start.txt"} {
+			if !names[want] {
+				t.Errorf("the ZIP of /workspace lacks %s; has %v", want, names)
+			}
+		}
+	})
+
 	if err := p.Stop(ctx, id); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
