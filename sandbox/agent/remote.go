@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -338,14 +339,30 @@ func (f Files) Zip(ctx context.Context, path string, w io.Writer) error {
 
 // ZipSkipping implements sandbox.ZipSkipper: the agent leaves out the
 // mounts, which the engine adds from their host directories (E4).
+// An agent older than the field refuses the request as malformed before
+// it sends anything; it is asked again without it, and the engine drops
+// the mounts from its archive.
 func (f Files) ZipSkipping(ctx context.Context, path string, w io.Writer, skip []string) error {
-	conn, r, err := f.op(ctx, wireRequest{Op: opZip, Path: path, Skip: skip}, nil)
+	sent := false
+	err := f.zip(ctx, wireRequest{Op: opZip, Path: path, Skip: skip}, func(p []byte) error {
+		sent = true
+		_, err := w.Write(p)
+		return err
+	})
+	if len(skip) > 0 && !sent && errors.Is(err, ErrRefused) && strings.Contains(err.Error(), `unknown field "skip"`) {
+		err = f.zip(ctx, wireRequest{Op: opZip, Path: path}, func(p []byte) error {
+			_, err := w.Write(p)
+			return err
+		})
+	}
+	return err
+}
+
+func (f Files) zip(ctx context.Context, req wireRequest, data func([]byte) error) error {
+	conn, r, err := f.op(ctx, req, nil)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return answer(ctx, opZip, r, func(p []byte) error {
-		_, err := w.Write(p)
-		return err
-	})
+	return answer(ctx, opZip, r, data)
 }

@@ -393,3 +393,54 @@ func TestSocketImpostorResets(t *testing.T) {
 		t.Fatalf("the impostor that reset the connection: %+v, %v, output %q; want ErrAuth and nothing taken", res, err, out.String())
 	}
 }
+
+// TestZipSkippingOlderAgent: an agent older than the zip request's "skip"
+// refuses it as malformed; the client asks again without it (E4).
+func TestZipSkippingOlderAgent(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "old.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var archive bytes.Buffer
+	zw := zip.NewWriter(&archive)
+	zw.Create("workspace/")
+	zw.Close()
+	requests := make(chan string, 4)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			line, _ := bufio.NewReader(conn).ReadBytes('\n')
+			requests <- strings.TrimSpace(string(line))
+			// An older agent's readRequest refuses unknown fields.
+			if _, err := readRequest(bufio.NewReader(bytes.NewReader(line))); err == nil && !bytes.Contains(line, []byte(`"skip"`)) {
+				writeTestFrame(conn, frameData, archive.Bytes())
+				writeTestFrame(conn, frameDone, nil)
+			} else {
+				writeTestFrame(conn, frameError, []byte(`malformed request: json: unknown field "skip"`))
+			}
+			conn.Close()
+		}
+	}()
+	files := Files{Dial: func(ctx context.Context) (*Conn, error) { return Dial(ctx, sock, nil) }}
+	var buf bytes.Buffer
+	if err := files.ZipSkipping(context.Background(), "/workspace", &buf, []string{"uploads"}); err != nil {
+		t.Fatalf("ZipSkipping with an older agent: %v", err)
+	}
+	if !bytes.Equal(buf.Bytes(), archive.Bytes()) {
+		t.Errorf("ZipSkipping wrote %d bytes, want the agent's archive of %d", buf.Len(), archive.Len())
+	}
+	first, second := <-requests, <-requests
+	if !strings.Contains(first, `"skip":["uploads"]`) || strings.Contains(second, "skip") {
+		t.Errorf("requests %s then %s; want one with skip, then one without", first, second)
+	}
+}
+
+func writeTestFrame(w io.Writer, typ byte, p []byte) {
+	h := frameHeader(typ, len(p))
+	w.Write(append(h[:], p...))
+}
