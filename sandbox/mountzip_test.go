@@ -31,6 +31,27 @@ func (p zipOnlyProvider) Files(ctx context.Context, id string) (sandbox.Files, e
 	return zipOnly{f}, nil
 }
 
+// skipper is a provider's Files as the Kubernetes agent's: it archives
+// in the sandbox, leaving out what it is asked to.
+type skipper struct {
+	sandbox.Files
+	z sandbox.ZipSkipper
+}
+
+func (s skipper) ZipSkipping(ctx context.Context, p string, w io.Writer, skip []string) error {
+	return s.z.ZipSkipping(ctx, p, w, skip)
+}
+
+type skipperProvider struct{ *scripted }
+
+func (p skipperProvider) Files(ctx context.Context, id string) (sandbox.Files, error) {
+	f, err := p.scripted.Files(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return skipper{zipOnly{f}, f.(sandbox.ZipSkipper)}, nil
+}
+
 // zipEntries reads an archive into its entries' names (directories end
 // in "/") and contents.
 func zipEntries(t *testing.T, b []byte) ([]string, map[string]string) {
@@ -72,6 +93,7 @@ func TestZipAboveMounts(t *testing.T) {
 	}{
 		{"streamed", func(p *scripted) sandbox.Provider { return p }},
 		{"spooled from an archive with the mounts", func(p *scripted) sandbox.Provider { return zipOnlyProvider{p} }},
+		{"spooled from an archive without them", func(p *scripted) sandbox.Provider { return skipperProvider{p} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
