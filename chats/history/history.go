@@ -408,14 +408,15 @@ func (s *Store) deleteDocs(ctx context.Context, key string, count int) error {
 	}
 }
 
-// title is the first line of the question, at most 60 characters.
+// title is the first line of the question, at most 40 characters, so a
+// phone's chat list shows it on a line or two.
 func title(q string) string {
 	q = strings.TrimSpace(q)
 	if i := strings.IndexByte(q, '\n'); i >= 0 {
 		q = q[:i]
 	}
-	if utf8.RuneCountInString(q) > 60 {
-		q = string([]rune(q)[:60]) + "…"
+	if utf8.RuneCountInString(q) > 40 {
+		q = strings.TrimSpace(string([]rune(q)[:40])) + "…"
 	}
 	return q
 }

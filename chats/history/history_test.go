@@ -69,6 +69,25 @@ func TestTurnsAreRecordedAndReloaded(t *testing.T) {
 	if page, _ := s.Items(ctx, got, 2, 1); len(page) != 1 || page[0].Text != "thanks" {
 		t.Fatalf("page from 2 = %+v", page)
 	}
+
+	// A long first question is cut to 40 characters; a CJK one by
+	// characters, not bytes.
+	for _, c := range []struct{ q, want string }{
+		{"  summarise the quarterly sales report in three bullet points please\nthanks", "summarise the quarterly sales report in…"},
+		{"请把这份季度销售报告总结成三个要点，并列出每个地区的增长率和下一季度的预测数字，谢谢你的帮助", "请把这份季度销售报告总结成三个要点，并列出每个地区的增长率和下一季度的预测数字，…"},
+	} {
+		long, err := s.Open(ctx, scope("app", "alice", "long-"+c.want[:6]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		long, err = s.AppendTurn(ctx, long, history.Item{Role: "user", Text: c.q}, history.Item{Role: "assistant", Text: "ok"}, t0)
+		if err != nil || long.Title != c.want {
+			t.Fatalf("title of %q = %q, %v; want %q", c.q, long.Title, err, c.want)
+		}
+		if reopened, _ := s.Open(ctx, long.Scope()); reopened.Title != c.want {
+			t.Fatalf("stored title = %q, want %q", reopened.Title, c.want)
+		}
+	}
 }
 
 // Chat ids are scoped per app and user (T5): another user's or another
