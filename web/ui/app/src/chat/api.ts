@@ -1,0 +1,50 @@
+// The chat page's calls to the engine, in one place. base is "" on the
+// signed-in page and the link's path ("/share/{linkId}") on a share link,
+// whose chat routes answer under it; the chat list belongs to signed-in
+// users only.
+import { ApiError } from "../api";
+
+// ChatSummary is one of the caller's chats as GET /api/apps/:appId/chats
+// lists it.
+export interface ChatSummary {
+  chatId: string;
+  appId: string;
+  title: string;
+  updatedAt: string;
+  createdAt?: string;
+}
+
+async function answer<T>(resp: Response): Promise<T> {
+  const body = await resp.json().catch(() => ({}));
+  if (!resp.ok) throw new ApiError(resp.status, (body && (body.message || body.error)) || resp.statusText);
+  return body as T;
+}
+
+export interface ChatAPI {
+  listChats(appId: string): Promise<ChatSummary[]>;
+  renameChat(appId: string, chatId: string, title: string): Promise<{ chatId: string; title: string }>;
+  deleteChats(appId: string, chatIds: string[]): Promise<{ deleted: string[] }>;
+  /** stop asks the engine to end the chat's running turn (E3). */
+  stop(appId: string, chatId: string): Promise<{ stopped: boolean }>;
+}
+
+export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
+  const at = (path: string) => origin + base + path;
+  const send = <T>(method: string, path: string, body: unknown) =>
+    fetch(at(path), {
+      method,
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body),
+    }).then(answer<T>);
+  const chats = (appId: string) => `/api/apps/${encodeURIComponent(appId)}/chats`;
+  return {
+    async listChats(appId) {
+      const body = await fetch(at(chats(appId)), { credentials: "same-origin" }).then(answer<{ chats: ChatSummary[] | null }>);
+      return body.chats ?? [];
+    },
+    renameChat: (appId, chatId, title) => send("PATCH", `${chats(appId)}/${encodeURIComponent(chatId)}`, { title }),
+    deleteChats: (appId, chatIds) => send("DELETE", chats(appId), { chatIds }),
+    stop: (appId, chatId) => send("POST", "/api/v1/chat/stop", { appId, chatId }),
+  };
+}
