@@ -11,6 +11,8 @@ export default defineConfig({
     outDir: "dist",
     emptyOutDir: true,
     assetsDir: "assets",
+    // The chat page is its own entry, so it never loads the canvas.
+    rollupOptions: { input: { index: "index.html", chat: "chat.html" } },
   },
   test: {
     environment: "jsdom",

@@ -1,0 +1,28 @@
+import { render, screen } from "@testing-library/react";
+import { translator } from "../i18n";
+import { ChatPage } from "./ChatPage";
+
+describe("ChatPage", () => {
+  it("shows the history's answers as Markdown and how to start an empty chat", () => {
+    const { container, unmount } = render(
+      <ChatPage
+        csrf="tok"
+        t={translator("en")}
+        data={{ appId: "a", chatId: "c", apiBase: "", own: true, items: [{ role: "user", text: "**not bold**" }, { role: "assistant", text: "| f |\n|---|\n| a.txt |" }] }}
+      />,
+    );
+    expect(container.querySelector(".msg.user")?.textContent).toBe("**not bold**");
+    expect(container.querySelector(".msg.assistant td")?.textContent).toBe("a.txt");
+    expect(screen.getByRole("button", { name: "Send" })).toBeTruthy();
+    unmount();
+
+    render(<ChatPage csrf="tok" t={translator("zh")} data={{ appId: "a", chatId: "c", apiBase: "", own: true }} />);
+    expect(document.querySelector(".chat-empty")?.textContent).toBe(translator("zh")("askPlaceholder"));
+  });
+
+  it("shows another user's chat read-only", () => {
+    render(<ChatPage csrf="tok" t={translator("en")} data={{ appId: "a", chatId: "c", apiBase: "", own: false, items: [{ role: "assistant", text: "hi" }] }} />);
+    expect(document.querySelector("[data-role=not-own]")).toBeTruthy();
+    expect(screen.queryByRole("textbox")).toBeNull();
+  });
+});

@@ -1,0 +1,85 @@
+import { useRef, useState } from "react";
+import type { Translate } from "../i18n";
+import { apply, emptyRun, type Run } from "../sse";
+import { chatAPI } from "./api";
+import { Composer } from "./Composer";
+import { Markdown } from "./Markdown";
+import { startRun, type ChatRun } from "./run";
+import "./chat.css";
+
+// PageData is what the engine hands the chat page in its
+// <script type="application/json" id="page-data"> block.
+export interface PageData {
+  appId: string;
+  chatId: string;
+  /** "" on the signed-in page, the link's path on a share link */
+  apiBase: string;
+  own: boolean;
+  items?: { role: string; text: string }[];
+}
+
+interface Turn {
+  question: string;
+  run: Run;
+}
+
+// ChatPage is the chat: its turns, answers rendered as Markdown, and the
+// composer whose Stop ends a run (E1, E3).
+export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: Translate }) {
+  const [turns, setTurns] = useState<Turn[]>([]);
+  const [running, setRunning] = useState(false);
+  const [error, setError] = useState("");
+  const current = useRef<ChatRun | null>(null);
+  const api = chatAPI(data.apiBase, csrf);
+
+  const send = (question: string) => {
+    setError("");
+    setTurns((ts) => [...ts, { question, run: emptyRun() }]);
+    setRunning(true);
+    const run = startRun(data.apiBase, csrf, api, { appId: data.appId, chatId: data.chatId, messages: [{ role: "user", content: question }] }, (ev) =>
+      setTurns((ts) => ts.map((turn, i) => (i === ts.length - 1 ? { ...turn, run: apply(turn.run, ev) } : turn))),
+    );
+    current.current = run;
+    run.done
+      .catch((e: Error) => setError(e.message))
+      .finally(() => {
+        current.current = null;
+        setRunning(false);
+      });
+  };
+
+  const history = data.items ?? [];
+  return (
+    <main className="chat-page">
+      <div id="messages" className="messages">
+        {history.length === 0 && turns.length === 0 && <p className="hint chat-empty">{t("askPlaceholder")}</p>}
+        {history.map((item, i) =>
+          item.role === "user" ? (
+            <div key={i} className="msg user">{item.text}</div>
+          ) : (
+            <div key={i} className="msg assistant">
+              <Markdown className="text" text={item.text} />
+            </div>
+          ),
+        )}
+        {turns.map((turn, i) => (
+          <div key={"t" + i}>
+            <div className="msg user">{turn.question}</div>
+            <div className="msg assistant">
+              <Markdown className="text" text={turn.run.answer} />
+              {turn.run.errors.map((e, j) => (
+                <div key={j} className="error">{e}</div>
+              ))}
+            </div>
+          </div>
+        ))}
+        {error && <div className="error" role="alert">{error}</div>}
+      </div>
+      {data.own ? (
+        <Composer t={t} running={running} onSend={send} onStop={() => void current.current?.stop().catch((e: Error) => setError(e.message))} />
+      ) : (
+        <p className="hint" data-role="not-own">{t("otherUsersChat")}</p>
+      )}
+    </main>
+  );
+}
