@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 // running is a streamed chat run that the test reads in the background.
 type running struct {
 	chatID string
-	lines  chan string
 	done   chan string // everything the stream sent, once it ended
 }
 
@@ -25,6 +23,9 @@ type running struct {
 // no other test sleeps for) and returns once the sleep runs.
 func startRun(t *testing.T, c *enginetest.Client, path string, body map[string]any, secs int) *running {
 	t.Helper()
+	// The chat's id comes with the first answer text, after the command:
+	// the client names it.
+	body["chatId"] = "stop-" + strconv.Itoa(secs) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	body["stream"], body["detail"] = true, true
 	body["messages"] = message("$ sleep " + strconv.Itoa(secs))
 	resp, err := c.Send("POST", path, body)
@@ -35,31 +36,15 @@ func startRun(t *testing.T, c *enginetest.Client, path string, body map[string]a
 	if resp.StatusCode != 200 {
 		t.Fatalf("start run: status %d", resp.StatusCode)
 	}
-	r := &running{lines: make(chan string, 1000), done: make(chan string, 1)}
+	r := &running{chatID: body["chatId"].(string), done: make(chan string, 1)}
 	go func() {
 		var all strings.Builder
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			all.WriteString(sc.Text() + "\n")
-			select {
-			case r.lines <- sc.Text():
-			default:
-			}
 		}
 		r.done <- all.String()
 	}()
-	deadline := time.After(30 * time.Second)
-	for r.chatID == "" {
-		select {
-		case l := <-r.lines:
-			var chunk struct{ ID string }
-			if data, ok := strings.CutPrefix(l, "data: "); ok && json.Unmarshal([]byte(data), &chunk) == nil && chunk.ID != "" {
-				r.chatID = chunk.ID
-			}
-		case <-deadline:
-			t.Fatal("the stream named no chat id within 30 s")
-		}
-	}
 	untilTrue(t, "the sandbox's sleep "+strconv.Itoa(secs)+" to start", func() bool { return sleeping(secs) })
 	return r
 }

@@ -80,7 +80,7 @@ func runKey(scope sandbox.Scope) string {
 	return hex.EncodeToString(h[:16])
 }
 
-func (s *Stops) channel() string        { return "flowbox:stops:{" + s.Namespace + "}" }
+func (s *Stops) channel() string       { return "flowbox:stops:{" + s.Namespace + "}" }
 func (s *Stops) key(run string) string { return "flowbox:stops:{" + s.Namespace + "}:" + run }
 
 // endScript removes a run's entry only while it names this process: a
