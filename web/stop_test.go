@@ -17,6 +17,7 @@ import (
 type running struct {
 	chatID string
 	done   chan string // everything the stream sent, once it ended
+	close  func()      // goes away, as a closed page does
 }
 
 // startRun streams a turn whose command sleeps for secs seconds (a number
@@ -36,7 +37,7 @@ func startRun(t *testing.T, c *enginetest.Client, path string, body map[string]a
 	if resp.StatusCode != 200 {
 		t.Fatalf("start run: status %d", resp.StatusCode)
 	}
-	r := &running{chatID: body["chatId"].(string), done: make(chan string, 1)}
+	r := &running{chatID: body["chatId"].(string), done: make(chan string, 1), close: func() { resp.Body.Close() }}
 	go func() {
 		var all strings.Builder
 		sc := bufio.NewScanner(resp.Body)
@@ -195,4 +196,36 @@ func TestStopRunElsewhere(t *testing.T) {
 		t.Error("stopping from another engine process: stopped false, want true")
 	}
 	checkStopped(t, r, 3173)
+}
+
+// TestClosedRunHistory: a run whose client went away is kept with a
+// readable line, not the raw context error, and its command as cancelled.
+func TestClosedRunHistory(t *testing.T) {
+	t.Parallel()
+	env := enginetest.Start(t, enginetest.Options{})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	app := newApp(t, alice, "closed")
+	r := startRun(t, alice, "/api/v1/chat/completions", map[string]any{"appId": app}, 3174)
+	r.close()
+	untilTrue(t, "the sandbox's sleep to end", func() bool { return !sleeping(3174) })
+	var last string
+	untilTrue(t, "the turn to be recorded", func() bool {
+		var chat struct{ Items []struct{ Text string } }
+		resp := alice.Do(t, "GET", "/api/apps/"+app+"/chats/"+r.chatID, nil)
+		if resp.Status != 200 {
+			return false
+		}
+		resp.JSON(t, &chat)
+		if n := len(chat.Items); n > 0 {
+			last = chat.Items[n-1].Text
+		}
+		return last != ""
+	})
+	if !strings.HasSuffix(last, "Interrupted: the connection closed before the answer was complete.") || strings.Contains(last, "context canceled") {
+		t.Errorf("history after the client went away: %q", last)
+	}
+	if statuses, _ := toolStatuses(t, alice, app, r.chatID); strings.Join(statuses, ",") != "cancelled" {
+		t.Errorf("the interrupted command's card: %v, want cancelled", statuses)
+	}
 }
