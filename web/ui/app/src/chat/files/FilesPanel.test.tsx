@@ -94,6 +94,7 @@ test("no editor until a file is opened; opening and saving one", async () => {
   const editor = await editorOf(container);
   expect(editor.value).toBe("hello");
   expect(editor.readOnly).toBe(false);
+  expect(container.querySelector('[data-role="file-status"]')!.textContent).toBe("/workspace/notes.md");
   fireEvent.change(editor, { target: { value: "hello world" } });
   fireEvent.click(container.querySelector("#save-file")!);
   await waitFor(() => expect(container.querySelector('[data-role="file-status"]')!.textContent).toBe("/workspace/notes.md saved"));

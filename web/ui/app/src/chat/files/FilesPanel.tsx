@@ -76,13 +76,19 @@ export function FilesPanel(props: FilesPanelProps) {
 
   const uploads = useUploads(where, t);
 
+  // opened counts reads the same way: the file clicked last wins
+  const opened = useRef(0);
   const openFile = async (e: Entry) => {
+    const seq = ++opened.current;
     setStatus(null);
     const readOnly = mode === "read" || !!e.readOnly;
     try {
       const content = await readFile(where, e.path);
+      if (seq !== opened.current) return;
       setOpen({ path: e.path, content, readOnly, dirty: false });
+      setStatus({ text: e.path, ok: true });
     } catch (err) {
+      if (seq !== opened.current) return;
       if (err instanceof FileError && err.status === 415) {
         setOpen({ path: e.path, content: "", readOnly: true, binary: err.message, dirty: false });
         return;
