@@ -109,6 +109,12 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	storage := files.Storage{Disk: svc.DataDisk, Quota: svc.Workspace}
 	publish := &account.Publishing{Apps: appStore, Access: access, KeyStore: accounts, LinkStore: links}
 	runs := runLimits(svc, cfg.Caps, log)
+	// Stop requests reach the runs of every engine process on this Redis
+	// (E3).
+	stops := &chat.Stops{Redis: svc.Redis, Namespace: svc.DB.Name(), Log: log}
+	listen, stopListening := context.WithCancel(context.Background())
+	go stops.Listen(listen)
+	svc.closers = append(svc.closers, stopListening) // before Redis closes
 	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
 		Limits: &ui.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
 	if err := ui.Load(); err != nil {
@@ -121,7 +127,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			AccountLimit: &api.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
 		Chat: &chat.Handler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
 			Versions:   appStore,
-			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
+			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Stops: stops, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
 		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Templates: templates,
 			Versions:   appStore,

@@ -28,6 +28,9 @@ const (
 	// StatusLimited: the policy's tool-call limits (P9) left no room for
 	// the call; it did not run and does not count.
 	StatusLimited Status = "limited"
+	// StatusCancelled: the run was stopped, or its client went away,
+	// while the call ran; the call was ended (E3).
+	StatusCancelled Status = "cancelled"
 )
 
 // Of is a result's status: its own, else Failed or Success from IsError.

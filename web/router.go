@@ -135,6 +135,8 @@ func New(cfg Config) http.Handler {
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
 	r.POST("/api/v1/chat/completions", api.AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
+	// Stopping a run in progress (E3), by the same callers.
+	r.POST("/api/v1/chat/stop", api.AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
 
 	// Signed-in users (a session with its CSRF token on changes, or an
 	// API key). App keys reach only the routes of their app's chats and
@@ -216,6 +218,7 @@ func New(cfg Config) http.Handler {
 	shared.POST("/switch", p.Share.Gate(false), p.Share.Switch)
 	visitors := shared.Group("/api", p.Share.Gate(true))
 	visitors.POST("/v1/chat/completions", p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
+	visitors.POST("/v1/chat/stop", p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)

@@ -393,6 +393,11 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/v1/chat/completions", body: turn(func(f *fixture) string { return f.private }),
 			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401,
 				userSession: 404, userKey: 404, otherUser: 404}, def: 200},
+		// Stopping a run (E3): carol's idle chat is hers alone; everyone
+		// else names a chat they do not have.
+		{method: "POST", path: "/api/v1/chat/stop", body: jsonBody(map[string]any{"appId": f.shared, "chatId": f.chat}),
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401,
+				userSession: 200, userKey: 200}, def: 404},
 
 		{method: "GET", path: "/api/me", want: userRead, def: 200},
 		{method: "GET", path: "/api/apps", want: userRead, def: 200},
@@ -584,6 +589,12 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: shareAPI + "/v1/chat/completions", open: true, body: func(f *fixture, caller string) any {
 			return map[string]any{"chatId": f.visited, "messages": []map[string]string{{"role": "user", "content": "hello from " + caller}}}
 		}, want: map[string]int{linkVisitor: 200, visitorOther: 200}, def: 401},
+		// The other visitor's row above made a chat of their own under
+		// that id: they stop nothing of the first visitor's.
+		{method: "POST", path: shareAPI + "/v1/chat/stop", open: true, body: jsonBody(map[string]any{"chatId": f.visited}),
+			want: map[string]int{linkVisitor: 200, visitorOther: 200}, def: 401},
+		{method: "POST", path: shareAPI + "/v1/chat/stop", open: true, body: jsonBody(map[string]any{"chatId": "never-visited"}),
+			want: map[string]int{linkVisitor: 404, visitorOther: 404}, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("read", map[string]any{"path": "visitor.txt"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},

@@ -382,6 +382,11 @@ func (n *Node) runTool(ctx context.Context, run *nodes.NodeRun, tc llm.ToolCall,
 		resp = toolError(fmt.Sprintf("unknown tool %q; the tools you have are: %s", tc.Function.Name, names(tb.defs)))
 	default:
 		resp, call.Status, ask, unavailable = n.callTool(ctx, run, tc, t, tb, tr)
+		if ctx.Err() != nil && call.Status != registry.StatusSuccess {
+			// The run was stopped or its client went away (E3): the
+			// call did not fail on its own.
+			call.Status = registry.StatusCancelled
+		}
 	}
 	if ask != nil {
 		tb.mu.Lock()

@@ -68,6 +68,9 @@ type Handler struct {
 	Redactor func(ctx context.Context, appID string) *redact.Redactor
 	// RunLimits caps the runs in progress at once; nil caps none.
 	RunLimits *RunLimits
+	// Stops lets a stop request end a run in progress (E3); nil: runs
+	// cannot be stopped.
+	Stops *Stops
 	// Approvals keeps the runs paused for a person's approval (P10) or
 	// at an interactive node's question; ApprovalTimeout is how long one
 	// waits (default 30 minutes). Audit records the rejected commands,
@@ -425,8 +428,10 @@ func (h *Handler) admit(c *gin.Context, t *turn) (release func(), ok bool) {
 // turn, also when the client went away (its commands ran), before the
 // client learns of a paused run, and after the answer otherwise.
 func (h *Handler) runTurn(c *gin.Context, t *turn) {
-	ctx := c.Request.Context()
 	req := &t.req
+	// A stop request (E3) cancels ctx with ErrStopped.
+	ctx, done := h.Stops.Track(c.Request.Context(), sandbox.Scope{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID})
+	defer done()
 	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.chat.History(50),
 		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
@@ -490,11 +495,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	}
 	switch {
 	case runErr != nil:
-		answer += "\n[interrupted: " + runErr.Error() + "]"
-		if res.Paused != nil {
-			out.event(nodes.Event{Data: nodes.NodeError{Message: runErr.Error()}})
-			out.finish(&nodes.Result{Answer: answer, Responses: res.Responses})
-		}
+		answer = h.endedEarly(ctx, out, res, runErr)
 		record()
 	case out.approval != nil:
 		// The answer continues this turn: it is written down first.
