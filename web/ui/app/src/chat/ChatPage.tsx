@@ -3,6 +3,7 @@ import type { Translate } from "../i18n";
 import { apply, emptyRun, type Run } from "../sse";
 import { chatAPI } from "./api";
 import { Composer } from "./Composer";
+import { FilesPanel } from "./files/FilesPanel";
 import { Markdown } from "./Markdown";
 import { startRun, type ChatRun } from "./run";
 import "./chat.css";
@@ -15,6 +16,10 @@ export interface PageData {
   /** "" on the signed-in page, the link's path on a share link */
   apiBase: string;
   own: boolean;
+  /** the chat's owner, when a builder reads another user's chat */
+  userId?: string;
+  /** the files panel: absent when the page has none */
+  files?: "read" | "write";
   items?: { role: string; text: string }[];
 }
 
@@ -29,6 +34,8 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const [turns, setTurns] = useState<Turn[]>([]);
   const [running, setRunning] = useState(false);
   const [error, setError] = useState("");
+  const [refresh, setRefresh] = useState(0);
+  const [filesOpen, setFilesOpen] = useState(false);
   const current = useRef<ChatRun | null>(null);
   const api = chatAPI(data.apiBase, csrf);
 
@@ -45,41 +52,64 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
       .finally(() => {
         current.current = null;
         setRunning(false);
+        setRefresh((n) => n + 1);
       });
   };
 
   const history = data.items ?? [];
   return (
-    <main className="chat-page">
-      <div id="messages" className="messages">
-        {history.length === 0 && turns.length === 0 && <p className="hint chat-empty">{t("askPlaceholder")}</p>}
-        {history.map((item, i) =>
-          item.role === "user" ? (
-            <div key={i} className="msg user">{item.text}</div>
-          ) : (
-            <div key={i} className="msg assistant">
-              <Markdown className="text" text={item.text} />
-            </div>
-          ),
+    <div className={filesOpen ? "chat-layout files-open" : "chat-layout"}>
+      <main className="chat-page">
+        {data.files && (
+          <button type="button" className="secondary files-toggle" aria-expanded={filesOpen} onClick={() => setFilesOpen((o) => !o)}>
+            {t("files")}
+          </button>
         )}
-        {turns.map((turn, i) => (
-          <div key={"t" + i}>
-            <div className="msg user">{turn.question}</div>
-            <div className="msg assistant">
-              <Markdown className="text" text={turn.run.answer} />
-              {turn.run.errors.map((e, j) => (
-                <div key={j} className="error">{e}</div>
-              ))}
+        <div id="messages" className="messages">
+          {history.length === 0 && turns.length === 0 && <p className="hint chat-empty">{t("askPlaceholder")}</p>}
+          {history.map((item, i) =>
+            item.role === "user" ? (
+              <div key={i} className="msg user">{item.text}</div>
+            ) : (
+              <div key={i} className="msg assistant">
+                <Markdown className="text" text={item.text} />
+              </div>
+            ),
+          )}
+          {turns.map((turn, i) => (
+            <div key={"t" + i}>
+              <div className="msg user">{turn.question}</div>
+              <div className="msg assistant">
+                <Markdown className="text" text={turn.run.answer} />
+                {turn.run.errors.map((e, j) => (
+                  <div key={j} className="error">{e}</div>
+                ))}
+              </div>
             </div>
-          </div>
-        ))}
-        {error && <div className="error" role="alert">{error}</div>}
-      </div>
-      {data.own ? (
-        <Composer t={t} running={running} onSend={send} onStop={() => void current.current?.stop().catch((e: Error) => setError(e.message))} />
-      ) : (
-        <p className="hint" data-role="not-own">{t("otherUsersChat")}</p>
+          ))}
+          {error && <div className="error" role="alert">{error}</div>}
+        </div>
+        {data.own ? (
+          <Composer t={t} running={running} onSend={send} onStop={() => void current.current?.stop().catch((e: Error) => setError(e.message))} />
+        ) : (
+          <p className="hint" data-role="not-own">{t("otherUsersChat")}</p>
+        )}
+      </main>
+      {data.files && (
+        <aside className="chat-files">
+          <FilesPanel
+            apiBase={data.apiBase}
+            appId={data.appId}
+            chatId={data.chatId}
+            userId={data.userId}
+            mode={data.files}
+            csrf={csrf}
+            t={t}
+            refresh={refresh}
+            onClose={() => setFilesOpen(false)}
+          />
+        </aside>
       )}
-    </main>
+    </div>
   );
 }
