@@ -56,6 +56,7 @@ type sdkResult struct {
 	} `json:"stream"`
 	History struct {
 		First       string   `json:"first"`
+		Third       string   `json:"third"`
 		SecondUsage sdkUsage `json:"secondUsage"`
 		IDs         []string `json:"ids"`
 	} `json:"history"`
@@ -76,7 +77,7 @@ func TestOpenAISDK(t *testing.T) {
 	}
 	testenv.Need(t, "openai-sdk", err)
 
-	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_RUNS": "1"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CAP_USER_RUNS": "1"}, Workers: true})
 	userID := env.CreateUser(t, "sdk", auth.RoleUser)
 	key := env.APIKey(t, userID)
 
@@ -116,11 +117,14 @@ func TestOpenAISDK(t *testing.T) {
 	// The history sent without chatId reached the model: the second
 	// call's prompt is the first call's question and answer longer.
 	h := got.History
-	if !strings.Contains(h.First, "remembered") {
-		t.Errorf("the command's answer %q does not show its output", h.First)
+	if !strings.Contains(h.First, "remembered") || !strings.Contains(h.Third, "again") {
+		t.Errorf("the commands' answers %q and %q do not show their output", h.First, h.Third)
 	}
 	if want := p.Usage.Prompt + words("$ echo remembered") + words(h.First); h.SecondUsage.Prompt != want {
 		t.Errorf("the call with history had a prompt of %d words, want %d (the history's words more than without)", h.SecondUsage.Prompt, want)
+	}
+	if len(h.IDs) != 2 || h.IDs[0] == h.IDs[1] {
+		t.Fatalf("the runs with history answered the ids %q; want two distinct", h.IDs)
 	}
 	for _, id := range h.IDs {
 		scope := sandbox.Scope{AppID: apps.DemoAppID, UserID: userID, ChatID: id}
@@ -134,17 +138,17 @@ func TestOpenAISDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		left := 0
+		var left []string
 		for _, r := range records {
-			if len(h.IDs) > 0 && r.ChatID == h.IDs[0] {
-				left++
+			if r.ChatID == h.IDs[1] {
+				left = append(left, string(r.Status))
 			}
 		}
-		if left == 0 {
+		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the sandbox of the run without chatId is still there after 30s")
+			t.Fatalf("the sandbox of the run without chatId is still there after 30s (%v)", left)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

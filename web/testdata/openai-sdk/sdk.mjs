@@ -32,7 +32,10 @@ const first = [{ role: "user", content: "$ echo remembered" }];
 const one = await client.chat.completions.create({ model: app, messages: first });
 const history = [...first, { role: "assistant", content: one.choices[0].message.content }, { role: "user", content: "hello there" }];
 const two = await client.chat.completions.create({ model: app, messages: history });
-out.history = { first: one.choices[0].message.content, firstUsage: one.usage, secondUsage: two.usage, ids: [one.id, two.id] };
+// A command in a conversation without chatId: its sandbox goes when
+// the run ends.
+const three = await client.chat.completions.create({ model: app, messages: [...history, { role: "assistant", content: two.choices[0].message.content }, { role: "user", content: "$ echo again" }] });
+out.history = { first: one.choices[0].message.content, third: three.choices[0].message.content, secondUsage: two.usage, ids: [two.id, three.id] };
 
 try {
   await new OpenAI({ baseURL, apiKey: "fbk_wrong", maxRetries: 0 }).chat.completions.create({ model: app, messages: [{ role: "user", content: "hi" }] });
