@@ -393,6 +393,7 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/v1/chat/completions", body: turn(func(f *fixture) string { return f.private }),
 			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401,
 				userSession: 404, userKey: 404, otherUser: 404}, def: 200},
+		{method: "GET", path: "/api/v1/models", want: map[string]int{anonymous: 401, wrongKey: 401, adminToken: 401, adminBasic: 401}, def: 200},
 
 		{method: "GET", path: "/api/me", want: userRead, def: 200},
 		{method: "GET", path: "/api/apps", want: userRead, def: 200},
