@@ -61,6 +61,7 @@ type sdkResult struct {
 		IDs         []string `json:"ids"`
 	} `json:"history"`
 	BadKey       sdkFailure `json:"badKey"`
+	Invalid      sdkFailure `json:"invalid"`
 	Capped       sdkFailure `json:"capped"`
 	CappedStream sdkFailure `json:"cappedStream"`
 }
@@ -156,6 +157,11 @@ func TestOpenAISDK(t *testing.T) {
 	// A bad key: the SDK shows the whole message.
 	if b := got.BadKey; b.Status != 401 || !strings.Contains(b.Message, "API key") || b.Type != "authentication_error" {
 		t.Errorf("a bad key: %+v; want 401 with the message in full", b)
+	}
+	// A request the API refuses: the SDK shows what to send instead.
+	if b := got.Invalid; b.Status != 400 || !strings.Contains(b.Message, `messages must end with a non-empty {"role":"user"`) ||
+		b.Type != "invalid_request_error" || b.Code != "bad_request" {
+		t.Errorf("no message: %+v; want 400 with the message in full", b)
 	}
 	// Over the cap: 429 with Retry-After, streamed or not.
 	for _, c := range []sdkFailure{got.Capped, got.CappedStream} {

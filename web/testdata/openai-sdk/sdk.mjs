@@ -44,6 +44,13 @@ try {
   out.badKey = failure(err);
 }
 
+try {
+  await client.chat.completions.create({ model: app, messages: [] });
+  out.invalid = { status: 200 };
+} catch (err) {
+  out.invalid = failure(err);
+}
+
 // The user's runs are capped at one: a run while a command sleeps is
 // refused.
 const slow = client.chat.completions.create({ model: app, messages: [{ role: "user", content: "$ sleep 3" }] });
