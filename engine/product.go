@@ -125,7 +125,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Auth: accounts,
 		Sessions: &account.Sessions{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
 			AccountLimit: &api.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
-		Chat: &chat.Handler{Engine: engine, Apps: appStore, History: chats, APIKey: cfg.Product.APIKey,
+		Chat: &chat.Handler{Engine: engine, Apps: appStore, AppList: appStore, History: chats, Deleter: e.Workers, APIKey: cfg.Product.APIKey,
 			Versions:   appStore,
 			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Stops: stops, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
 			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},

@@ -101,7 +101,7 @@ func (n chatNode) Run(ctx context.Context, run *NodeRun) (map[string]any, error)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", req.Model, err)
 	}
-	run.Tokens = resp.Usage.TotalTokens
+	run.Count(resp.Usage)
 	return map[string]any{"answerText": resp.Message.Content}, nil
 }
 

@@ -216,7 +216,7 @@ func callTool(ctx context.Context, models Models, run *NodeRun, system, question
 	if err != nil {
 		return "", fmt.Errorf("model %s: %w", name, err)
 	}
-	run.Tokens = resp.Usage.TotalTokens
+	run.Count(resp.Usage)
 	for _, c := range resp.Message.ToolCalls {
 		if c.Function.Name == tool.Function.Name {
 			return c.Function.Arguments, nil

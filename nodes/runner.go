@@ -32,8 +32,9 @@ type NodeRun struct {
 	// Warning, when set, is recorded as the node's error while its outputs
 	// stay usable: the node ended on an error it turned into output (N5).
 	Warning string
-	// Tokens, when set by the node, are the model tokens it used.
-	Tokens int
+	// Tokens, when set by the node, are the model tokens it used (Count
+	// sets them), PromptTokens and CompletionTokens their parts.
+	Tokens, PromptTokens, CompletionTokens int
 	// Resume, when set, continues this node where it paused (see
 	// Interrupt) with a person's answer.
 	Resume *NodeResume
@@ -143,7 +144,9 @@ type NodeResponse struct {
 	Error       string         `json:"error,omitempty"`
 	Detail      any            `json:"detail,omitempty"`
 	// Tokens are the model tokens the node used (prompt and completion).
-	Tokens int `json:"tokens,omitempty"`
+	Tokens           int `json:"tokens,omitempty"`
+	PromptTokens     int `json:"promptTokens,omitempty"`
+	CompletionTokens int `json:"completionTokens,omitempty"`
 	// Branches are the branches the node took, when not the ordinary one.
 	Branches []string `json:"branches,omitempty"`
 }
@@ -241,4 +244,12 @@ func (e *Engine) Check(g *Graph) error {
 		return &ValidationError{Problems: problems}
 	}
 	return nil
+}
+
+// Count adds a model call's usage, as the model reported it, to the
+// node's tokens.
+func (r *NodeRun) Count(u llm.Usage) {
+	r.Tokens += u.TotalTokens
+	r.PromptTokens += u.PromptTokens
+	r.CompletionTokens += u.CompletionTokens
 }

@@ -573,6 +573,7 @@ func (s *scope) exec(ctx context.Context, n *Node, ends chan<- finished) {
 		} else {
 			out, err = typ.Run(ctx, nr)
 			resp.Outputs, resp.Detail, resp.Error, resp.Tokens = out, nr.Detail, nr.Warning, nr.Tokens
+			resp.PromptTokens, resp.CompletionTokens = nr.PromptTokens, nr.CompletionTokens
 		}
 	}
 	resp.RunningTime = r.now().Sub(start).Seconds()
@@ -685,6 +686,7 @@ func (e *Engine) RunNode(ctx context.Context, g *Graph, nodeID string, values ma
 	out, err := typ.Run(ctx, nr)
 	resp.RunningTime = r.now().Sub(start).Seconds()
 	resp.Outputs, resp.Detail, resp.Tokens, resp.Branches = out, nr.Detail, nr.Tokens, nr.Branches
+	resp.PromptTokens, resp.CompletionTokens = nr.PromptTokens, nr.CompletionTokens
 	var pause *Interrupt
 	switch {
 	case errors.As(err, &pause):

@@ -134,9 +134,12 @@ func New(cfg Config) http.Handler {
 
 	// The chat API: signed-in callers, or programs with the service key
 	// (FLOWBOX_API_KEY), naming their user in customUid.
-	r.POST("/api/v1/chat/completions", api.AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
+	// Its errors take OpenAI's shape, for OpenAI's clients (E5).
+	chatAuth := api.AuthenticateOrServiceKey(auth, p.Chat.APIKey)
+	r.POST("/api/v1/chat/completions", api.OpenAIErrors, chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
+	r.GET("/api/v1/models", api.OpenAIErrors, chatAuth, p.Chat.Models)
 	// Stopping a run in progress (E3), by the same callers.
-	r.POST("/api/v1/chat/stop", api.AuthenticateOrServiceKey(auth, p.Chat.APIKey), p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
+	r.POST("/api/v1/chat/stop", api.OpenAIErrors, chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
 
 	// Signed-in users (a session with its CSRF token on changes, or an
 	// API key). App keys reach only the routes of their app's chats and
@@ -217,8 +220,8 @@ func New(cfg Config) http.Handler {
 	shared.GET("/chat/:chatId", p.Share.Gate(false), p.Share.Chat)
 	shared.POST("/switch", p.Share.Gate(false), p.Share.Switch)
 	visitors := shared.Group("/api", p.Share.Gate(true))
-	visitors.POST("/v1/chat/completions", p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
-	visitors.POST("/v1/chat/stop", p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
+	shared.POST("/api/v1/chat/completions", api.OpenAIErrors, p.Share.Gate(true), p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
+	shared.POST("/api/v1/chat/stop", api.OpenAIErrors, p.Share.Gate(true), p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)

@@ -398,6 +398,7 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/v1/chat/stop", body: jsonBody(map[string]any{"appId": f.shared, "chatId": f.chat}),
 			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401,
 				userSession: 200, userKey: 200}, def: 404},
+		{method: "GET", path: "/api/v1/models", want: map[string]int{anonymous: 401, wrongKey: 401, adminToken: 401, adminBasic: 401}, def: 200},
 
 		{method: "GET", path: "/api/me", want: userRead, def: 200},
 		{method: "GET", path: "/api/apps", want: userRead, def: 200},

@@ -50,6 +50,25 @@ type apiErr struct {
 	Message string `json:"message"`
 }
 
+// UnmarshalJSON reads the one error shape, and OpenAI's on the chat API
+// (its error an object whose code is the kind).
+func (e *apiErr) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Code    int             `json:"code"`
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	e.Code, e.Message = raw.Code, raw.Message
+	var openai struct{ Code string }
+	if json.Unmarshal(raw.Error, &e.Error) != nil && json.Unmarshal(raw.Error, &openai) == nil {
+		e.Error = openai.Code
+	}
+	return nil
+}
+
 func execute(t *testing.T, c *enginetest.Client, session, tool string, params any) execResult {
 	t.Helper()
 	r := c.Do(t, "POST", "/api/sandbox/v1/sessions/"+session+"/execute", map[string]any{"tool": tool, "params": params})

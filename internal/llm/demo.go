@@ -57,7 +57,25 @@ func Commands(text string) []string {
 	return out
 }
 
-func (Demo) Complete(ctx context.Context, req Request, onText func(string)) (Response, error) {
+// Complete answers by the demo's rules, with the usage counted in words
+// (words of the request's messages, words of the answer and its tool
+// calls' arguments), so that tests can check exact figures.
+func (d Demo) Complete(ctx context.Context, req Request, onText func(string)) (Response, error) {
+	resp, err := d.complete(ctx, req, onText)
+	if err == nil {
+		for _, m := range req.Messages {
+			resp.Usage.PromptTokens += len(strings.Fields(m.Content))
+		}
+		resp.Usage.CompletionTokens = len(strings.Fields(resp.Message.Content))
+		for _, c := range resp.Message.ToolCalls {
+			resp.Usage.CompletionTokens += len(strings.Fields(c.Function.Arguments))
+		}
+		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	}
+	return resp, err
+}
+
+func (Demo) complete(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
 	}

@@ -131,10 +131,20 @@ func (c *Client) Complete(ctx context.Context, req Request, onText func(string))
 type wireRequest struct {
 	Request
 	Stream bool `json:"stream,omitempty"`
+	// StreamOptions asks a streamed answer for its usage in a last chunk.
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 func (c *Client) once(ctx context.Context, req Request, onText func(string)) (Response, time.Duration, error) {
-	body, err := json.Marshal(wireRequest{Request: req, Stream: onText != nil})
+	wire := wireRequest{Request: req, Stream: onText != nil}
+	if wire.Stream {
+		wire.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	body, err := json.Marshal(wire)
 	if err != nil {
 		return Response{}, 0, fmt.Errorf("encode model request: %w", err)
 	}

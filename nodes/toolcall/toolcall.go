@@ -185,7 +185,7 @@ func (n *Node) Run(ctx context.Context, run *nodes.NodeRun) (map[string]any, err
 			if err != nil {
 				return nil, fmt.Errorf("model %s: %w", modelName, err)
 			}
-			run.Tokens += resp.Usage.TotalTokens
+			run.Count(resp.Usage)
 			st.Messages = append(st.Messages, resp.Message)
 			answer = resp.Message.Content
 			if len(resp.Message.ToolCalls) == 0 {

@@ -32,7 +32,46 @@ func (f Failure) Write(c *gin.Context) {
 	if f.RetryAfter != "" {
 		c.Header("Retry-After", f.RetryAfter)
 	}
+	if c.GetBool(openAIErrorsKey) {
+		c.AbortWithStatusJSON(f.Status, f.OpenAIBody())
+		return
+	}
 	c.AbortWithStatusJSON(f.Status, f.Body())
+}
+
+// openAIErrorsKey marks a route whose errors take OpenAI's shape.
+const openAIErrorsKey = "flowbox.openaiErrors"
+
+// OpenAIErrors marks the route's errors for OpenAI's clients: put first
+// on the route, so that the authentication middleware's refusals take the
+// shape too.
+func OpenAIErrors(c *gin.Context) { c.Set(openAIErrorsKey, true) }
+
+// OpenAIBody is the failure as OpenAI's API answers one, which its SDKs
+// show in full: {"error":{"message","type","code"}}, with the one error
+// shape's code, statusText and message beside it (error is the object
+// there, its code the kind).
+func (f Failure) OpenAIBody() gin.H {
+	return gin.H{"error": gin.H{"message": f.Message, "type": openAIType(f.Status), "code": f.Kind},
+		"code": f.Status, "statusText": http.StatusText(f.Status), "message": f.Message}
+}
+
+// openAIType is OpenAI's error type for a status.
+func openAIType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	}
+	if status >= 500 {
+		return "server_error"
+	}
+	return "invalid_request_error"
 }
 
 // Body is the failure in the one error shape.

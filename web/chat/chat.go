@@ -22,9 +22,9 @@ import (
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/approval"
 	"github.com/flowbox/flowbox/chats/history"
+	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/nodes"
 	"github.com/flowbox/flowbox/nodes/runapp"
-	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/redact"
 	"github.com/flowbox/flowbox/web/api"
@@ -45,12 +45,17 @@ type History interface {
 type Handler struct {
 	Engine *nodes.Engine
 	Apps   api.AppReader
+	// AppList lists the apps for GET /api/v1/models; nil lists none.
+	AppList AppLister
 	// Versions reads the apps' published versions (apps.Store); nil: every
 	// app runs its draft.
 	Versions interface {
 		Version(ctx context.Context, appID, versionID string) (apps.Version, error)
 	}
 	History History
+	// Deleter deletes the sandbox of a run that keeps no chat (a request
+	// without chatId that sends its history); nil: such runs are refused.
+	Deleter api.SandboxDeleter
 	// APIKey authorises programs that have no account (they name their
 	// user in customUid); empty refuses them. Signed-in callers (a session
 	// or their own API key, see Authenticate) chat as themselves.
@@ -137,6 +142,10 @@ type turn struct {
 	attached []string
 	replyID  string
 	newChat  bool
+	// sent is the history a request without chatId sent: the run keeps
+	// no chat (see openai.go).
+	sent      []llm.Message
+	ephemeral bool
 
 	principal auth.Principal
 	signedIn  bool
@@ -217,6 +226,9 @@ func (h *Handler) readTurn(c *gin.Context) (*turn, bool) {
 		api.Error(c, http.StatusBadRequest, `messages must end with a non-empty {"role":"user","content":"..."}`)
 		return nil, false
 	}
+	if !h.historySent(c, t) {
+		return nil, false
+	}
 	if t.newChat {
 		req.ChatID = api.NewID()
 	} else if problem := files.ChatIDProblem(req.ChatID); problem != "" {
@@ -224,7 +236,7 @@ func (h *Handler) readTurn(c *gin.Context) (*turn, bool) {
 		return nil, false
 	}
 	if req.AppID == "" {
-		req.AppID = h.DefaultApp
+		req.AppID = h.modelApp(c.Request.Context(), req.Model)
 	}
 	if req.CustomUID == "" {
 		req.CustomUID = "api"
@@ -432,9 +444,10 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	// A stop request (E3) cancels ctx with ErrStopped.
 	ctx, done := h.Stops.Track(c.Request.Context(), sandbox.Scope{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID})
 	defer done()
-	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.chat.History(50),
+	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.history(),
 		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)
+	out.model, out.includeUsage = t.app.ID, req.StreamOptions.IncludeUsage
 	out.versionID = t.versionID
 	if h.Redactor != nil {
 		if r := h.Redactor(ctx, t.app.ID); r != nil {
@@ -446,7 +459,12 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 		out.trace = func(at time.Time) { h.trace(req.ChatID, at) }
 	}
 	start := h.Now()
+	var res *nodes.Result
+	defer func() { h.endEphemeral(ctx, t, res) }()
 	res, runErr := h.Engine.Run(runapp.Turn(ctx, h.Engine), t.graph, run, out.event)
+	if capped(c, runErr) {
+		return
+	}
 	if runErr != nil && errors.Is(runErr, nodes.ErrInvalid) {
 		api.Error(c, http.StatusUnprocessableEntity, runErr.Error())
 		return
@@ -485,6 +503,9 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 		}
 	}
 	record := func() {
+		if t.ephemeral {
+			return
+		}
 		_, err := h.History.AppendTurn(saveCtx, t.chat,
 			history.Item{Role: "user", Text: t.question},
 			history.Item{Role: "assistant", ResponseChatItemID: t.replyID, VersionID: t.versionID, Text: answer, ToolCalls: toolCalls(res), Responses: mustJSON(res.Responses), DurationMs: h.Now().Sub(start).Milliseconds()},
@@ -508,15 +529,6 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	}
 }
 
-// redactText redacts a text the chat shows (nil: as it is).
-func redactText(r *redact.Redactor, text string) string {
-	if r == nil {
-		return text
-	}
-	out, _ := r.Redact(text)
-	return out
-}
-
 // via names the credential of a chat request for the audit: a share link,
 // an API key (by the first characters of its hash, which let no one in),
 // a session, or the service key.
@@ -532,65 +544,4 @@ func via(p auth.Principal, signedIn bool, link share.Link, visitor bool) string 
 		return "session"
 	}
 	return "service-key"
-}
-
-// redactResult redacts what a run's result keeps of the model's side: the
-// answer, the commands of its tool calls (those of the apps it called
-// too), and the questions of interactive nodes (a description may quote
-// a model's answer).
-func redactResult(r *redact.Redactor, res *nodes.Result) {
-	if r == nil {
-		return
-	}
-	res.Answer, _ = r.Redact(res.Answer)
-	redactResponses(r, res.Responses)
-}
-
-func redactResponses(r *redact.Redactor, responses []nodes.NodeResponse) {
-	for _, resp := range responses {
-		switch d := resp.Detail.(type) {
-		case *nodes.InteractiveDetail:
-			d.Request.Description = redactText(r, d.Request.Description)
-		case toolcall.Detail:
-			for i := range d.ToolCalls { // shared with resp.Detail's slice
-				d.ToolCalls[i].Arguments = redactArgs(r, d.ToolCalls[i].Arguments)
-				if ap := d.ToolCalls[i].Approval; ap != nil {
-					ap.Command, ap.Edited = redactText(r, ap.Command), redactText(r, ap.Edited)
-				}
-			}
-		case runapp.Detail:
-			redactResponses(r, d.Responses)
-		}
-	}
-}
-
-// redactArgs redacts a tool call's JSON arguments value by value, so that
-// a marker never breaks the JSON; arguments that are not a JSON object
-// are redacted as text.
-func redactArgs(r *redact.Redactor, args string) string {
-	if r == nil {
-		return args
-	}
-	var obj map[string]any
-	if json.Unmarshal([]byte(args), &obj) != nil {
-		out, _ := r.Redact(args)
-		return out
-	}
-	changed := false
-	for k, v := range obj {
-		if str, ok := v.(string); ok {
-			if red, findings := r.Redact(str); len(findings) > 0 {
-				obj[k], changed = red, true
-			}
-		}
-	}
-	if !changed {
-		return args
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		out, _ := r.Redact(args)
-		return out
-	}
-	return string(b)
 }

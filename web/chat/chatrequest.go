@@ -18,8 +18,16 @@ import (
 )
 
 type chatRequest struct {
-	ChatID    string         `json:"chatId"`
-	AppID     string         `json:"appId"`
+	ChatID string `json:"chatId"`
+	AppID  string `json:"appId"`
+	// Model names the app as OpenAI's clients name a model (GET
+	// /api/v1/models lists them); appId, when set, wins.
+	Model string `json:"model"`
+	// StreamOptions asks, with includeUsage, for a last chunk with the
+	// run's usage, as OpenAI's API sends it.
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	CustomUID string         `json:"customUid"`
 	Stream    bool           `json:"stream"`
 	Detail    bool           `json:"detail"`

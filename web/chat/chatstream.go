@@ -67,6 +67,10 @@ type chatStream struct {
 	askedDetail bool
 	// versionID names the app's version that runs ("" for its draft).
 	versionID string
+	// model is the app's id, echoed as OpenAI's answers echo the model;
+	// includeUsage sends a last chunk with the run's usage.
+	model        string
+	includeUsage bool
 }
 
 func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
@@ -82,7 +86,7 @@ func newChatStream(c *gin.Context, stream, detail bool, id string) *chatStream {
 }
 
 func (s *chatStream) chunk(delta map[string]any, finish any) map[string]any {
-	return map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created,
+	return map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 }
 
@@ -179,6 +183,10 @@ func (s *chatStream) finish(res *nodes.Result) {
 			s.write(true, "interactive", s.approval)
 		}
 		s.send("answer", s.chunk(map[string]any{}, "stop"))
+		if s.includeUsage {
+			s.send("answer", map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
+				"choices": []any{}, "usage": usage(res.Responses)})
+		}
 		if s.detail {
 			s.send("appVersion", map[string]any{"versionId": s.versionID})
 			s.send("flowResponses", res.Responses)
@@ -187,9 +195,9 @@ func (s *chatStream) finish(res *nodes.Result) {
 		return
 	}
 	body := gin.H{
-		"id": s.id, "object": "chat.completion", "created": s.created,
+		"id": s.id, "object": "chat.completion", "created": s.created, "model": s.model,
 		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": res.Answer}, "finish_reason": "stop"}},
-		"usage":   map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+		"usage":   usage(res.Responses),
 		// FastGPT does not echo it; a client that let it be made learns it here.
 		"responseChatItemId": s.replyID,
 		// The app's version that answered; "" for its draft.

@@ -20,7 +20,7 @@ func TestSSEEventMapping(t *testing.T) {
 		event, json string // "" for nothing sent
 	}{
 		{"answer", nodes.AnswerDelta{Text: "hi"}, "answer",
-			`{"choices":[{"delta":{"content":"hi","role":"assistant"},"finish_reason":null,"index":0}],"created":7,"id":"chat-1","object":"chat.completion.chunk"}`},
+			`{"choices":[{"delta":{"content":"hi","role":"assistant"},"finish_reason":null,"index":0}],"created":7,"id":"chat-1","model":"demo","object":"chat.completion.chunk"}`},
 		{"empty answer", nodes.AnswerDelta{}, "", ""},
 		{"node status", nodes.NodeStatus{Status: nodes.StatusRunning}, "flowNodeStatus", `{"name":"Agent","nodeId":"agent","status":"running"}`},
 		{"node done", nodes.NodeDone{Response: nodes.NodeResponse{NodeID: "agent", Name: "Agent", Type: "tools", RunningTime: 1.5,
@@ -40,7 +40,7 @@ func TestSSEEventMapping(t *testing.T) {
 			w := httptest.NewRecorder()
 			c, _ := gin.CreateTestContext(w)
 			s := newChatStream(c, true, true, "chat-1")
-			s.created = 7
+			s.created, s.model = 7, "demo"
 			s.event(nodes.Event{NodeID: "agent", NodeName: "Agent", Data: tc.data})
 			want := ""
 			if tc.event != "" {
