@@ -135,11 +135,7 @@ func bwrapPlace(t *testing.T, mw ...sandbox.Middleware) place {
 // python3).
 func dockerPlace(t *testing.T) place {
 	t.Helper()
-	cli := dockertest.Client(t)
-	if _, err := cli.ImageInspect(testCtx(t), docker.DefaultImage); err != nil {
-		testenv.Need(t, "sandbox-image", fmt.Errorf("%s: %w (build it with images/sandbox/build.sh)", docker.DefaultImage, err))
-	}
-	p := dockertest.Provider(t, docker.Config{Image: docker.DefaultImage, Shell: docker.DefaultShell, AgentBinary: docker.NoAgent})
+	p := dockertest.Provider(t, docker.Config{Image: dockertest.SandboxImage(t), Shell: docker.DefaultShell, AgentBinary: docker.NoAgent})
 	return managerPlace(t, p, true)
 }
 

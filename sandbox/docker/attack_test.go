@@ -2,14 +2,12 @@ package docker_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
@@ -22,12 +20,8 @@ import (
 // cannot, so its answers are never taken, and the token itself is nowhere
 // a command can read it.
 func TestAttackAgentSocketReplaced(t *testing.T) {
-	cli := dockertest.Client(t)
-	if _, err := cli.ImageInspect(testCtx(t), docker.DefaultImage); err != nil {
-		testenv.Need(t, "sandbox-image", fmt.Errorf("%s: %w (build it with images/sandbox/build.sh)", docker.DefaultImage, err))
-	}
 	cfg := pathConfig(t, true)
-	cfg.Image, cfg.Shell = docker.DefaultImage, docker.DefaultShell
+	cfg.Image, cfg.Shell = dockertest.SandboxImage(t), docker.DefaultShell
 	e := newEnv(t, cfg)
 	id := e.started(t, sandbox.Spec{})
 	if res := e.run(t, id, "ls -a /.flowbox-run; cat /proc/1/environ /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c FLOWBOX_AGENT_TOKEN", 10*time.Second); strings.Contains(res.Stdout, "token") || !strings.HasSuffix(res.Stdout, "0\n") {

@@ -19,7 +19,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
@@ -1512,11 +1511,7 @@ func TestRefusesForeignIDs(t *testing.T) {
 func TestDefaultImage(t *testing.T) {
 	t.Parallel()
 	forEachPath(t, func(t *testing.T, cfg docker.Config) {
-		cli := dockertest.Client(t)
-		if _, err := cli.ImageInspect(testCtx(t), docker.DefaultImage); err != nil {
-			testenv.Need(t, "sandbox-image", fmt.Errorf("%s: %w (build it with images/sandbox/build.sh)", docker.DefaultImage, err))
-		}
-		cfg.Image, cfg.Shell = docker.DefaultImage, docker.DefaultShell
+		cfg.Image, cfg.Shell = dockertest.SandboxImage(t), docker.DefaultShell
 		e := newEnv(t, cfg)
 		id := e.started(t, sandbox.Spec{})
 

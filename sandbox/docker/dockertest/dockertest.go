@@ -103,6 +103,34 @@ func Runtime(t testing.TB, name string) string {
 	return name
 }
 
+// ImagesDone names the file scripts/test writes, holding the build's exit
+// status, once it has built the sandbox images it builds while the tests
+// already run.
+const ImagesDone = "FLOWBOX_TEST_IMAGES_DONE"
+
+// SandboxImage returns the product's sandbox image, docker.DefaultImage,
+// for a test on the daemon of Client(t). While scripts/test is still
+// building it (ImagesDone names a file not written yet) it waits for the
+// build, at most 15 minutes; when the daemon lacks the image, it stops the
+// test (testenv.Need, as the component "sandbox-image").
+func SandboxImage(t testing.TB) string {
+	t.Helper()
+	cli := Client(t)
+	if done := os.Getenv(ImagesDone); done != "" {
+		for deadline := time.Now().Add(15 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+			if _, err := os.Stat(done); err == nil {
+				break
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil {
+		testenv.Need(t, "sandbox-image", fmt.Errorf("%s: %w (build it with images/sandbox/build.sh)", docker.DefaultImage, err))
+	}
+	return docker.DefaultImage
+}
+
 // Provider returns a provider for cfg on the test daemon. Zero fields get
 // test defaults: Image, Shell, and a WorkspaceRoot under t.TempDir. The
 // busybox image is imported first if the daemon lacks it. At cleanup,
