@@ -88,6 +88,14 @@ func stop(t *testing.T, c *enginetest.Client, path string, body map[string]any, 
 	t.Helper()
 	resp := expect(t, c, "POST", path, body, want)
 	if want != 200 {
+		// A refusal takes OpenAI's shape, as completions' do (E5).
+		var refused struct {
+			Error struct{ Message, Type string }
+		}
+		resp.JSON(t, &refused)
+		if refused.Error.Message == "" || refused.Error.Type == "" {
+			t.Errorf("stop refused with %s, want OpenAI's {\"error\": {\"message\", \"type\", ...}}", resp.Body)
+		}
 		return false
 	}
 	var out struct{ Stopped *bool }
