@@ -6,6 +6,8 @@ import { Composer } from "./Composer";
 import { FilesPanel } from "./files/FilesPanel";
 import { Markdown } from "./Markdown";
 import { startRun, type ChatRun } from "./run";
+import { applyCard, noCards, type Cards } from "./cards/model";
+import { ToolCard } from "./cards/ToolCard";
 import "./chat.css";
 
 // PageData is what the engine hands the chat page in its
@@ -26,6 +28,7 @@ export interface PageData {
 interface Turn {
   question: string;
   run: Run;
+  cards: Cards;
 }
 
 // ChatPage is the chat: its turns, answers rendered as Markdown, and the
@@ -41,10 +44,10 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
 
   const send = (question: string) => {
     setError("");
-    setTurns((ts) => [...ts, { question, run: emptyRun() }]);
+    setTurns((ts) => [...ts, { question, run: emptyRun(), cards: noCards() }]);
     setRunning(true);
     const run = startRun(data.apiBase, csrf, api, { appId: data.appId, chatId: data.chatId, messages: [{ role: "user", content: question }] }, (ev) =>
-      setTurns((ts) => ts.map((turn, i) => (i === ts.length - 1 ? { ...turn, run: apply(turn.run, ev) } : turn))),
+      setTurns((ts) => ts.map((turn, i) => (i === ts.length - 1 ? { ...turn, run: apply(turn.run, ev), cards: applyCard(turn.cards, ev) } : turn))),
     );
     current.current = run;
     run.done
@@ -80,6 +83,9 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
             <div key={"t" + i}>
               <div className="msg user">{turn.question}</div>
               <div className="msg assistant">
+                {turn.cards.calls.map((c) => (
+                  <ToolCard key={c.id} call={c} t={t} />
+                ))}
                 <Markdown className="text" text={turn.run.answer} />
                 {turn.run.errors.map((e, j) => (
                   <div key={j} className="error">{e}</div>
