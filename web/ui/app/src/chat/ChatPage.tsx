@@ -23,6 +23,7 @@ export interface PageData {
   userId?: string;
   /** the files panel: absent when the page has none */
   files?: "read" | "write";
+  /** the history: each answer with its tool calls (toolcall.Call's JSON) and questions (pageQuestion's) */
   items?: HistoryItem[];
 }
 

@@ -1,6 +1,7 @@
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { translator } from "../../i18n";
 import { ChatPage, type PageData } from "../ChatPage";
+import { SHOWN } from "./model";
 
 // The engine is faked at the HTTP boundary only: each chat request is
 // kept, and answered with the server-sent events the test queues.
@@ -200,6 +201,23 @@ describe("the chat's cards", () => {
     expect(outcome("apr_c")).toBe("Not answered: the chat went on");
     expect(root.querySelector('[data-question-id="q1"] [data-role="question-outcome"]')?.textContent).toBe("Answered: Yes");
     expect(root.querySelector<HTMLButtonElement>('[data-question-id="q2"] [data-option="n"]')?.disabled).toBe(false);
+  });
+
+  it("keeps a 5 MB live output to its last 64 KiB in the page", async () => {
+    const line = "y".repeat(1023) + "\n";
+    const out = Array.from({ length: 5 * 1024 }, (): [string, unknown] => ["toolOutput", { tool: { id: "big", stream: "stdout", text: line } }]);
+    replies.push(sse(["toolCall", { tool: { id: "big", toolName: "sandbox_shell", params: '{"command":"yes | head -c 5M"}' } }], ...out, ["toolOutput", { tool: { id: "big", stream: "stdout", text: "last line\n" } }]));
+    const root = page();
+    await ask("print a lot");
+    const pre = await waitFor(() => {
+      const p = root.querySelector('[data-tool-id="big"] [data-role="stdout"]');
+      expect(p?.textContent?.endsWith("last line\n")).toBe(true);
+      return p!;
+    });
+    expect(pre.textContent!.length).toBe(SHOWN);
+    expect(root.querySelector<HTMLDetailsElement>('[data-tool-id="big"]')?.open).toBe(true);
+    expect(root.querySelector('[data-tool-id="big"] [data-role="cut"]')?.textContent).toContain("Earlier output cut");
+    expect(root.textContent!.length).toBeLessThan(SHOWN + 4096);
   });
 
   it("shows another user's open question without a way to answer it", () => {

@@ -1,6 +1,6 @@
 // The cards of a chat's answer, as the run's events build them: a card per
 // tool call (its live output while the command runs), the approvals a
-// command waits for, and the questions the workflow asks (E1, E3).
+// command waits for, and the questions the workflow asks (F4, E3, P10).
 import type { SseEvent } from "../../sse";
 
 /** SHOWN is how much of a stream a card keeps in the page: the last 64 KiB. */
