@@ -5,7 +5,10 @@ import { chatAPI } from "./api";
 import { Composer } from "./Composer";
 import { FilesPanel } from "./files/FilesPanel";
 import { Markdown } from "./Markdown";
-import { startRun, type ChatRun } from "./run";
+import { startRun, type ChatRun, type RunRequest } from "./run";
+import { CardList } from "./cards/CardList";
+import { historyCards, type HistoryItem } from "./cards/history";
+import { applyCard, noCards, type Cards } from "./cards/model";
 import "./chat.css";
 
 // PageData is what the engine hands the chat page in its
@@ -20,12 +23,14 @@ export interface PageData {
   userId?: string;
   /** the files panel: absent when the page has none */
   files?: "read" | "write";
-  items?: { role: string; text: string }[];
+  /** the history: each answer with its tool calls (toolcall.Call's JSON) and questions (pageQuestion's) */
+  items?: HistoryItem[];
 }
 
 interface Turn {
   question: string;
   run: Run;
+  cards: Cards;
 }
 
 // ChatPage is the chat: its turns, answers rendered as Markdown, and the
@@ -39,24 +44,39 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const current = useRef<ChatRun | null>(null);
   const api = chatAPI(data.apiBase, csrf);
 
-  const send = (question: string) => {
+  // runTurn runs one chat request (a message, or the answer to an
+  // approval or a question) as a new turn whose message is said. It
+  // resolves false when the run failed; an answer's failed turn is taken
+  // back, so its card can be answered again.
+  const runTurn = (said: string, request: Partial<RunRequest>, answer = false): Promise<boolean> => {
     setError("");
-    setTurns((ts) => [...ts, { question, run: emptyRun() }]);
+    setTurns((ts) => [...ts, { question: said, run: emptyRun(), cards: noCards() }]);
     setRunning(true);
-    const run = startRun(data.apiBase, csrf, api, { appId: data.appId, chatId: data.chatId, messages: [{ role: "user", content: question }] }, (ev) =>
-      setTurns((ts) => ts.map((turn, i) => (i === ts.length - 1 ? { ...turn, run: apply(turn.run, ev) } : turn))),
+    const run = startRun(data.apiBase, csrf, api, { appId: data.appId, chatId: data.chatId, ...request }, (ev) =>
+      setTurns((ts) => ts.map((turn, i) => (i === ts.length - 1 ? { ...turn, run: apply(turn.run, ev), cards: applyCard(turn.cards, ev) } : turn))),
     );
     current.current = run;
-    run.done
-      .catch((e: Error) => setError(e.message))
+    return run.done
+      .then(
+        () => true,
+        (e: Error) => {
+          setError(e.message);
+          if (answer) setTurns((ts) => ts.slice(0, -1));
+          return false;
+        },
+      )
       .finally(() => {
         current.current = null;
         setRunning(false);
         setRefresh((n) => n + 1);
       });
   };
+  const send = (question: string) => void runTurn(question, { messages: [{ role: "user", content: question }] });
+  const sendAnswer = data.own ? (said: string, request: Record<string, unknown>) => runTurn(said, request, true) : undefined;
 
   const history = data.items ?? [];
+  const [stored] = useState(() => historyCards(history));
+  const lastAnswer = history.map((item) => item.role).lastIndexOf("assistant");
   return (
     <div className={filesOpen ? "chat-layout files-open" : "chat-layout"}>
       <main className="chat-page">
@@ -72,7 +92,9 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
               <div key={i} className="msg user">{item.text}</div>
             ) : (
               <div key={i} className="msg assistant">
-                <Markdown className="text" text={item.text} />
+                <CardList cards={stored[i]} t={t} send={sendAnswer} current={turns.length === 0 && i === lastAnswer} busy={running}>
+                  <Markdown className="text" text={item.text} />
+                </CardList>
               </div>
             ),
           )}
@@ -80,7 +102,9 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
             <div key={"t" + i}>
               <div className="msg user">{turn.question}</div>
               <div className="msg assistant">
-                <Markdown className="text" text={turn.run.answer} />
+                <CardList cards={turn.cards} t={t} send={sendAnswer} current={i === turns.length - 1} busy={running}>
+                  <Markdown className="text" text={turn.run.answer} />
+                </CardList>
                 {turn.run.errors.map((e, j) => (
                   <div key={j} className="error">{e}</div>
                 ))}
