@@ -323,14 +323,20 @@ func (e *browserEnv) openChat(t *testing.T, tb *tab, appID string) string {
 	return chatID
 }
 
+// send fills the composer with message and sends it.
+func (tb *tab) send(t *testing.T, message string) {
+	t.Helper()
+	tb.setValue(t, `#chat-form textarea`, message)
+	tb.do(t, chromedp.Click(chromedp.CSS(`#chat-form [data-role=send]`)))
+}
+
 // ask sends a message and waits until the answer has finished streaming:
 // the card of the command has its final status and the answer's text
 // came.
 func (tb *tab) ask(t *testing.T, message string) {
 	t.Helper()
 	before := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages .msg.assistant").length`))
-	tb.setValue(t, `#chat-form textarea`, message)
-	tb.do(t, chromedp.Click(chromedp.CSS(`#chat-form [data-role=send]`)))
+	tb.send(t, message)
 	run(t, tb, poll[bool](`(before) => {
 		const answers = document.querySelectorAll("#messages .msg.assistant");
 		if (answers.length <= before) return false;
@@ -579,6 +585,7 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text(t, ".tool-card [data-role=status]"); got != "cancelled" {
 			t.Errorf("the stopped command's card says %q, want cancelled", got)
 		}
+		run(t, tb, poll[bool](`() => document.querySelector("#messages .msg.assistant .text")?.textContent.includes("Stopped by the user.")`))
 		if answer := tb.text(t, "#messages .msg.assistant .text"); !strings.Contains(answer, "Stopped by the user.") || strings.Contains(answer, "late") {
 			t.Errorf("the stopped run's answer is %q, want it to say it was stopped by the user", answer)
 		}

@@ -174,7 +174,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 	// The message goes with the file; the model is told where it is, runs
 	// the skill's script on it and answers.
 	tb.ask(t, "What is in this file?")
-	lastUser := `#messages .msg.user:nth-last-child(2)`
+	lastUser := `:is(#messages > .msg.user:nth-last-child(2), #messages > div:last-child > .msg.user)`
 	if got := tb.js(t, `document.querySelector("`+lastUser+`").firstChild.textContent`); got != "What is in this file?" {
 		t.Errorf("the message shows %q", got)
 	}
@@ -192,7 +192,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 	if q := msgs[len(msgs)-1].Content; !strings.Contains(q, "What is in this file?") || !strings.Contains(q, "Attached files: "+workspaceCSVPath+" ("+csvSize+")") {
 		t.Errorf("the model was asked %q, want the question and where the file is", q)
 	}
-	card := `#messages .msg.assistant:last-child .tool-card`
+	card := lastAnswer + ` .tool-card`
 	tb.do(t, chromedp.Click(chromedp.CSS(card+" summary")), chromedp.WaitVisible(chromedp.CSS(card+` [data-role=stdout]`)))
 	checks := []struct{ name, css, want string }{
 		{"tool", card + ` .label`, "execute_skill_script"},
@@ -286,11 +286,11 @@ func TestWorkspaceBrowser(t *testing.T) {
 		browse(`#files li[data-path="/workspace/skills/csv-analyzer"] a`, skillFile),
 		chromedp.Click(chromedp.CSS(skillFile+" a")),
 	)
-	if got := run(t, tb, poll[string](`() => document.querySelector("#files textarea").value`)); !strings.Contains(got, "name: csv-analyzer") {
+	if got := run(t, tb, poll[string](`() => document.querySelector("#files textarea")?.value`)); !strings.Contains(got, "name: csv-analyzer") {
 		t.Fatalf("the skill's SKILL.md opens as %q", got)
 	}
+	tb.setValue(t, "#files textarea", "changed")
 	tb.do(t,
-		chromedp.SetValue(chromedp.CSS("#files textarea"), "changed"),
 		chromedp.Click(chromedp.ID("save-file")),
 		chromedp.WaitVisible(chromedp.CSS(`#files [data-role=file-status].error`)),
 	)
