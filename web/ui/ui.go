@@ -66,7 +66,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
+	for _, name := range []string{"login", "apps", "builder", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": Translate}).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return err
