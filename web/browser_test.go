@@ -624,6 +624,18 @@ func TestBrowser(t *testing.T) {
 		if got := tb.js(t, `typeof window.flowboxInjected`); got != "undefined" {
 			t.Errorf("the answer's HTML ran: window.flowboxInjected is %s", got)
 		}
+		// The chat on a desktop and a phone, in both languages; none of
+		// them scrolls sideways.
+		for _, lang := range []string{"en", "zh"} {
+			for _, width := range []int64{1280, 390} {
+				tb.do(t, chromedp.EmulateViewport(width, 844), chromedp.Navigate(e.url+"/apps/demo/chat/"+chatID+"?lang="+lang),
+					chromedp.WaitVisible(chromedp.CSS(`#messages .msg.assistant .text h1`)))
+				if w := tb.js(t, `String(document.documentElement.scrollWidth - document.documentElement.clientWidth)`); w != "0" {
+					t.Errorf("at %d px in %s the chat scrolls sideways by %s px", width, lang, w)
+				}
+				e.screenshot(t, tb, fmt.Sprintf("chat-%s-%d.png", lang, width))
+			}
+		}
 	})
 
 	t.Run("delete a chat", func(t *testing.T) {
