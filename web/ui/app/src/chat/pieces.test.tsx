@@ -199,7 +199,14 @@ describe("the chat list", () => {
     fireEvent.change(input, { target: { value: "the files" } });
     await act(async () => fireEvent.keyDown(input, { key: "Enter" }));
     await waitFor(() => expect(root.querySelector('#chat-list [data-chat="mid"] a')?.textContent).toBe("the files"));
-    expect(seen.find((s) => s.method === "PATCH")).toEqual({ method: "PATCH", url: "/api/apps/a1/chats/mid", body: { title: "the files" } });
+    expect(seen.filter((s) => s.method === "PATCH")).toEqual([{ method: "PATCH", url: "/api/apps/a1/chats/mid", body: { title: "the files" } }]);
+
+    // Esc gives the title back unchanged
+    fireEvent.click(screen.getByRole("button", { name: "Rename the files" }));
+    fireEvent.change(screen.getByRole("textbox", { name: "Rename" }), { target: { value: "nope" } });
+    fireEvent.keyDown(screen.getByRole("textbox", { name: "Rename" }), { key: "Escape" });
+    expect(root.querySelector('#chat-list [data-chat="mid"] a')?.textContent).toBe("the files");
+    expect(seen.filter((s) => s.method === "PATCH")).toHaveLength(1);
   });
 
   it("opens as a drawer from its button and closes on Esc, on the overlay and on a choice", async () => {
