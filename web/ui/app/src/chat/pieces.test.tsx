@@ -254,6 +254,19 @@ describe("uploads in the composer", () => {
     await waitFor(() => expect(runs()).toHaveLength(1));
     expect(runs()[0].messages).toEqual([{ role: "user", content: [{ type: "file_url", name: "uploads/a.csv" }] }]);
     expect(root.querySelector("#attachments li")).toBeNull();
+    const chip = root.querySelector(".msg.user .msg-attachments .attachment");
+    expect(chip?.getAttribute("data-path")).toBe("/workspace/uploads/a.csv");
+    expect(chip?.textContent).toBe("a.csv 12 B");
+  });
+
+  it("shows a stored message's files as chips, apart from its text", () => {
+    const root = page({ items: [{ role: "user", text: "sum it\n\nAttached files: /workspace/uploads/a.csv (12 B), /workspace/uploads/b c.txt (1.5 KiB)" }] });
+    expect(root.querySelector(".msg.user")?.firstChild?.textContent).toBe("sum it");
+    expect([...root.querySelectorAll(".msg.user .attachment")].map((c) => c.textContent)).toEqual(["a.csv 12 B", "b c.txt 1.5 KiB"]);
+    cleanup();
+    // a message that only mentions the words keeps them
+    const plain = page({ items: [{ role: "user", text: "what are Attached files: in the docs?" }] });
+    expect(plain.querySelector(".msg.user")?.textContent).toBe("what are Attached files: in the docs?");
   });
 
   it("keeps the question while an upload is under way", async () => {
