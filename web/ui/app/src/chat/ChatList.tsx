@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { Translate } from "../i18n";
 import type { ChatAPI, ChatSummary } from "./api";
 
@@ -28,6 +28,8 @@ export function ChatList(props: ChatListProps) {
   const [error, setError] = useState("");
   const [editing, setEditing] = useState("");
   const [draft, setDraft] = useState("");
+  // the chat being renamed: Enter and the input's blur both end it, once
+  const renaming = useRef("");
 
   useEffect(() => {
     if (props.visitor) return;
@@ -50,6 +52,8 @@ export function ChatList(props: ChatListProps) {
   }, [open, onClose]);
 
   const rename = async (c: ChatSummary) => {
+    if (renaming.current !== c.chatId) return;
+    renaming.current = "";
     const title = draft.trim();
     setEditing("");
     if (!title || title === c.title) return;
@@ -89,6 +93,7 @@ export function ChatList(props: ChatListProps) {
                       if (e.key === "Enter") void rename(c);
                       if (e.key === "Escape") {
                         e.stopPropagation();
+                        renaming.current = "";
                         setEditing("");
                       }
                     }}
@@ -105,6 +110,7 @@ export function ChatList(props: ChatListProps) {
                       title={t("chatRename")}
                       onClick={() => {
                         setDraft(c.title);
+                        renaming.current = c.chatId;
                         setEditing(c.chatId);
                       }}
                     >

@@ -7,6 +7,7 @@ import { FilesPanel } from "./files/FilesPanel";
 import { AttachButton, Attachments, DropZone, useAttachments } from "./files/Attachments";
 import { ChatList } from "./ChatList";
 import { RunDetails } from "./RunDetails";
+import { UserMessage, attachedLine } from "./UserMessage";
 import { ChatVariables, useVariables, type Variable } from "./Variables";
 import { Markdown } from "./Markdown";
 import { startRun, type ChatRun, type RunRequest } from "./run";
@@ -99,7 +100,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const send = (question: string): boolean => {
     const taken = attachments.take(question);
     if (taken.wait || taken.content === undefined) return false;
-    const said = taken.files.length ? [question, ...taken.files.map((f) => f.sandboxPath)].filter(Boolean).join("\n") : question;
+    const said = taken.files.length ? (question ? question + "\n\n" : "") + attachedLine(taken.files) : question;
     void runTurn(said, { messages: [{ role: "user", content: taken.content }] }).then((ok) => {
       if (!ok && taken.files.length) attachments.restore(taken.files);
     });
@@ -149,7 +150,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           )}
           {history.map((item, i) =>
             item.role === "user" ? (
-              <div key={i} className="msg user">{item.text}</div>
+              <UserMessage key={i} text={item.text} t={t} />
             ) : (
               <div key={i} className="msg assistant">
                 <CardList cards={storedCards[i]} t={t} send={sendAnswer} current={turns.length === 0 && i === lastAnswer} busy={running}>
@@ -161,7 +162,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           )}
           {turns.map((turn, i) => (
             <div key={"t" + i}>
-              <div className="msg user">{turn.question}</div>
+              <UserMessage text={turn.question} t={t} />
               <div className="msg assistant">
                 <CardList cards={turn.cards} t={t} send={sendAnswer} current={i === turns.length - 1} busy={running}>
                   <Markdown className="text" text={turn.run.answer} />

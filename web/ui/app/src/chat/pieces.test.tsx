@@ -199,7 +199,14 @@ describe("the chat list", () => {
     fireEvent.change(input, { target: { value: "the files" } });
     await act(async () => fireEvent.keyDown(input, { key: "Enter" }));
     await waitFor(() => expect(root.querySelector('#chat-list [data-chat="mid"] a')?.textContent).toBe("the files"));
-    expect(seen.find((s) => s.method === "PATCH")).toEqual({ method: "PATCH", url: "/api/apps/a1/chats/mid", body: { title: "the files" } });
+    expect(seen.filter((s) => s.method === "PATCH")).toEqual([{ method: "PATCH", url: "/api/apps/a1/chats/mid", body: { title: "the files" } }]);
+
+    // Esc gives the title back unchanged
+    fireEvent.click(screen.getByRole("button", { name: "Rename the files" }));
+    fireEvent.change(screen.getByRole("textbox", { name: "Rename" }), { target: { value: "nope" } });
+    fireEvent.keyDown(screen.getByRole("textbox", { name: "Rename" }), { key: "Escape" });
+    expect(root.querySelector('#chat-list [data-chat="mid"] a')?.textContent).toBe("the files");
+    expect(seen.filter((s) => s.method === "PATCH")).toHaveLength(1);
   });
 
   it("opens as a drawer from its button and closes on Esc, on the overlay and on a choice", async () => {
@@ -247,6 +254,19 @@ describe("uploads in the composer", () => {
     await waitFor(() => expect(runs()).toHaveLength(1));
     expect(runs()[0].messages).toEqual([{ role: "user", content: [{ type: "file_url", name: "uploads/a.csv" }] }]);
     expect(root.querySelector("#attachments li")).toBeNull();
+    const chip = root.querySelector(".msg.user .msg-attachments .attachment");
+    expect(chip?.getAttribute("data-path")).toBe("/workspace/uploads/a.csv");
+    expect(chip?.textContent).toBe("a.csv 12 B");
+  });
+
+  it("shows a stored message's files as chips, apart from its text", () => {
+    const root = page({ items: [{ role: "user", text: "sum it\n\nAttached files: /workspace/uploads/a.csv (12 B), /workspace/uploads/b c.txt (1.5 KiB)" }] });
+    expect(root.querySelector(".msg.user")?.firstChild?.textContent).toBe("sum it");
+    expect([...root.querySelectorAll(".msg.user .attachment")].map((c) => c.textContent)).toEqual(["a.csv 12 B", "b c.txt 1.5 KiB"]);
+    cleanup();
+    // a message that only mentions the words keeps them
+    const plain = page({ items: [{ role: "user", text: "what are Attached files: in the docs?" }] });
+    expect(plain.querySelector(".msg.user")?.textContent).toBe("what are Attached files: in the docs?");
   });
 
   it("keeps the question while an upload is under way", async () => {
