@@ -290,7 +290,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 		t.Fatalf("the skill's SKILL.md opens as %q", got)
 	}
 	// The skills are read-only: the panel says so and offers no Save (the
-	// server's refusal of a write there is files_test's).
+	// server's refusal of a write there is uploads_test's).
 	if got := tb.js(t, `JSON.stringify([document.querySelector("#files [data-role=open-read-only]") !== null, document.querySelector("#files textarea").readOnly, document.getElementById("save-file") === null])`); got != "[true,true,true]" {
 		t.Errorf("the opened SKILL.md: [read-only badge, read-only text, no Save] = %s, want all true", got)
 	}
