@@ -146,20 +146,18 @@ func TestWorkspaceBrowser(t *testing.T) {
 
 	// A file dropped on the chat is attached too; removed again, it is
 	// deleted from the chat.
-	drag := func(event string) string {
-		return tb.js(t, `(() => {
+	// The hint is drawn after the event, so its state is waited for.
+	drag := func(event, want string) {
+		tb.js(t, `(() => {
 			window.dropped = window.dropped || new DataTransfer();
 			if (!window.dropped.items.length) window.dropped.items.add(new File(["not needed"], "scratch.txt", { type: "text/plain" }));
 			document.querySelector("#messages").dispatchEvent(new DragEvent("`+event+`", { dataTransfer: window.dropped, bubbles: true, cancelable: true }));
-			return document.querySelector("[data-role=drop-hint]").hidden ? "hidden" : "shown";
+			return "";
 		})()`)
+		run(t, tb, poll[bool](`(want) => (document.querySelector("[data-role=drop-hint]").hidden ? "hidden" : "shown") === want`, chromedp.WithPollingArgs(want)))
 	}
-	if got := drag("dragenter"); got != "shown" {
-		t.Errorf("files dragged over the chat: the drop hint is %s", got)
-	}
-	if got := drag("drop"); got != "hidden" {
-		t.Errorf("files dropped on the chat: the drop hint is still %s", got)
-	}
+	drag("dragenter", "shown") // files dragged over the chat show the hint
+	drag("drop", "hidden")     // dropped, it goes
 	scratchChip := `#attachments .attachment[data-name="scratch.txt"]`
 	tb.do(t,
 		chromedp.WaitVisible(chromedp.CSS(scratchChip+`[data-state="done"]`)),
@@ -178,7 +176,7 @@ func TestWorkspaceBrowser(t *testing.T) {
 	if got := tb.js(t, `document.querySelector("`+lastUser+`").firstChild.textContent`); got != "What is in this file?" {
 		t.Errorf("the message shows %q", got)
 	}
-	if got := textContent(t, tb, lastUser+` .attachment[data-path="`+workspaceCSVPath+`"]`); got != "sales.csv"+csvSize {
+	if got := textContent(t, tb, lastUser+` .attachment[data-path="`+workspaceCSVPath+`"]`); got != "sales.csv "+csvSize {
 		t.Errorf("the message's attachment shows %q, want sales.csv and its size", got)
 	}
 	if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#attachments .attachment").length`)); n != 0 {
@@ -233,9 +231,8 @@ func TestWorkspaceBrowser(t *testing.T) {
 	// Opened again, the message shows its attachment the same way, and
 	// the card what the skill ran.
 	tb = e.signIn(t, "alice")
-	tb.expected = []string{"status of 403"} // the save into the skills
 	tb.do(t, chromedp.Navigate(e.url+"/apps/"+app.ID+"/chat/"+chatID), chromedp.WaitVisible(chromedp.CSS(`#messages .tool-card .badge.success`)))
-	if got := textContent(t, tb, `#messages .msg.user .attachment[data-path="`+workspaceCSVPath+`"]`); got != "sales.csv"+csvSize {
+	if got := textContent(t, tb, `#messages .msg.user .attachment[data-path="`+workspaceCSVPath+`"]`); got != "sales.csv "+csvSize {
 		t.Errorf("the stored message's attachment shows %q", got)
 	}
 	if got := tb.js(t, `document.querySelector("#messages .msg.user").firstChild.textContent`); got != "What is in this file?" {
