@@ -599,6 +599,7 @@ func TestBrowser(t *testing.T) {
 		tb := e.signIn(t, "alice")
 		chatID := e.openChat(t, tb, "demo")
 		tb.ask(t, "$ echo first")
+		chatItems(t, e, chatID) // the turn is stored
 		ctx := context.Background()
 		chat, err := e.chatNamed(ctx, chatID)
 		if err != nil {
