@@ -21,19 +21,18 @@ func newApprovalBrowserEnv(t *testing.T) *browserEnv {
 	return newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_POLICY_FILE": policyFile(t, approvalPolicy)}})
 }
 
-const lastAnswer = `#messages .msg.assistant:last-child`
+// lastAnswer is the last answer on the chat page: the last message of
+// the history, or the answer of the last turn sent from the page.
+const lastAnswer = `:is(#messages > .msg.assistant:last-child, #messages > div:last-child > .msg.assistant)`
 
 // askApproval sends a message whose command needs approval and waits for
 // its card.
 func (tb *tab) askApproval(t *testing.T, message string) {
 	t.Helper()
 	before := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages .approval").length`))
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), message),
-		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
-	)
+	tb.send(t, message)
 	run(t, tb, poll[bool](`(before) => document.querySelectorAll("#messages .approval").length > before &&
-		document.querySelector("#messages .msg.assistant:last-child .approval button[data-answer=approve]") !== null`,
+		document.querySelector("`+lastAnswer+` .approval button[data-answer=approve]") !== null`,
 		chromedp.WithPollingArgs(before)))
 }
 
@@ -41,7 +40,7 @@ func (tb *tab) askApproval(t *testing.T, message string) {
 func (tb *tab) waitAnswer(t *testing.T, want string) {
 	t.Helper()
 	run(t, tb, poll[bool](`(want) => {
-		const last = document.querySelector("#messages .msg.assistant:last-child .text");
+		const last = document.querySelector("`+lastAnswer+` .text");
 		return last !== null && last.textContent.includes(want);
 	}`, chromedp.WithPollingArgs(want)))
 }
@@ -74,16 +73,16 @@ func TestApprovalBrowser(t *testing.T) {
 	if got := tb.js(t, `document.querySelector("`+lastAnswer+` .approval textarea").value`); got != "rm -rf build" {
 		t.Errorf("the edit box holds %q, want the command", got)
 	}
-	tb.js(t, `(() => { document.querySelector("`+lastAnswer+` .approval textarea").value = "echo edited-in-page"; return ""; })()`)
+	tb.setValue(t, lastAnswer+` .approval textarea`, "echo edited-in-page")
 	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=edit]`)))
 	tb.waitAnswer(t, "edited-in-page")
 
 	// Reject, with a reason the model reads.
 	tb.askApproval(t, "$ rm -rf data")
 	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=reject]`)),
-		chromedp.WaitVisible(chromedp.CSS(lastAnswer+` .approval input`)),
-		chromedp.SendKeys(chromedp.CSS(lastAnswer+` .approval input`), "keep-the-data"),
-		chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=reject]`)))
+		chromedp.WaitVisible(chromedp.CSS(lastAnswer+` .approval input`)))
+	tb.setValue(t, lastAnswer+` .approval input`, "keep-the-data")
+	tb.do(t, chromedp.Click(chromedp.CSS(lastAnswer+` .approval button[data-answer=reject]`)))
 	tb.waitAnswer(t, "keep-the-data")
 
 	// One left waiting, then the page is reloaded: the answered cards

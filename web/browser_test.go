@@ -316,11 +316,18 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 func (e *browserEnv) openChat(t *testing.T, tb *tab, appID string) string {
 	t.Helper()
 	tb.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/chat/new"), chromedp.WaitVisible(chromedp.ID("chat-form")))
-	chatID := run(t, tb, chromedp.AttributeValue(chromedp.ID("chat-form"), "data-chat")).Value
+	chatID := path.Base(tb.location())
 	if chatID == "" || chatID == "new" {
 		t.Fatalf("the new chat has no id: %q", chatID)
 	}
 	return chatID
+}
+
+// send fills the composer with message and sends it.
+func (tb *tab) send(t *testing.T, message string) {
+	t.Helper()
+	tb.setValue(t, `#chat-form textarea`, message)
+	tb.do(t, chromedp.Click(chromedp.CSS(`#chat-form [data-role=send]`)))
 }
 
 // ask sends a message and waits until the answer has finished streaming:
@@ -329,10 +336,7 @@ func (e *browserEnv) openChat(t *testing.T, tb *tab, appID string) string {
 func (tb *tab) ask(t *testing.T, message string) {
 	t.Helper()
 	before := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages .msg.assistant").length`))
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), message),
-		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
-	)
+	tb.send(t, message)
 	run(t, tb, poll[bool](`(before) => {
 		const answers = document.querySelectorAll("#messages .msg.assistant");
 		if (answers.length <= before) return false;
@@ -476,11 +480,11 @@ func TestBrowser(t *testing.T) {
 		// The files panel lists the new file and opens it.
 		file := `#files li[data-path="/workspace/note.txt"]`
 		tb.do(t, chromedp.WaitVisible(chromedp.CSS(file)), chromedp.Click(chromedp.CSS(file+" a")))
-		content := run(t, tb, poll[string](`() => document.querySelector("#files textarea").value`))
+		content := run(t, tb, poll[string](`() => document.querySelector("#files textarea")?.value`))
 		if content != "hello\n" {
 			t.Errorf("the file viewer shows %q, want %q", content, "hello\n")
 		}
-		if got := tb.text(t, `#files [data-role=file-status]`); got != "/workspace/note.txt" {
+		if got := tb.text(t, `#files [data-role=open-path]`); got != "/workspace/note.txt" {
 			t.Errorf("the file viewer names %q", got)
 		}
 		e.screenshot(t, tb, "chat.png")
@@ -559,6 +563,79 @@ func TestBrowser(t *testing.T) {
 					t.Errorf("the answer does not show the output as text: %q", answer)
 				}
 			})
+		}
+	})
+
+	t.Run("stop a running command", func(t *testing.T) {
+		tb := e.signIn(t, "alice")
+		e.openChat(t, tb, "demo")
+		tb.setValue(t, `#chat-form textarea`, "$ for i in 1 2 3; do echo tick $i; done; sleep 120; echo late")
+		tb.do(t, chromedp.Click(chromedp.CSS(`#chat-form [data-role=send]`)))
+		// While it runs, its card is open and shows the output so far.
+		run(t, tb, poll[bool](`() => {
+			const c = document.querySelector(".tool-card[data-status=running]");
+			return c !== null && c.open && (c.querySelector("[data-role=stdout]")?.textContent ?? "").includes("tick 3");
+		}`))
+		if !run(t, tb, chromedp.Evaluate[bool](`document.querySelector("#chat-form [data-role=send]").disabled`)) {
+			t.Error("Send is enabled while the run goes on")
+		}
+		tb.do(t, chromedp.Click(chromedp.CSS(`#chat-form [data-role=stop]`)))
+		run(t, tb, poll[bool](`() => document.querySelector(".tool-card")?.dataset.status === "cancelled" &&
+			document.querySelector("#chat-form [data-role=stop]") === null`))
+		if got := tb.text(t, ".tool-card [data-role=status]"); got != "cancelled" {
+			t.Errorf("the stopped command's card says %q, want cancelled", got)
+		}
+		run(t, tb, poll[bool](`() => document.querySelector("#messages .msg.assistant .text")?.textContent.includes("Stopped by the user.")`))
+		if answer := tb.text(t, "#messages .msg.assistant .text"); !strings.Contains(answer, "Stopped by the user.") || strings.Contains(answer, "late") {
+			t.Errorf("the stopped run's answer is %q, want it to say it was stopped by the user", answer)
+		}
+		tb.setValue(t, `#chat-form textarea`, "$ echo again")
+		if run(t, tb, chromedp.Evaluate[bool](`document.querySelector("#chat-form [data-role=send]").disabled`)) {
+			t.Error("Send stays disabled after Stop")
+		}
+	})
+
+	t.Run("answers render as Markdown, not raw HTML", func(t *testing.T) {
+		tb := e.signIn(t, "alice")
+		chatID := e.openChat(t, tb, "demo")
+		tb.ask(t, "$ echo first")
+		chatItems(t, e, chatID) // the turn is stored
+		ctx := context.Background()
+		chat, err := e.chatNamed(ctx, chatID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A stored answer as a model might write it: a heading, a table and
+		// an image whose onerror would run were the HTML inserted.
+		answer := "# Results\n\n| name | size |\n| --- | --- |\n| note.txt | 6 |\n\n<img src=x onerror=\"window.flowboxInjected=1\">\n"
+		if _, err := e.chats.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "sum it up"}, history.Item{Role: "assistant", Text: answer}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#messages .msg.assistant .text h1`)))
+		last := `#messages .msg.assistant:last-of-type .text`
+		if got := tb.text(t, "#messages .msg.assistant .text h1"); got != "Results" {
+			t.Errorf("the heading reads %q", got)
+		}
+		if got := tb.js(t, `[...document.querySelectorAll("#messages .msg.assistant .text table td")].map((td) => td.textContent).join(",")`); got != "note.txt,6" {
+			t.Errorf("the table's cells are %q, want note.txt,6", got)
+		}
+		if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages img, #messages [onerror]").length`)); n != 0 {
+			t.Errorf("the answer's HTML made %d elements (%s)", n, last)
+		}
+		if got := tb.js(t, `typeof window.flowboxInjected`); got != "undefined" {
+			t.Errorf("the answer's HTML ran: window.flowboxInjected is %s", got)
+		}
+		// The chat on a desktop and a phone, in both languages; none of
+		// them scrolls sideways.
+		for _, lang := range []string{"en", "zh"} {
+			for _, width := range []int64{1280, 390} {
+				tb.do(t, chromedp.EmulateViewport(width, 844), chromedp.Navigate(e.url+"/apps/demo/chat/"+chatID+"?lang="+lang),
+					chromedp.WaitVisible(chromedp.CSS(`#messages .msg.assistant .text h1`)))
+				if w := tb.js(t, `String(document.documentElement.scrollWidth - document.documentElement.clientWidth)`); w != "0" {
+					t.Errorf("at %d px in %s the chat scrolls sideways by %s px", width, lang, w)
+				}
+				e.screenshot(t, tb, fmt.Sprintf("chat-%s-%d.png", lang, width))
+			}
 		}
 	})
 

@@ -191,12 +191,8 @@ func TestFlowCanvasBuildsAnApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.openChat(t, tb, "built")
-	tb.do(t,
-		chromedp.WaitVisible(chromedp.CSS(`#chat-variables [data-variable="var1"] input`)),
-		chromedp.SendKeys(chromedp.CSS(`#chat-variables [data-variable="var1"] input`), "blue"),
-		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), "hello canvas"),
-		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
-	)
+	tb.setValue(t, `#chat-variables [data-variable="var1"] input`, "blue")
+	tb.send(t, "hello canvas")
 	tb.waitAnswer(t, "You said: hello canvas (blue)")
 	// The app's owner sees the turn's run details, live and after a reload.
 	waitFor(count("#messages .run-details .run-node") + ` === 2`)

@@ -152,10 +152,7 @@ func TestFlowCanvasScenario(t *testing.T) {
 	// chat's sandbox, its card shows the output, and the answer goes on
 	// with the answer node's text.
 	e.openChat(t, tb, appID)
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), "Run this shell command in the sandbox:\n$ echo built-on-the-canvas"),
-		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)),
-	)
+	tb.send(t, "Run this shell command in the sandbox:\n$ echo built-on-the-canvas")
 	tb.waitAnswer(t, "Handled as: Run a shell command in the sandbox.")
 	if got := tb.js(t, `document.querySelector("#messages .tool-card [data-role=stdout]").textContent.trim()`); got != "built-on-the-canvas" {
 		t.Errorf("the command's card shows %q, want the command's output", got)

@@ -17,7 +17,7 @@ import (
 	"github.com/flowbox/flowbox/nodes"
 )
 
-const lastQuestion = `#messages .msg.assistant:last-child .question`
+const lastQuestion = lastAnswer + ` .question`
 
 // waitQuestion waits until the last answer holds a question card of kind
 // that can be answered.
@@ -43,9 +43,7 @@ func TestInteractiveBrowser(t *testing.T) {
 	e.openChat(t, tb, "plans")
 
 	// The select: one button per option.
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), "sign me up"),
-		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)))
+	tb.send(t, "sign me up")
 	tb.waitQuestion(t, "userSelect")
 	if got := tb.text(t, lastQuestion+` [data-role=question-description]`); got != "Which plan?" {
 		t.Errorf("the card asks %q", got)
@@ -64,18 +62,15 @@ func TestInteractiveBrowser(t *testing.T) {
 	if got := tb.js(t, `document.querySelector("`+lastQuestion+` [data-field=seats]").value`); got != "1" {
 		t.Errorf("seats holds %q, want the default 1", got)
 	}
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(lastQuestion+` [data-field=name]`), "Ada"),
-		chromedp.SetValue(chromedp.CSS(lastQuestion+` [data-field=seats]`), "3"))
+	tb.setValue(t, lastQuestion+` [data-field=name]`, "Ada")
+	tb.setValue(t, lastQuestion+` [data-field=seats]`, "3")
 	e.screenshot(t, tb, "question-form.png")
 	tb.do(t, chromedp.Click(chromedp.CSS(lastQuestion+` [data-role=question-submit]`)))
 	tb.waitAnswer(t, "Welcome Ada: 3 seats of Pro plan.")
 
 	// Asked again, then the page is reloaded: the answered cards show
 	// their answers, the waiting one can still be answered.
-	tb.do(t,
-		chromedp.SendKeys(chromedp.CSS(`#chat-form textarea`), "another one"),
-		chromedp.Click(chromedp.CSS(`#chat-form button[type=submit]`)))
+	tb.send(t, "another one")
 	tb.waitQuestion(t, "userSelect")
 	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("chat-form")))
 	outcomes := tb.js(t, `[...document.querySelectorAll("#messages .question")].map((c) => c.querySelector("[data-role=question-outcome]").textContent || "waiting").join("|")`)

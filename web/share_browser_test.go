@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 	if n := run(t, first, chromedp.Evaluate[int](`document.querySelectorAll('header nav a, #logout').length`)); n != 0 {
 		t.Errorf("a visitor's page shows %d links of signed-in users", n)
 	}
-	chatID := run(t, first, chromedp.AttributeValue(chromedp.ID("chat-form"), "data-chat")).Value
+	chatID := path.Base(first.location())
 	first.ask(t, "$ echo visitor-data > found.txt && cat found.txt")
 	if out := first.js(t, `document.querySelector('#messages .tool-card [data-role="stdout"]').textContent`); !strings.Contains(out, "visitor-data") {
 		t.Errorf("the visitor's card shows %q", out)

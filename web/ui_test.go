@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,19 +52,20 @@ func TestPagesRender(t *testing.T) {
 	}
 	// Run details (the nodes' inputs and outputs) are for those who build
 	// the app, not for everyone who may chat with it.
-	chatPage := func(c *enginetest.Client) string {
+	chatPage := func(c *enginetest.Client) chatPageData {
 		t.Helper()
 		resp := c.Do(t, "GET", "/apps/demo/chat/new", nil)
-		_, body := get(c, resp.Header.Get("Location"), "en")
-		if !strings.Contains(body, `id="chat-form"`) {
-			t.Fatalf("the new chat's page (%d, %s) has no chat form", resp.Status, resp.Header.Get("Location"))
+		code, body := get(c, resp.Header.Get("Location"), "en")
+		data := readPageData(t, body)
+		if code != 200 || !data.Own {
+			t.Fatalf("the new chat's page (%d, %s) is not the caller's own chat", code, resp.Header.Get("Location"))
 		}
-		return body
+		return data
 	}
-	if !strings.Contains(chatPage(admin), `data-details="true"`) {
+	if !chatPage(admin).RunDetails {
 		t.Errorf("the app's owner is not shown run details")
 	}
-	if strings.Contains(chatPage(alice), `data-details="true"`) {
+	if chatPage(alice).RunDetails {
 		t.Errorf("a user of another's app is shown its run details")
 	}
 	if code, body := get(admin, "/api/node-templates", "en"); code != 200 || !strings.Contains(body, "Enable sandbox (Computer Use)") || !strings.Contains(body, "启用沙盒(Computer Use)") ||
@@ -80,33 +83,89 @@ func TestPagesRender(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("chat page: %d", code)
 	}
+	// The page hands the chat to its script as JSON inside a <script>
+	// element: nothing in it may end that element or open a tag.
 	for _, raw := range []string{"<script>alert", "<b>hi</b>"} {
 		if strings.Contains(body, raw) {
 			t.Errorf("the chat page contains %q unescaped", raw)
 		}
 	}
-	for _, escaped := range []string{
-		"&lt;b&gt;hi&lt;/b&gt;",                      // the question
-		"&lt;script&gt;alert(1)&lt;/script&gt;",      // the command, the output, the answer
-		`class="tool-card"`, `data-status="success"`, // the command's card
-	} {
-		if !strings.Contains(body, escaped) {
-			t.Errorf("the chat page lacks %s:\n%s", escaped, body)
-		}
+	data := readPageData(t, body)
+	if len(data.Items) != 2 || data.Items[0].Role != "user" || !strings.Contains(data.Items[0].Text, "<b>hi</b>") ||
+		!strings.Contains(data.Items[1].Text, "<script>alert(1)</script>") {
+		t.Fatalf("the page's history is not the question and its answer: %+v", data.Items)
+	}
+	if calls := data.Items[1].Calls; len(calls) != 1 || calls[0].Status != "success" || calls[0].Command != "echo '<script>alert(1)</script>'" {
+		t.Errorf("the answer's tool call is not the command's: %+v", calls)
+	}
+	if data.Items[1].Responses != nil {
+		t.Errorf("a user of another's app gets its nodes' responses")
+	}
+	// A title that tries to end the data's element stays data.
+	title := "</script><script>alert(1)</script>"
+	if resp := alice.Do(t, "PATCH", "/api/apps/demo/chats/"+chat, map[string]string{"title": title}); resp.Status != 200 {
+		t.Fatalf("renaming the chat: %d %s", resp.Status, resp.Body)
+	}
+	_, body = get(alice, "/apps/demo/chat/"+chat, "en")
+	if strings.Contains(body, "<script>alert") || strings.Count(body, "</script>") != strings.Count(body, "<script") {
+		t.Errorf("the chat's title ends its element:\n%s", body)
+	}
+	if data := readPageData(t, body); data.Title != title {
+		t.Errorf("the page's title is %q, want %q", data.Title, title)
 	}
 	// Chat ids are scoped per app and user: bob's page of that id is a
 	// new chat of his own; naming alice's by her user is refused.
-	if code, body := get(bob, "/apps/demo/chat/"+chat, "en"); code != 200 || strings.Contains(body, "&lt;b&gt;hi") || !strings.Contains(body, `id="chat-form"`) {
+	if code, body := get(bob, "/apps/demo/chat/"+chat, "en"); code != 200 || len(readPageData(t, body).Items) != 0 || !readPageData(t, body).Own {
 		t.Errorf("bob's chat of alice's chat id: %d, want a new chat of his own", code)
 	}
 	if code, _ := get(bob, "/apps/demo/chat/"+chat+"?userId="+aliceID, "en"); code != 404 {
 		t.Errorf("another user's chat page: %d, want 404", code)
 	}
 	// An admin reads it, with no input: messages go to one's own chats.
-	for lang, note := range map[string]string{"en": "another user's chat", "zh": "其他用户的对话"} {
+	// (The browser tests check the note the page shows instead.)
+	for _, lang := range []string{"en", "zh"} {
 		code, body := get(admin, "/apps/demo/chat/"+chat+"?userId="+aliceID, lang)
-		if code != 200 || !strings.Contains(body, "&lt;b&gt;hi&lt;/b&gt;") || strings.Contains(body, `id="chat-form"`) || !strings.Contains(body, note) {
-			t.Errorf("an admin's view of the chat in %s: %d", lang, code)
+		data := readPageData(t, body)
+		if code != 200 || data.Own || data.UserID != aliceID || len(data.Items) != 2 || !strings.Contains(data.Items[0].Text, "<b>hi</b>") ||
+			!strings.Contains(body, `<html lang="`+lang+`">`) || data.Files != "read" {
+			t.Errorf("an admin's view of the chat in %s: %d %+v", lang, code, data)
 		}
 	}
+}
+
+// chatPageData is the part of the chat page's data (web/ui/chat.go)
+// the tests read.
+type chatPageData struct {
+	AppID      string `json:"appId"`
+	ChatID     string `json:"chatId"`
+	Title      string `json:"title"`
+	Own        bool   `json:"own"`
+	UserID     string `json:"userId"`
+	Files      string `json:"files"`
+	ShowTools  bool   `json:"showTools"`
+	RunDetails bool   `json:"runDetails"`
+	Items      []struct {
+		Role  string `json:"role"`
+		Text  string `json:"text"`
+		Calls []struct {
+			Status  string `json:"status"`
+			Command string `json:"command"`
+		} `json:"calls"`
+		Responses json.RawMessage `json:"responses"`
+	} `json:"items"`
+}
+
+// readPageData reads the chat page's data from its
+// <script type="application/json" id="page-data"> element.
+func readPageData(t *testing.T, page string) chatPageData {
+	t.Helper()
+	m := regexp.MustCompile(`<script type="application/json" id="page-data">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page has no page data:\n%s", page)
+	}
+	var data chatPageData
+	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
+		t.Fatalf("the page's data: %v\n%s", err, m[1])
+	}
+	return data
 }

@@ -3,8 +3,6 @@ package ui
 import (
 	"context"
 	"embed"
-	"encoding/json"
-	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -14,10 +12,6 @@ import (
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
-	"github.com/flowbox/flowbox/chats/history"
-	"github.com/flowbox/flowbox/nodes"
-	"github.com/flowbox/flowbox/nodes/toolcall"
-	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web/api"
@@ -72,7 +66,7 @@ type page struct {
 // Load parses the templates.
 func (u *UI) Load() error {
 	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chat", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
+	for _, name := range []string{"login", "apps", "builder", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
 		t, err := template.New(name).Funcs(template.FuncMap{"t": Translate}).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return err
@@ -179,178 +173,6 @@ func (u *UI) ChatList(c *gin.Context) {
 	}
 	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
 	u.Render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": "/apps/" + a.ID, "Me": p.UserID})
-}
-
-type pageCall struct {
-	toolcall.Call
-	Command string
-}
-
-type pageItem struct {
-	history.Item
-	Calls []pageCall
-	// Questions are the interactive nodes' questions the turn paused at,
-	// each as the JSON of a pageQuestion, for the script that draws them.
-	Questions []string
-}
-
-// pageQuestion is an interactive node's question in a chat's history,
-// with the answer a later turn gave it and that answer as the person's
-// message said it.
-type pageQuestion struct {
-	nodes.InteractiveDetail
-	Said string `json:"said,omitempty"`
-}
-
-// questions finds the interactive nodes' questions of a chat's turns,
-// per turn, each with its answer when a later turn resumed it. Every
-// viewer sees them: they are the workflow's, not the tools'.
-func questions(items []history.Item) [][]string {
-	var asked [][]*pageQuestion
-	answers := map[string]*nodes.Answer{}
-	for _, it := range items {
-		var turn []*pageQuestion
-		var responses []struct {
-			Type   string          `json:"moduleType"`
-			Detail json.RawMessage `json:"detail"`
-		}
-		_ = json.Unmarshal(it.Responses, &responses)
-		for _, r := range responses {
-			if r.Type != "userSelect" && r.Type != "formInput" {
-				continue
-			}
-			var d nodes.InteractiveDetail
-			if json.Unmarshal(r.Detail, &d) != nil || d.Request.ID == "" {
-				continue
-			}
-			if d.Answer != nil {
-				answers[d.Request.ID] = d.Answer
-			} else {
-				turn = append(turn, &pageQuestion{InteractiveDetail: d})
-			}
-		}
-		asked = append(asked, turn)
-	}
-	out := make([][]string, len(asked))
-	for i, turn := range asked {
-		for _, q := range turn {
-			if a := answers[q.Request.ID]; a != nil {
-				q.Answer, q.Said = a, q.Request.Said(*a)
-			}
-			b, _ := json.Marshal(q)
-			out[i] = append(out[i], string(b))
-		}
-	}
-	return out
-}
-
-// ChatView is how a chat page is shown: to signed-in users (Base empty:
-// the API at /api, pages under /apps), or to a share link's visitors
-// (Base the link's path, with the link's choices).
-type ChatView struct {
-	Base      string // prefix of the chat and file API the page calls
-	Visitor   bool
-	ShowTools bool
-	Files     string // hidden | read | write
-}
-
-// Chat is a chat page: its history, the input, the files panel. "new"
-// starts a chat.
-func (u *UI) Chat(c *gin.Context) {
-	a, ok := u.app(c)
-	if !ok {
-		return
-	}
-	if c.Param("chatId") == "new" {
-		c.Redirect(http.StatusSeeOther, "/apps/"+a.ID+"/chat/"+api.NewID())
-		return
-	}
-	u.ChatPage(c, a, ChatView{ShowTools: true, Files: "write"})
-}
-
-// ChatPage draws the chat at :chatId of app a, if the caller may read it.
-func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
-	chatID := c.Param("chatId")
-	ctx := c.Request.Context()
-	// Another user's chat (?userId=, as the chat list links it) is
-	// shown to those who may read it; messages go to the caller's own
-	// chats only, so its page has no input.
-	user, _ := u.Access.Whose(api.Caller(c), c.Query("userId"), "")
-	if _, err := u.Access.ChatOwner(ctx, api.Caller(c), a.ID, user, chatID, false); err != nil {
-		c.String(http.StatusNotFound, "no such chat")
-		return
-	}
-	p, _ := api.PrincipalOf(c)
-	own := user == p.UserID
-	other := ""
-	if !own {
-		other = user
-		if view.Files == "write" {
-			view.Files = "read"
-		}
-	}
-	title := chatID
-	var items []pageItem
-	chat, err := u.Chats.Get(ctx, sandbox.Scope{AppID: a.ID, UserID: user, ChatID: chatID})
-	if err == nil {
-		title = chat.Title
-		raw, _ := u.Chats.Items(ctx, chat, 0, 500)
-		for _, it := range raw {
-			pi := pageItem{Item: it}
-			var calls []toolcall.Call
-			if view.ShowTools {
-				_ = json.Unmarshal(it.ToolCalls, &calls)
-			}
-			for _, call := range calls {
-				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: callSummary(call.Tool, call.Arguments)})
-			}
-			items = append(items, pi)
-		}
-		for i, qs := range questions(raw) {
-			items[i].Questions = qs
-		}
-	} else if !errors.Is(err, history.ErrNotFound) {
-		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
-		return
-	}
-	// The variables of the graph the chat runs (the published version's).
-	variables := ""
-	if g, _, err := u.Apps.Running(c.Request.Context(), a); err != nil {
-		c.String(http.StatusInternalServerError, "could not read the app's published version; retry later")
-		return
-	} else if len(g.Variables) > 0 {
-		b, _ := json.Marshal(g.Variables)
-		variables = string(b)
-	}
-	u.Render(c, "chat", title, gin.H{"App": a, "ChatID": chatID, "UserID": other, "Own": own, "CanDelete": own || p.Admin(),
-		"Title": title, "Items": items, "View": view, "Variables": variables,
-		// The nodes' inputs and outputs are the app's inner workings: for
-		// those who build it.
-		"RunDetails": !view.Visitor && u.Access.CanEditApp(api.Caller(c), a)})
-}
-
-// callSummary is what a tool card shows of a call: a command's command
-// line, a skill tool's skill, script or file and arguments, or the
-// arguments as the model sent them. app.js draws live cards the same way.
-func callSummary(tool, arguments string) string {
-	var args struct {
-		Command, Name, Script, Path string
-		Args                        []string
-	}
-	if json.Unmarshal([]byte(arguments), &args) != nil {
-		return arguments
-	}
-	switch {
-	case args.Command != "":
-		return args.Command
-	case tool == registry.RunSkillScriptName && args.Name != "":
-		return strings.Join(append([]string{args.Name, args.Script}, args.Args...), " ")
-	case tool == registry.LoadSkillName || tool == registry.ReadSkillFileName:
-		if args.Name != "" {
-			return strings.TrimSpace(args.Name + " " + args.Path)
-		}
-	}
-	return arguments
 }
 
 // Admin lists every sandbox with its state.

@@ -2,6 +2,10 @@ import { render, screen } from "@testing-library/react";
 import { translator } from "../i18n";
 import { ChatPage } from "./ChatPage";
 
+// Only the engine's HTTP side is faked: the chat list beside the chat.
+beforeEach(() => vi.stubGlobal("fetch", async () => new Response(JSON.stringify({ chats: [] }))));
+afterEach(() => vi.unstubAllGlobals());
+
 describe("ChatPage", () => {
   it("shows the history's answers as Markdown and how to start an empty chat", () => {
     const { container, unmount } = render(
@@ -17,7 +21,9 @@ describe("ChatPage", () => {
     unmount();
 
     render(<ChatPage csrf="tok" t={translator("zh")} data={{ appId: "a", chatId: "c", apiBase: "", own: true }} />);
-    expect(document.querySelector(".chat-empty")?.textContent).toBe(translator("zh")("askPlaceholder"));
+    const zh = translator("zh");
+    expect(document.querySelector(".chat-empty")?.textContent).toBe(zh("chatEmptyTitle") + zh("chatEmptyHint"));
+    expect(zh("chatEmptyHint")).toContain("发送");
   });
 
   it("shows another user's chat read-only", () => {

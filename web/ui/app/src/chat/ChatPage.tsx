@@ -1,9 +1,14 @@
-import { useRef, useState } from "react";
+import { useCallback, useMemo, useRef, useState } from "react";
 import type { Translate } from "../i18n";
-import { apply, emptyRun, type Run } from "../sse";
+import { apply, emptyRun, type NodeRun, type Run } from "../sse";
 import { chatAPI } from "./api";
 import { Composer } from "./Composer";
 import { FilesPanel } from "./files/FilesPanel";
+import { AttachButton, Attachments, DropZone, useAttachments } from "./files/Attachments";
+import { ChatList } from "./ChatList";
+import { RunDetails } from "./RunDetails";
+import { UserMessage, attachedLine } from "./UserMessage";
+import { ChatVariables, useVariables, type Variable } from "./Variables";
 import { Markdown } from "./Markdown";
 import { startRun, type ChatRun, type RunRequest } from "./run";
 import { CardList } from "./cards/CardList";
@@ -24,7 +29,16 @@ export interface PageData {
   /** the files panel: absent when the page has none */
   files?: "read" | "write";
   /** the history: each answer with its tool calls (toolcall.Call's JSON) and questions (pageQuestion's) */
-  items?: HistoryItem[];
+  items?: (HistoryItem & { responses?: NodeRun[] })[];
+  appName?: string;
+  title?: string;
+  /** a share link's visitor */
+  visitor?: boolean;
+  canDelete?: boolean;
+  /** the nodes' responses are shown: for those who build the app */
+  runDetails?: boolean;
+  /** the graph's global variables, asked above the chat */
+  variables?: Variable[];
 }
 
 interface Turn {
@@ -41,8 +55,18 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const [error, setError] = useState("");
   const [refresh, setRefresh] = useState(0);
   const [filesOpen, setFilesOpen] = useState(false);
+  const [listOpen, setListOpen] = useState(false);
   const current = useRef<ChatRun | null>(null);
-  const api = chatAPI(data.apiBase, csrf);
+  const api = useMemo(() => chatAPI(data.apiBase, csrf), [data.apiBase, csrf]);
+  const vars = useVariables(data.own ? (data.variables ?? []) : [], data.chatId);
+  const where = useMemo(
+    () => ({ apiBase: data.apiBase, appId: data.appId, chatId: data.chatId, userId: data.userId, csrf }),
+    [data.apiBase, data.appId, data.chatId, data.userId, csrf],
+  );
+  const stored = useCallback(() => setRefresh((n) => n + 1), []);
+  const attachments = useAttachments(where, t, stored);
+  const uploads = data.own && data.files === "write";
+  const closeList = useCallback(() => setListOpen(false), []);
 
   // runTurn runs one chat request (a message, or the answer to an
   // approval or a question) as a new turn whose message is said. It
@@ -52,7 +76,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
     setError("");
     setTurns((ts) => [...ts, { question: said, run: emptyRun(), cards: noCards() }]);
     setRunning(true);
-    const run = startRun(data.apiBase, csrf, api, { appId: data.appId, chatId: data.chatId, ...request }, (ev) =>
+    const run = startRun(data.apiBase, csrf, api, { appId: data.appId, chatId: data.chatId, ...(data.variables?.length && data.own ? { variables: vars.values() } : {}), ...request }, (ev) =>
       setTurns((ts) => ts.map((turn, i) => (i === ts.length - 1 ? { ...turn, run: apply(turn.run, ev), cards: applyCard(turn.cards, ev) } : turn))),
     );
     current.current = run;
@@ -71,40 +95,79 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
         setRefresh((n) => n + 1);
       });
   };
-  const send = (question: string) => void runTurn(question, { messages: [{ role: "user", content: question }] });
+  // send sends a question with the files attached to it as the
+  // message's content parts; the engine's refusal gives the files back.
+  const send = (question: string): boolean => {
+    const taken = attachments.take(question);
+    if (taken.wait || taken.content === undefined) return false;
+    const said = taken.files.length ? (question ? question + "\n\n" : "") + attachedLine(taken.files) : question;
+    void runTurn(said, { messages: [{ role: "user", content: taken.content }] }).then((ok) => {
+      if (!ok && taken.files.length) attachments.restore(taken.files);
+    });
+    return true;
+  };
+  const deleteChat = async () => {
+    if (!confirm(t("deleteChatConfirm"))) return;
+    try {
+      await api.deleteChats(data.appId, [data.chatId], data.userId);
+      location.assign(`/apps/${encodeURIComponent(data.appId)}/chats`);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
   const sendAnswer = data.own ? (said: string, request: Record<string, unknown>) => runTurn(said, request, true) : undefined;
 
   const history = data.items ?? [];
-  const [stored] = useState(() => historyCards(history));
+  const [storedCards] = useState(() => historyCards(history));
   const lastAnswer = history.map((item) => item.role).lastIndexOf("assistant");
   return (
     <div className={filesOpen ? "chat-layout files-open" : "chat-layout"}>
-      <main className="chat-page">
-        {data.files && (
-          <button type="button" className="secondary files-toggle" aria-expanded={filesOpen} onClick={() => setFilesOpen((o) => !o)}>
-            {t("files")}
+      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} />
+      <DropZone state={attachments} t={t} className="chat-page">
+        <header className="chat-head">
+          <button type="button" className="secondary chat-list-toggle" aria-controls="chat-list" aria-expanded={listOpen} onClick={() => setListOpen((o) => !o)}>
+            {t("chats")}
           </button>
-        )}
+          <h1 className="chat-title">{data.title || data.chatId}</h1>
+          {data.canDelete && !data.visitor && (
+            <button type="button" className="secondary" id="delete-chat" onClick={() => void deleteChat()}>
+              {t("deleteChat")}
+            </button>
+          )}
+          {data.files && (
+            <button type="button" className="secondary files-toggle" aria-expanded={filesOpen} onClick={() => setFilesOpen((o) => !o)}>
+              {t("files")}
+            </button>
+          )}
+        </header>
+        {data.own && !!data.variables?.length && <ChatVariables vars={data.variables} typed={vars.typed} set={vars.set} t={t} />}
         <div id="messages" className="messages">
-          {history.length === 0 && turns.length === 0 && <p className="hint chat-empty">{t("askPlaceholder")}</p>}
+          {history.length === 0 && turns.length === 0 && (
+            <div className="chat-empty">
+              <p className="chat-empty-title">{t("chatEmptyTitle")}</p>
+              <p className="hint">{t(uploads ? "chatEmptyHintFiles" : "chatEmptyHint")}</p>
+            </div>
+          )}
           {history.map((item, i) =>
             item.role === "user" ? (
-              <div key={i} className="msg user">{item.text}</div>
+              <UserMessage key={i} text={item.text} t={t} />
             ) : (
               <div key={i} className="msg assistant">
-                <CardList cards={stored[i]} t={t} send={sendAnswer} current={turns.length === 0 && i === lastAnswer} busy={running}>
+                <CardList cards={storedCards[i]} t={t} send={sendAnswer} current={turns.length === 0 && i === lastAnswer} busy={running}>
                   <Markdown className="text" text={item.text} />
                 </CardList>
+                {data.runDetails && Array.isArray(item.responses) && <RunDetails responses={item.responses} t={t} />}
               </div>
             ),
           )}
           {turns.map((turn, i) => (
             <div key={"t" + i}>
-              <div className="msg user">{turn.question}</div>
+              <UserMessage text={turn.question} t={t} />
               <div className="msg assistant">
                 <CardList cards={turn.cards} t={t} send={sendAnswer} current={i === turns.length - 1} busy={running}>
                   <Markdown className="text" text={turn.run.answer} />
                 </CardList>
+                {data.runDetails && <RunDetails responses={turn.run.details} t={t} />}
                 {turn.run.errors.map((e, j) => (
                   <div key={j} className="error">{e}</div>
                 ))}
@@ -114,11 +177,19 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           {error && <div className="error" role="alert">{error}</div>}
         </div>
         {data.own ? (
-          <Composer t={t} running={running} onSend={send} onStop={() => void current.current?.stop().catch((e: Error) => setError(e.message))} />
+          <Composer
+            t={t}
+            running={running}
+            onSend={send}
+            onStop={() => void current.current?.stop().catch((e: Error) => setError(e.message))}
+            above={uploads ? <Attachments state={attachments} t={t} /> : undefined}
+            before={uploads ? <AttachButton state={attachments} t={t} /> : undefined}
+            files={uploads ? attachments.chips.some((c) => c.state === "done") : false}
+          />
         ) : (
           <p className="hint" data-role="not-own">{t("otherUsersChat")}</p>
         )}
-      </main>
+      </DropZone>
       {data.files && (
         <aside className="chat-files">
           <FilesPanel

@@ -11,23 +11,32 @@ export function Composer({
   onSend,
   onStop,
   before,
+  above,
+  files = false,
 }: {
   t: Translate;
   running: boolean;
-  onSend: (text: string) => void;
+  /** onSend sends the text; false when nothing was sent (the text stays) */
+  onSend: (text: string) => boolean | void;
   onStop: () => void;
   /** what goes left of the text box: the attach button and chips */
   before?: ReactNode;
+  /** what goes above it: the attached files' chips */
+  above?: ReactNode;
+  /** files are attached, so a message may be sent without text */
+  files?: boolean;
 }) {
   const [text, setText] = useState("");
   const submit = (e?: FormEvent) => {
     e?.preventDefault();
-    if (running || !text.trim()) return;
-    onSend(text.trim());
+    if (running || (!text.trim() && !files)) return;
+    if (onSend(text.trim()) === false) return;
     setText("");
   };
   return (
     <form id="chat-form" className="composer" onSubmit={submit}>
+      {above}
+      <div className="composer-row">
       {before}
       <textarea
         name="q"
@@ -45,9 +54,10 @@ export function Composer({
             {t("stop")}
           </button>
         )}
-        <button type="submit" data-role="send" disabled={running || !text.trim()}>
+        <button type="submit" data-role="send" disabled={running || (!text.trim() && !files)}>
           {t("send")}
         </button>
+      </div>
       </div>
     </form>
   );

@@ -23,7 +23,8 @@ async function answer<T>(resp: Response): Promise<T> {
 export interface ChatAPI {
   listChats(appId: string): Promise<ChatSummary[]>;
   renameChat(appId: string, chatId: string, title: string): Promise<{ chatId: string; title: string }>;
-  deleteChats(appId: string, chatIds: string[]): Promise<{ deleted: string[] }>;
+  /** userId names the chats' owner when an admin deletes another user's. */
+  deleteChats(appId: string, chatIds: string[], userId?: string): Promise<{ deleted: string[] }>;
   /** stop asks the engine to end the chat's running turn (E3). */
   stop(appId: string, chatId: string): Promise<{ stopped: boolean }>;
 }
@@ -44,7 +45,7 @@ export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
       return body.chats ?? [];
     },
     renameChat: (appId, chatId, title) => send("PATCH", `${chats(appId)}/${encodeURIComponent(chatId)}`, { title }),
-    deleteChats: (appId, chatIds) => send("DELETE", chats(appId), { chatIds }),
+    deleteChats: (appId, chatIds, userId) => send("DELETE", chats(appId), { chatIds, userId: userId || undefined }),
     stop: (appId, chatId) => send("POST", "/api/v1/chat/stop", { appId, chatId }),
   };
 }

@@ -63,9 +63,9 @@ describe("startRun", () => {
     expect(events.map((e) => e.event)).toEqual(["toolCall", "toolResponse", "answer", "message"]);
   });
 
-  it("stops a running command: tells the engine which chat and aborts the stream", async () => {
+  it("stops a running command: tells the engine which chat and aborts a stream that does not end", async () => {
     const events: SseEvent[] = [];
-    const run = startRun("/share/l1", "tok", chatAPI("/share/l1", "tok", origin), { appId: "a", chatId: "c1" }, (e) => events.push(e), origin);
+    const run = startRun("/share/l1", "tok", chatAPI("/share/l1", "tok", origin), { appId: "a", chatId: "c1" }, (e) => events.push(e), origin, 50);
     await until(() => events.length === 2 && streaming !== undefined);
     await run.stop();
     expect(await run.done).toBe("stopped");

@@ -25,6 +25,8 @@ export function startRun(
   request: RunRequest,
   onEvent: (ev: SseEvent) => void,
   origin = "",
+  // how long a stopped run's stream may take to end by itself
+  graceMs = 5000,
 ): ChatRun {
   const ctl = new AbortController();
   let stopped = false;
@@ -55,16 +57,28 @@ export function startRun(
       throw e;
     }
   };
+  const done = read();
   return {
-    done: read(),
+    done,
     async stop() {
       if (stopped) return;
       stopped = true;
+      let answered: { stopped: boolean };
       try {
-        await api.stop(request.appId, request.chatId);
-      } finally {
+        answered = await api.stop(request.appId, request.chatId);
+      } catch (e) {
         ctl.abort();
+        throw e;
       }
+      if (!answered.stopped) {
+        ctl.abort();
+        return;
+      }
+      // The engine ends a stopped run's stream itself, after the
+      // cancelled card and the stop's line: read them, and abort only a
+      // stream that does not end soon.
+      const late = setTimeout(() => ctl.abort(), graceMs);
+      void done.finally(() => clearTimeout(late)).catch(() => {});
     },
   };
 }

@@ -14,6 +14,8 @@ beforeEach(() => {
   requests = [];
   replies = [];
   vi.stubGlobal("fetch", async (url: string, init: RequestInit) => {
+    // the chat list beside the chat
+    if (url === "/api/apps/a1/chats" && !init.method) return new Response(JSON.stringify({ chats: [] }));
     expect(url).toBe("/api/v1/chat/completions");
     requests.push(JSON.parse(String(init.body)));
     const r = replies.shift() ?? sse();
