@@ -216,8 +216,9 @@ func TestInteractiveNodes(t *testing.T) {
 		if chatID == nil {
 			t.Fatalf("no chat id in the stream %s", body)
 		}
-		if page := expect(t, v, "GET", hidden.URL+"/chat/"+chatID[1], nil, 200); !strings.Contains(string(page.Body), `class="question-stored"`) {
-			t.Error("the visitor's page does not keep the question")
+		data := readPageData(t, string(expect(t, v, "GET", hidden.URL+"/chat/"+chatID[1], nil, 200).Body))
+		if n := len(data.Items); n == 0 || len(data.Items[n-1].Questions) != 1 || !strings.Contains(string(data.Items[n-1].Questions[0]), "userSelect") {
+			t.Errorf("the visitor's page does not keep the question: %+v", data.Items)
 		}
 		done := postTo(t, v, hidden.URL+completions, map[string]any{"chatId": chatID[1], "messages": message("Basic plan")})
 		if done.Answer != "You chose Basic plan." {

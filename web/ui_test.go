@@ -144,14 +144,18 @@ type chatPageData struct {
 	Files      string `json:"files"`
 	ShowTools  bool   `json:"showTools"`
 	RunDetails bool   `json:"runDetails"`
-	Items      []struct {
+	Variables  []struct {
+		Key string `json:"key"`
+	} `json:"variables"`
+	Items []struct {
 		Role  string `json:"role"`
 		Text  string `json:"text"`
 		Calls []struct {
 			Status  string `json:"status"`
 			Command string `json:"command"`
 		} `json:"calls"`
-		Responses json.RawMessage `json:"responses"`
+		Responses json.RawMessage   `json:"responses"`
+		Questions []json.RawMessage `json:"questions"`
 	} `json:"items"`
 }
 

@@ -145,8 +145,8 @@ func TestPublishedVersionsRun(t *testing.T) {
 	// The chat page asks for the variables of the graph the chat runs:
 	// none yet, the draft's variable is not published.
 	chatPage := "/apps/" + app.ID + "/chat/" + aliceChat
-	if page := expect(t, alice, "GET", chatPage, nil, 200); strings.Contains(string(page.Body), "chat-variables") {
-		t.Errorf("the chat page asks for the draft's variables before they are published")
+	if data := readPageData(t, string(expect(t, alice, "GET", chatPage, nil, 200).Body)); len(data.Variables) != 0 {
+		t.Errorf("the chat page asks for the draft's variables %+v before they are published", data.Variables)
 	}
 
 	// The draft on request: its owner and admins only.
@@ -192,8 +192,8 @@ func TestPublishedVersionsRun(t *testing.T) {
 	if _, answer, v := versionedTurn(t, key, completions, map[string]any{}, 200); answer != "draft two" || v != v2.VersionID {
 		t.Fatalf("after the second publish the key ran %q from %q, want draft two from %s", answer, v, v2.VersionID)
 	}
-	if page := expect(t, alice, "GET", chatPage, nil, 200); !strings.Contains(string(page.Body), `id="chat-variables"`) || !strings.Contains(string(page.Body), "tone") {
-		t.Errorf("the chat page does not ask for the published version's variable")
+	if data := readPageData(t, string(expect(t, alice, "GET", chatPage, nil, 200).Body)); len(data.Variables) != 1 || data.Variables[0].Key != "tone" {
+		t.Errorf("the chat page asks for the variables %+v, want the published version's tone", data.Variables)
 	}
 	var list struct {
 		List      []versionJSON `json:"list"`
