@@ -13,10 +13,6 @@ export interface ChatListProps {
   /** on phones: the drawer is open */
   open: boolean;
   onClose: () => void;
-  /** bumped by the page when a run ends: the list is read again */
-  refresh?: number;
-  /** the current chat's title as the list has it (a new chat gets one with its first question) */
-  onTitle?: (title: string) => void;
 }
 
 const chatHref = (appId: string, chatId: string) => `/apps/${encodeURIComponent(appId)}/chat/${encodeURIComponent(chatId)}`;
@@ -39,19 +35,14 @@ export function ChatList(props: ChatListProps) {
     if (props.visitor) return;
     let live = true;
     api.listChats(appId).then(
-      (cs) => {
-        if (!live) return;
-        setChats([...cs].sort((a, b) => (b.updatedAt || "").localeCompare(a.updatedAt || "")));
-        const current = cs.find((c) => c.chatId === chatId);
-        if (current?.title) props.onTitle?.(current.title);
-      },
+      (cs) => live && setChats([...cs].sort((a, b) => (b.updatedAt || "").localeCompare(a.updatedAt || ""))),
       (e: Error) => live && setError(t("chatListFailed").replace("{reason}", e.message)),
     );
     return () => {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [appId, props.visitor, props.refresh]);
+  }, [appId, props.visitor]);
 
   useEffect(() => {
     if (!open) return;

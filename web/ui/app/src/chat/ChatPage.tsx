@@ -56,7 +56,6 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const [refresh, setRefresh] = useState(0);
   const [filesOpen, setFilesOpen] = useState(false);
   const [listOpen, setListOpen] = useState(false);
-  const [title, setTitle] = useState(data.title || data.chatId);
   const current = useRef<ChatRun | null>(null);
   const api = useMemo(() => chatAPI(data.apiBase, csrf), [data.apiBase, csrf]);
   const vars = useVariables(data.own ? (data.variables ?? []) : [], data.chatId);
@@ -123,7 +122,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const lastAnswer = history.map((item) => item.role).lastIndexOf("assistant");
   return (
     <div className={filesOpen ? "chat-layout files-open" : "chat-layout"}>
-      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} refresh={refresh} onTitle={setTitle} />
+      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} />
       <DropZone state={attachments} t={t} className="chat-page">
         <header className="chat-head">
           <button type="button" className="secondary chat-list-toggle" aria-controls="chat-list" aria-expanded={listOpen} onClick={() => setListOpen((o) => !o)}>
@@ -132,7 +131,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           <a className="chat-home" href={data.visitor ? data.apiBase || "/" : "/"} title={t("apps")}>
             {data.appName || t("apps")}
           </a>
-          <h1 className="chat-title">{title}</h1>
+          <h1 className="chat-title">{data.title || data.chatId}</h1>
           {data.canDelete && !data.visitor && (
             <button type="button" className="secondary" id="delete-chat" onClick={() => void deleteChat()}>
               {t("deleteChat")}
