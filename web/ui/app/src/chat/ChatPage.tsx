@@ -128,9 +128,6 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           <button type="button" className="secondary chat-list-toggle" aria-controls="chat-list" aria-expanded={listOpen} onClick={() => setListOpen((o) => !o)}>
             {t("chats")}
           </button>
-          <a className="chat-home" href={data.visitor ? data.apiBase || "/" : "/"} title={t("apps")}>
-            {data.appName || t("apps")}
-          </a>
           <h1 className="chat-title">{data.title || data.chatId}</h1>
           {data.canDelete && !data.visitor && (
             <button type="button" className="secondary" id="delete-chat" onClick={() => void deleteChat()}>
