@@ -2,6 +2,7 @@ package ui
 
 import (
 	"embed"
+	"encoding/json"
 	"html"
 	"io/fs"
 	"net/http"
@@ -40,7 +41,16 @@ func (u *UI) Flow(c *gin.Context) {
 		c.String(http.StatusForbidden, "only the app's owner and admins may edit it")
 		return
 	}
-	index, err := appFS.ReadFile("app/dist/index.html")
+	serveApp(c, http.StatusOK, "index.html", a.Name, nil)
+}
+
+// serveApp answers with one of the browser app's built pages (file in
+// app/dist): the session's CSRF token and, when data is not nil, data as
+// JSON in <script type="application/json" id="page-data">, which the CSP
+// does not run. json.Marshal writes <, > and & as \u escapes, so nothing
+// in the data can end the element it sits in.
+func serveApp(c *gin.Context, status int, file, title string, data any) {
+	index, err := appFS.ReadFile("app/dist/" + file)
 	if err != nil {
 		c.String(http.StatusServiceUnavailable, "This engine was built without its browser app: build it with scripts/run "+
 			"(or npm ci && npm run build in web/ui/app), then build the engine again.")
@@ -48,9 +58,21 @@ func (u *UI) Flow(c *gin.Context) {
 	}
 	csrf, _ := c.Get(api.CSRFKey)
 	token, _ := csrf.(string)
-	page := strings.Replace(string(index), headMark, `<meta name="csrf-token" content="`+html.EscapeString(token)+`">`, 1)
+	head := `<meta name="csrf-token" content="` + html.EscapeString(token) + `">`
+	if data != nil {
+		js, err := json.Marshal(data)
+		if err != nil {
+			c.String(http.StatusInternalServerError, "could not draw the page; retry later")
+			return
+		}
+		head += `<script type="application/json" id="page-data">` + string(js) + `</script>`
+	}
+	page := strings.Replace(string(index), headMark, head, 1)
 	page = strings.Replace(page, `<html lang="en">`, `<html lang="`+Lang(c)+`">`, 1)
+	if title != "" {
+		page = strings.Replace(page, "<title>Flowbox</title>", "<title>"+html.EscapeString(title)+" · Flowbox</title>", 1)
+	}
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
-	c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(page))
+	c.Data(status, "text/html; charset=utf-8", []byte(page))
 }

@@ -3,7 +3,6 @@ package ui
 import (
 	"encoding/json"
 	"errors"
-	"html"
 	"net/http"
 	"strings"
 
@@ -144,12 +143,6 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		c.String(http.StatusNotFound, "no such chat")
 		return
 	}
-	index, err := appFS.ReadFile("app/dist/chat.html")
-	if err != nil {
-		c.String(http.StatusServiceUnavailable, "This engine was built without its browser app: build it with scripts/run "+
-			"(or npm ci && npm run build in web/ui/app), then build the engine again.")
-		return
-	}
 	p, _ := api.PrincipalOf(c)
 	own := user == p.UserID
 	data := pageData{AppID: a.ID, AppName: a.Name, ChatID: chatID, Title: chatID, APIBase: view.Base,
@@ -197,23 +190,7 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 	} else if len(g.Variables) > 0 {
 		data.Variables, _ = json.Marshal(g.Variables)
 	}
-	// json.Marshal writes <, > and & as \u escapes, so nothing in the
-	// data can end the element it sits in.
-	js, err := json.Marshal(data)
-	if err != nil {
-		c.String(http.StatusInternalServerError, "could not draw the chat; retry later")
-		return
-	}
-	csrf, _ := c.Get(api.CSRFKey)
-	token, _ := csrf.(string)
-	head := `<meta name="csrf-token" content="` + html.EscapeString(token) + `">` +
-		`<script type="application/json" id="page-data">` + string(js) + `</script>`
-	page := strings.Replace(string(index), headMark, head, 1)
-	page = strings.Replace(page, `<html lang="en">`, `<html lang="`+Lang(c)+`">`, 1)
-	page = strings.Replace(page, "<title>Flowbox</title>", "<title>"+html.EscapeString(data.Title)+" · Flowbox</title>", 1)
-	c.Header("X-Content-Type-Options", "nosniff")
-	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
-	c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(page))
+	serveApp(c, http.StatusOK, "chat.html", data.Title, data)
 }
 
 // callSummary is what a tool card shows of a call: a command's command

@@ -95,9 +95,16 @@ func (u *UI) Render(c *gin.Context, name, title string, data any) {
 }
 
 // RenderStatus renders a page answered with status (a page saying why
-// something is not there is still a page).
+// something is not there is still a page). The pages of reactPages are
+// the browser app's (app/src/pages: name picks the page, data is what it
+// shows); the others are still the templates'.
 func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data any) {
 	p, _ := api.PrincipalOf(c)
+	if reactPages[name] {
+		serveApp(c, status, "pages.html", title, shellData{Page: name, Title: title, Data: data,
+			User: shellUser{ID: p.UserID, Name: p.Name, Admin: p.Admin(), LinkID: p.LinkID}})
+		return
+	}
 	csrf, _ := c.Get(api.CSRFKey)
 	l := Lang(c)
 	tokenStr, _ := csrf.(string)
@@ -108,6 +115,28 @@ func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data a
 	if err := u.pages[name].ExecuteTemplate(c.Writer, name+".html", page{Lang: l, Title: title, CSRF: tokenStr, User: p, I18N: labels[l], Data: data}); err != nil {
 		_ = c.Error(err)
 	}
+}
+
+// reactPages are the pages the browser app draws.
+var reactPages = map[string]bool{"login": true}
+
+// shellData is what app/src/pages/main.tsx reads from the page's data:
+// which page, its title, who is signed in (for the header) and the
+// page's own data.
+type shellData struct {
+	Page  string    `json:"page"`
+	Title string    `json:"title"`
+	User  shellUser `json:"user"`
+	Data  any       `json:"data,omitempty"`
+}
+
+// shellUser is the caller as the header shows them: nobody (ID empty), a
+// share link's visitor (LinkID set), a user or an admin.
+type shellUser struct {
+	ID     string `json:"id,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Admin  bool   `json:"admin,omitempty"`
+	LinkID string `json:"linkId,omitempty"`
 }
 
 // Login is the sign-in page.

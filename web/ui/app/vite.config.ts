@@ -11,8 +11,9 @@ export default defineConfig({
     outDir: "dist",
     emptyOutDir: true,
     assetsDir: "assets",
-    // The chat page is its own entry, so it never loads the canvas.
-    rollupOptions: { input: { index: "index.html", chat: "chat.html" } },
+    // The chat page and the other pages (src/pages) are entries of their
+    // own, so they never load the canvas.
+    rollupOptions: { input: { index: "index.html", chat: "chat.html", pages: "pages.html" } },
   },
   test: {
     environment: "jsdom",

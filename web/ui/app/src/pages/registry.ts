@@ -1,0 +1,10 @@
+import type { ComponentType } from "react";
+import { Login } from "./Login";
+import type { PageProps } from "./types";
+
+// pages are the pages by the name the engine gives them (reactPages in
+// web/ui/ui.go): one line each.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const pages: Record<string, ComponentType<PageProps<any>>> = {
+  login: Login,
+};
