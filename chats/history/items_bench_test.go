@@ -11,8 +11,8 @@ import (
 )
 
 // BenchmarkItems reads whole chats of 100 and 200 turns beside a chat of 2
-// turns, in the same run (on the embedded database unless the test
-// environment names a MongoDB server). A chat's page reads at most its
+// turns, in the same run (on the embedded database, or the server
+// FLOWBOX_TEST_MONGODB_URI names). A chat's page reads at most its
 // last 100 turns at first (web/ui, pageWindow).
 //
 //	go test -run '^$' -bench BenchmarkItems ./chats/history
