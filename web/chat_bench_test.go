@@ -21,25 +21,18 @@ import (
 // with a long chat: 200 turns whose answers are Markdown (a heading, a
 // list, a table, a code block), 50 of which ran a command, beside a chat
 // of 2 turns with 1 command, in the same run. The page holds a chat's
-// last 100 turns; "Show earlier messages" brings the rest.
+// last 100 turns; "Show earlier messages" brings the rest. open-ms is
+// from navigation to the page's turns drawn with the last answer
+// rendered; render-ms is the browser's part of it, from the page's HTML
+// received (the rest is the engine reading the chat); settle-ms is from
+// the HTML received to every answer rendered (answers out of view are
+// plain text until the browser is idle); earlier-ms is from pressing
+// "Show earlier messages" to every turn drawn; frame-ms is the longest
+// frame while the page, with every turn, scrolls from top to bottom in 40
+// steps, one per frame (16.7 ms is a frame at 60 Hz; longer ones are what
+// a reader sees as stutter).
 //
-//   - open-ms: from navigation to the page's turns drawn;
-//
-//   - render-ms: of that, from the page's HTML received to the turns
-//     drawn, the last answer rendered (the browser's part; the rest is the
-//     engine reading the chat);
-//
-//   - settle-ms: from the HTML received to every answer rendered (answers
-//     out of view render as plain text first, then as Markdown when the
-//     browser is idle);
-//
-//   - earlier-ms: from pressing "Show earlier messages" to every turn drawn;
-//
-//   - frame-ms: the longest frame while the page, with every turn, scrolls
-//     from top to bottom in 40 steps, one per frame (16.7 ms is a frame at
-//     60 Hz; longer ones are what a reader sees as stutter).
-//
-//     FLOWBOX_TEST_REQUIRE=bwrap,chromium go test -run '^$' -bench BenchmarkChatPage -benchtime 5x ./web
+//	FLOWBOX_TEST_REQUIRE=bwrap,chromium go test -run '^$' -bench BenchmarkChatPage -benchtime 5x ./web
 func BenchmarkChatPage(b *testing.B) {
 	e := newBrowserEnv(b)
 	tb := e.signInWith(b, enginetest.AdminName, enginetest.AdminPassword)
