@@ -122,3 +122,46 @@ func seedChat(b testing.TB, e *browserEnv, chatID string, turns, cards int) {
 		}
 	}
 }
+
+// BenchmarkChatLiveOutput measures the chat page in Chromium while a
+// command's output streams into its open card: a command printing 5 MB
+// (the card keeps the last 64 KiB, as it says; the whole output is the
+// engine's) beside one printing 5 KB, in the same run. done-ms is from
+// Send to the card's final status and the answer drawn; frame-ms is the
+// longest frame the page had meanwhile (16.7 ms is a frame at 60 Hz; a
+// page that froze would show seconds); busy-ms is the main thread's
+// tasks longer than 50 ms, summed (the time a click would wait).
+//
+//	FLOWBOX_TEST_REQUIRE=bwrap,chromium go test -run '^$' -bench BenchmarkChatLiveOutput -benchtime 3x ./web
+func BenchmarkChatLiveOutput(b *testing.B) {
+	e := newBrowserEnv(b)
+	tb := e.signInWith(b, enginetest.AdminName, enginetest.AdminPassword)
+	for _, size := range []int{5_000, 5_000_000} {
+		command := fmt.Sprintf(`$ head -c %d /dev/zero | tr '\0' x | fold -w 99`, size)
+		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) {
+			var dones, frames, busy []float64
+			for i := 0; i < b.N; i++ {
+				tb.do(b, chromedp.Navigate(e.url+"/apps/demo/chat/new"), chromedp.WaitVisible(chromedp.ID("chat-form")))
+				tb.setValue(b, `#chat-form textarea`, command)
+				tb.js(b, `(() => {
+					window.__longest = 0; window.__busy = 0; let last = 0;
+					const frame = (now) => { if (last) window.__longest = Math.max(window.__longest, now - last); last = now; requestAnimationFrame(frame); };
+					requestAnimationFrame(frame);
+					new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__busy += e.duration; }).observe({ type: "longtask" });
+					window.__t0 = performance.now();
+					document.querySelector("#chat-form [data-role=send]").click();
+					return "";
+				})()`)
+				got := run(b, tb, poll[[]float64](`() => {
+					const card = document.querySelector("#messages .tool-card");
+					const text = document.querySelector("#messages .msg.assistant:last-child .text")?.textContent ?? "";
+					return card && card.dataset.status === "success" && text.trim() !== "" && [performance.now() - window.__t0, window.__longest, window.__busy];
+				}`, chromedp.WithPollingInterval(5*time.Millisecond)))
+				dones, frames, busy = append(dones, got[0]), append(frames, got[1]), append(busy, got[2])
+			}
+			b.ReportMetric(median(dones), "done-ms")
+			b.ReportMetric(median(frames), "frame-ms")
+			b.ReportMetric(median(busy), "busy-ms")
+		})
+	}
+}
