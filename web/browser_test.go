@@ -600,6 +600,10 @@ func TestBrowser(t *testing.T) {
 		chatID := e.openChat(t, tb, "demo")
 		tb.ask(t, "$ echo first")
 		chatItems(t, e, chatID) // the turn is stored
+		// The new chat takes its first question as its title, in the
+		// heading and in the chat list, without a reload (E2).
+		run(t, tb, poll[bool](`() => document.querySelector(".chat-title")?.textContent === "$ echo first" &&
+			[...document.querySelectorAll("#chat-list a")].some((a) => a.textContent.trim() === "$ echo first")`))
 		ctx := context.Background()
 		chat, err := e.chatNamed(ctx, chatID)
 		if err != nil {

@@ -65,6 +65,8 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const [refresh, setRefresh] = useState(0);
   const [filesOpen, setFilesOpen] = useState(false);
   const [listOpen, setListOpen] = useState(false);
+  const [title, setTitle] = useState(data.title || data.chatId);
+  const [runs, setRuns] = useState(0);
   const current = useRef<ChatRun | null>(null);
   const api = useMemo(() => chatAPI(data.apiBase, csrf), [data.apiBase, csrf]);
   const vars = useVariables(data.own ? (data.variables ?? []) : [], data.chatId);
@@ -102,6 +104,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
         current.current = null;
         setRunning(false);
         setRefresh((n) => n + 1);
+        setRuns((n) => n + 1);
       });
   };
   // send sends a question with the files attached to it as the
@@ -166,13 +169,16 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   }, [turns]);
   return (
     <div className={filesOpen ? "chat-layout files-open" : "chat-layout"}>
-      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} />
+      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} runs={runs} onTitle={setTitle} />
       <DropZone state={attachments} t={t} className="chat-page">
         <header className="chat-head">
           <button type="button" className="secondary chat-list-toggle" aria-controls="chat-list" aria-expanded={listOpen} onClick={() => setListOpen((o) => !o)}>
             {t("chats")}
           </button>
-          <h1 className="chat-title">{data.title || data.chatId}</h1>
+          <a className="chat-home" href={data.visitor ? data.apiBase || "/" : "/"} title={t("apps")}>
+            {data.appName || t("apps")}
+          </a>
+          <h1 className="chat-title">{title}</h1>
           {data.canDelete && !data.visitor && (
             <button type="button" className="secondary" id="delete-chat" onClick={() => void deleteChat()}>
               {t("deleteChat")}
