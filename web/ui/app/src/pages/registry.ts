@@ -1,4 +1,7 @@
 import type { ComponentType } from "react";
+import { Account } from "./accounts/Account";
+import { SetPassword } from "./accounts/SetPassword";
+import { Users } from "./accounts/Users";
 import { Login } from "./Login";
 import type { PageProps } from "./types";
 
@@ -7,4 +10,7 @@ import type { PageProps } from "./types";
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const pages: Record<string, ComponentType<PageProps<any>>> = {
   login: Login,
+  account: Account,
+  users: Users,
+  setpassword: SetPassword,
 };
