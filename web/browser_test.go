@@ -611,7 +611,8 @@ func TestBrowser(t *testing.T) {
 		}
 		// A stored answer as a model might write it: a heading, a table and
 		// an image whose onerror would run were the HTML inserted.
-		answer := "# Results\n\n| name | size |\n| --- | --- |\n| note.txt | 6 |\n\n<img src=x onerror=\"window.flowboxInjected=1\">\n"
+		answer := "# Results\n\n| name | size |\n| --- | --- |\n| note.txt | 6 |\n\n<img src=x onerror=\"window.flowboxInjected=1\">\n\n" +
+			"The mean is $\\bar{x} = \\frac{1}{n}\\sum_i x_i$.\n"
 		if _, err := e.chats.AppendTurn(ctx, chat, history.Item{Role: "user", Text: "sum it up"}, history.Item{Role: "assistant", Text: answer}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -623,7 +624,14 @@ func TestBrowser(t *testing.T) {
 		if got := tb.js(t, `[...document.querySelectorAll("#messages .msg.assistant .text table td")].map((td) => td.textContent).join(",")`); got != "note.txt,6" {
 			t.Errorf("the table's cells are %q, want note.txt,6", got)
 		}
-		if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages img, #messages [onerror]").length`)); n != 0 {
+		// Math is typeset (MathML), its TeX not shown beside it.
+		if got := tb.js(t, `document.querySelector("#messages .msg.assistant .text math mfrac")?.textContent ?? "no fraction"`); got != "1n" {
+			t.Errorf("the answer's math: the fraction reads %q, want 1n", got)
+		}
+		if got := tb.text(t, "#messages .msg.assistant .text"); strings.Contains(got, `\frac`) {
+			t.Errorf("the answer shows its TeX: %q", got)
+		}
+				if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages img, #messages [onerror]").length`)); n != 0 {
 			t.Errorf("the answer's HTML made %d elements (%s)", n, last)
 		}
 		if got := tb.js(t, `typeof window.flowboxInjected`); got != "undefined" {

@@ -65,6 +65,26 @@ describe("renderMarkdown", () => {
     expect(d.textContent).toContain("<script>window.pwned=1</script>");
     expect(d.querySelectorAll("a[href]")).toHaveLength(0);
   });
+
+  it("typesets math as MathML, inline and as a block, without the TeX beside it", () => {
+    const d = dom("Euler: $e^{i\\pi} + 1 = 0$.\n\n$$\\int_0^1 x^2\\,dx = \\frac{1}{3}$$");
+    const maths = d.querySelectorAll("math");
+    expect(maths).toHaveLength(2);
+    expect(maths[0].getAttribute("display")).toBeNull();
+    expect(maths[0].querySelector("msup mi")?.textContent).toBe("e");
+    expect(maths[1].getAttribute("display")).toBe("block");
+    expect(maths[1].querySelector("mfrac")?.textContent).toBe("13");
+    expect(d.textContent).not.toContain("\\frac");
+    expect(d.textContent).not.toContain("\\pi");
+  });
+
+  it("leaves dollars in prose as text, shows bad TeX as text and runs nothing from math", () => {
+    const d = dom("It costs $5 and $10, or $HOME and $PATH.\n\n$\\frac{1}{$ and $\\href{javascript:alert(1)}{x}$ and $\\text{<img src=x onerror=alert(1)>}$");
+    expect(d.querySelector("p")?.textContent).toBe("It costs $5 and $10, or $HOME and $PATH.");
+    expect(d.querySelector(".katex-error")?.textContent).toBe("\\frac{1}{");
+    expect(d.querySelector("img, a, [onerror], [href]")).toBeNull();
+    for (const el of d.querySelectorAll("*")) for (const attr of el.attributes) expect(attr.name.startsWith("on")).toBe(false);
+  });
 });
 
 describe("Markdown", () => {

@@ -3,8 +3,12 @@
 // through DOMPurify as a second guard. Code blocks are highlighted by
 // highlight.js core with a fixed set of common languages, bundled: nothing
 // is fetched when a page runs. The same function renders history, streamed
-// answers, share links and run details (E1).
+// answers, share links and run details (E1). Math between $…$ (inline)
+// and $$…$$ (a block) is typeset by KaTeX as MathML, which Chromium,
+// Firefox and Safari draw themselves: no style sheet, font or inline style
+// (which the pages' CSP refuses) is needed.
 import MarkdownIt from "markdown-it";
+import katexModule from "@vscode/markdown-it-katex";
 import DOMPurify from "dompurify";
 import hljs from "highlight.js/lib/core";
 import bash from "highlight.js/lib/languages/bash";
@@ -49,6 +53,11 @@ const md = new MarkdownIt({
   },
 });
 
+// The plugin is a CommonJS module whose default export Vite's build hands
+// over as the module itself, and Vitest as the function.
+const katex = ((katexModule as unknown as { default?: typeof katexModule }).default ?? katexModule) as typeof katexModule;
+md.use(katex, { output: "mathml", throwOnError: false, maxSize: 20, maxExpand: 200, trust: false });
+
 // Only web and mail links: markdown-it already refuses javascript:,
 // vbscript: and most data: URLs; this narrows it to what an answer needs.
 const safeScheme = /^(https?:|mailto:|#|\/(?!\/)|\.{0,2}\/)/i;
@@ -74,7 +83,13 @@ function purify(html: string): string {
     });
     hooked = true;
   }
-  return DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: ["style", "form", "input", "button"] });
+  // MathML's <semantics> and <annotation> (the TeX source) are not kept:
+  // their text would show beside the math.
+  return DOMPurify.sanitize(html, {
+    ADD_ATTR: ["target"],
+    FORBID_TAGS: ["style", "form", "input", "button"],
+    ADD_FORBID_CONTENTS: ["annotation", "annotation-xml"],
+  });
 }
 
 /** renderMarkdown turns an answer's Markdown into sanitised HTML. */
