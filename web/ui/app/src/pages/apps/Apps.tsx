@@ -11,8 +11,10 @@ export interface AppsData {
 }
 
 // Apps is the home page: the apps the caller may use, a new app (from the
-// starter graph, opened on the canvas) and importing a workflow.
-export function Apps({ data, t }: PageProps<AppsData>) {
+// starter graph, opened on the canvas) and importing a workflow. Until the
+// caller has an app of their own (a first-time user sees only the demo
+// app), it says how to make one.
+export function Apps({ data, t, user }: PageProps<AppsData>) {
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
   const create = async (e: React.FormEvent<HTMLFormElement>) => {
@@ -28,6 +30,7 @@ export function Apps({ data, t }: PageProps<AppsData>) {
     }
   };
   const list = data.apps ?? [];
+  const ownsNone = !list.some((a) => a.ownerId === user.id);
   return (
     <>
       <h2>{t("apps")}</h2>
@@ -42,11 +45,12 @@ export function Apps({ data, t }: PageProps<AppsData>) {
         </span>
       </form>
       <ImportApp t={t} />
-      {list.length === 0 ? (
-        <p className="card hint" id="apps-empty">
-          {t("appsEmpty")}
+      {ownsNone && (
+        <p className="card" id="apps-empty">
+          {t("appsNoneOwn")}
         </p>
-      ) : (
+      )}
+      {list.length > 0 && (
         <div className="table-scroll">
           <table id="app-list">
             <thead>
