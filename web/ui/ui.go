@@ -121,7 +121,7 @@ func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data a
 }
 
 // reactPages are the pages the browser app draws.
-var reactPages = map[string]bool{"login": true, "apps": true, "chats": true, "builder": true}
+var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true, "apps": true, "chats": true, "builder": true}
 
 // shellData is what app/src/pages/main.tsx reads from the page's data:
 // which page, its title, who is signed in (for the header) and the
@@ -272,7 +272,7 @@ func (u *UI) Admin(c *gin.Context) {
 	u.Render(c, "admin", Translate(Lang(c), "sandboxes"), gin.H{"Sandboxes": list, "Limits": u.Limits.view(c.Request.Context(), list), "Pool": u.Pool.view(c.Request.Context())})
 }
 
-// UserList is the admins' user management. The script draws the list
+// UserList is the admins' user management. The browser app draws the list
 // from /admin/api/users and redraws it after each change, so the page and
 // the API show the same accounts.
 func (u *UI) UserList(c *gin.Context) {
@@ -280,8 +280,8 @@ func (u *UI) UserList(c *gin.Context) {
 }
 
 // Account is the caller's own page: their password and their API keys,
-// listed by the script from /api/keys. A new key's secret is shown by the
-// script from the answer that made it, never by this page.
+// listed by the browser app from /api/keys. A new key's secret is shown
+// from the answer that made it, never by this page.
 func (u *UI) Account(c *gin.Context) {
 	u.Render(c, "account", Translate(Lang(c), "account"), nil)
 }

@@ -2,6 +2,9 @@ import type { ComponentType } from "react";
 import { Apps } from "./apps/Apps";
 import { Chats } from "./apps/Chats";
 import { Publish } from "./apps/Publish";
+import { Account } from "./accounts/Account";
+import { SetPassword } from "./accounts/SetPassword";
+import { Users } from "./accounts/Users";
 import { Login } from "./Login";
 import type { PageProps } from "./types";
 
@@ -13,4 +16,7 @@ export const pages: Record<string, ComponentType<PageProps<any>>> = {
   apps: Apps,
   chats: Chats,
   builder: Publish,
+  account: Account,
+  users: Users,
+  setpassword: SetPassword,
 };
