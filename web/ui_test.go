@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,10 +34,12 @@ func TestPagesRender(t *testing.T) {
 	if code, _ := get(env.Anonymous(), "/", "en"); code != http.StatusSeeOther {
 		t.Errorf("anonymous visit: %d, want a redirect to sign in", code)
 	}
-	if code, body := get(env.Anonymous(), "/login", "en"); code != 200 || !strings.Contains(body, `id="login"`) {
+	if code, body := get(env.Anonymous(), "/login", "en"); code != 200 {
 		t.Errorf("login page: %d", code)
+	} else if page, _ := pageShellOf(t, body); page != "login" {
+		t.Errorf("the login page draws page %q", page)
 	}
-	if code, body := get(alice, "/", "en"); code != 200 || !strings.Contains(body, `data-app="demo"`) {
+	if code, body := get(alice, "/", "en"); code != 200 || !slices.ContainsFunc(readAppListData(t, body).Apps, func(a listedApp) bool { return a.AppID == "demo" }) {
 		t.Errorf("app list: %d %s", code, body)
 	}
 	// The demo app is the first admin's: its canvas and Publish page are
@@ -172,4 +175,45 @@ func readPageData(t *testing.T, page string) chatPageData {
 		t.Fatalf("the page's data: %v\n%s", err, m[1])
 	}
 	return data
+}
+
+// listedApp is one app of the app list's data (web/ui/ui.go appsPage).
+type listedApp struct {
+	AppID   string `json:"appId"`
+	Name    string `json:"name"`
+	OwnerID string `json:"ownerId"`
+	Public  bool   `json:"public"`
+}
+
+// readAppListData reads the app list page's data: the page's own part of
+// its <script type="application/json" id="page-data"> element.
+func readAppListData(t *testing.T, page string) (data struct{ Apps []listedApp }) {
+	t.Helper()
+	name, raw := pageShellOf(t, page)
+	if name != "apps" {
+		t.Fatalf("the page is %q, want the app list", name)
+	}
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatalf("the app list's data: %v\n%s", err, raw)
+	}
+	return data
+}
+
+// pageShellOf reads which page of the browser app (app/src/pages) a page
+// is, and its own data, from its <script type="application/json"
+// id="page-data"> element.
+func pageShellOf(t *testing.T, page string) (string, json.RawMessage) {
+	t.Helper()
+	m := regexp.MustCompile(`<script type="application/json" id="page-data">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page has no page data:\n%s", page)
+	}
+	var shell struct {
+		Page string
+		Data json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(m[1]), &shell); err != nil {
+		t.Fatalf("the page's data: %v\n%s", err, m[1])
+	}
+	return shell.Page, shell.Data
 }

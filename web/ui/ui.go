@@ -3,15 +3,18 @@ package ui
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web/api"
@@ -118,7 +121,7 @@ func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data a
 }
 
 // reactPages are the pages the browser app draws.
-var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true}
+var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true, "apps": true, "chats": true, "builder": true}
 
 // shellData is what app/src/pages/main.tsx reads from the page's data:
 // which page, its title, who is signed in (for the header) and the
@@ -155,7 +158,25 @@ func (u *UI) AppList(c *gin.Context) {
 			visible = append(visible, a)
 		}
 	}
-	u.Render(c, "apps", Translate(Lang(c), "apps"), gin.H{"Apps": visible, "StarterGraph": starterGraph})
+	page := appsPage{Apps: []appRow{}, StarterGraph: json.RawMessage(starterGraph)}
+	for _, a := range visible {
+		page.Apps = append(page.Apps, appRow{ID: a.ID, Name: a.Name, OwnerID: a.OwnerID, Public: a.Public})
+	}
+	u.Render(c, "apps", Translate(Lang(c), "apps"), page)
+}
+
+// appsPage is the app list's data (app/src/pages/Apps.tsx): the apps the
+// caller may use, without their graphs, and the graph a new app starts from.
+type appsPage struct {
+	Apps         []appRow        `json:"apps"`
+	StarterGraph json.RawMessage `json:"starterGraph"`
+}
+
+type appRow struct {
+	ID      string `json:"appId"`
+	Name    string `json:"name"`
+	OwnerID string `json:"ownerId"`
+	Public  bool   `json:"public"`
 }
 
 // starterGraph is a new app's graph: the tool-call node on the offline
@@ -184,7 +205,14 @@ func (u *UI) Builder(c *gin.Context) {
 		c.String(http.StatusForbidden, "only the app's owner and admins may edit it")
 		return
 	}
-	u.Render(c, "builder", a.Name, gin.H{"App": a})
+	u.Render(c, "builder", a.Name, builderPage{AppID: a.ID, Name: a.Name})
+}
+
+// builderPage is the Publish page's data (app/src/pages/publish): the
+// page reads the app's keys and links from the API.
+type builderPage struct {
+	AppID string `json:"appId"`
+	Name  string `json:"name"`
 }
 
 const llmDefault = "flowbox-demo"
@@ -201,7 +229,34 @@ func (u *UI) ChatList(c *gin.Context) {
 		user = ""
 	}
 	chats, _ := u.Chats.List(c.Request.Context(), a.ID, user, 200)
-	u.Render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": "/apps/" + a.ID, "Me": p.UserID})
+	u.Render(c, "chats", a.Name, ChatsPage(a, chats, "/apps/"+a.ID, p.UserID, false))
+}
+
+// ChatsPage is the data of a chat list (app/src/pages/Chats.tsx): the
+// signed-in users' at base /apps/{id}, or a share link's visitor's at the
+// link's URL. Chats of users other than me link with their userId.
+func ChatsPage(a apps.App, chats []history.Chat, base, me string, visitor bool) any {
+	page := chatsPage{AppID: a.ID, Name: a.Name, Base: base, Me: me, Visitor: visitor, Chats: []chatRow{}}
+	for _, ch := range chats {
+		page.Chats = append(page.Chats, chatRow{ID: ch.ID, UserID: ch.UserID, Title: ch.Title, UpdatedAt: ch.UpdatedAt})
+	}
+	return page
+}
+
+type chatsPage struct {
+	AppID   string    `json:"appId"`
+	Name    string    `json:"name"`
+	Base    string    `json:"base"`
+	Me      string    `json:"me"`
+	Visitor bool      `json:"visitor"`
+	Chats   []chatRow `json:"chats"`
+}
+
+type chatRow struct {
+	ID        string    `json:"chatId"`
+	UserID    string    `json:"userId"`
+	Title     string    `json:"title"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Admin lists every sandbox with its state.

@@ -205,7 +205,7 @@ func (h *Handler) Home(c *gin.Context) {
 		shareError(c, false, http.StatusInternalServerError, "Could not list your chats; retry in a moment.")
 		return
 	}
-	h.UI.Render(c, "chats", a.Name, gin.H{"App": a, "Chats": chats, "Base": link.URL(), "Visitor": true, "Me": p.UserID})
+	h.UI.Render(c, "chats", a.Name, ui.ChatsPage(a, chats, link.URL(), p.UserID, true))
 }
 
 // Chat is a visitor's chat page: the signed-in users' page, with the

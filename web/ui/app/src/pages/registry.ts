@@ -1,4 +1,7 @@
 import type { ComponentType } from "react";
+import { Apps } from "./apps/Apps";
+import { Chats } from "./apps/Chats";
+import { Publish } from "./apps/Publish";
 import { Account } from "./accounts/Account";
 import { SetPassword } from "./accounts/SetPassword";
 import { Users } from "./accounts/Users";
@@ -10,6 +13,9 @@ import type { PageProps } from "./types";
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const pages: Record<string, ComponentType<PageProps<any>>> = {
   login: Login,
+  apps: Apps,
+  chats: Chats,
+  builder: Publish,
   account: Account,
   users: Users,
   setpassword: SetPassword,
