@@ -1,4 +1,8 @@
 import type { ComponentType } from "react";
+import { Admin } from "./admin/Admin";
+import { Audit } from "./admin/Audit";
+import { MCP } from "./admin/MCP";
+import { Skills } from "./admin/Skills";
 import { Login } from "./Login";
 import type { PageProps } from "./types";
 
@@ -7,4 +11,8 @@ import type { PageProps } from "./types";
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const pages: Record<string, ComponentType<PageProps<any>>> = {
   login: Login,
+  admin: Admin,
+  audit: Audit,
+  skills: Skills,
+  mcp: MCP,
 };
