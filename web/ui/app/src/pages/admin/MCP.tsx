@@ -270,16 +270,14 @@ export function MCP({ t }: PageProps) {
       <p className="hint" id="mcp-empty" hidden={!servers || list.length > 0}>
         {t("mcpNone")}
       </p>
-      {listing && (
-        <MCPTools
-          listing={listing}
-          t={t}
-          close={() => {
-            shown.current = "";
-            setListing(null);
-          }}
-        />
-      )}
+      <MCPTools
+        listing={listing}
+        t={t}
+        close={() => {
+          shown.current = "";
+          setListing(null);
+        }}
+      />
     </>
   );
 }

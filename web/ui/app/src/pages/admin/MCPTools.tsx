@@ -19,23 +19,25 @@ export interface Tool {
 }
 
 // MCPTools shows the tools a server offers, as the model sees them.
-export function MCPTools({ listing, t, close }: { listing: Listing; t: Translate; close: () => void }) {
+// Without a listing it is there, hidden.
+export function MCPTools({ listing, t, close }: { listing: Listing | null; t: Translate; close: () => void }) {
   const box = useRef<HTMLElement>(null);
+  const id = listing?.server.id;
   useEffect(() => {
-    box.current?.scrollIntoView({ block: "nearest" });
-  }, [listing.server.id]);
-  const tools = listing.tools ?? [];
+    if (id) box.current?.scrollIntoView({ block: "nearest" });
+  }, [id]);
+  const tools = listing?.tools ?? [];
   return (
-    <section id="mcp-tools" className="card" aria-labelledby="mcp-tools-title" data-server={listing.server.id} ref={box}>
+    <section id="mcp-tools" className="card" aria-labelledby="mcp-tools-title" data-server={id} ref={box} hidden={!listing}>
       <div className="chat-head">
         <h3 id="mcp-tools-title" data-role="title">
-          {named(t, "mcpToolsOf", listing.server.name)}
+          {listing && named(t, "mcpToolsOf", listing.server.name)}
         </h3>
         <button type="button" className="secondary" data-role="close" onClick={close}>
           {t("close")}
         </button>
       </div>
-      <Line line={listing.line} t={t} />
+      <Line line={listing?.line ?? null} t={t} />
       <div className="table-scroll">
         <table data-role="tools" hidden={tools.length === 0}>
           <thead>

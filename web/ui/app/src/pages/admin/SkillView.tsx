@@ -6,29 +6,31 @@ import { When } from "./When";
 
 // SkillView shows one skill: where agents find it, its instructions and
 // its versions, the current one marked. It takes the focus when it opens.
-export function SkillView({ detail, t, close }: { detail: SkillDetail; t: Translate; close: () => void }) {
+// Without a skill it is there, hidden.
+export function SkillView({ detail, t, close }: { detail: SkillDetail | null; t: Translate; close: () => void }) {
   const box = useRef<HTMLElement>(null);
   const closer = useRef<HTMLButtonElement>(null);
   useEffect(() => {
+    if (!detail) return;
     box.current?.scrollIntoView({ block: "nearest" });
     closer.current?.focus();
   }, [detail]);
-  const s = detail.skill;
+  const s = detail?.skill;
   return (
-    <section id="skill-detail" className="card" aria-labelledby="skill-detail-title" data-skill={s.name} ref={box}>
+    <section id="skill-detail" className="card" aria-labelledby="skill-detail-title" data-skill={s?.name} ref={box} hidden={!detail}>
       <div className="chat-head">
         <h3 id="skill-detail-title" data-role="title">
-          {s.name}
+          {s?.name}
         </h3>
         <button type="button" className="secondary" data-role="close" ref={closer} onClick={close}>
           {t("close")}
         </button>
       </div>
       <p className="hint" data-role="summary">
-        {s.description + " · " + t("skillLocation") + ": " + s.location}
+        {s && s.description + " · " + t("skillLocation") + ": " + s.location}
       </p>
       <h4>{t("skillInstructions")}</h4>
-      <pre data-role="instructions">{detail.instructions}</pre>
+      <pre data-role="instructions">{detail?.instructions}</pre>
       <h4>{t("skillVersions")}</h4>
       <div className="table-scroll">
         <table data-role="versions">
@@ -41,7 +43,7 @@ export function SkillView({ detail, t, close }: { detail: SkillDetail; t: Transl
             </tr>
           </thead>
           <tbody>
-            {(detail.versions ?? []).map((v) => (
+            {(detail?.versions ?? []).map((v) => (
               <tr key={v.number} data-version={String(v.number)} className={v.current ? "current" : ""}>
                 <td>
                   {String(v.number)}

@@ -181,7 +181,7 @@ export function Skills({ t }: PageProps) {
       <p className="hint" id="skills-empty" hidden={!list || skills.length > 0}>
         {t("skillNone")}
       </p>
-      {detail && <SkillView detail={detail} t={t} close={() => setDetail(null)} />}
+      <SkillView detail={detail} t={t} close={() => setDetail(null)} />
       <section id="invalid-skills" className="card">
         <h3>{t("skillInvalid")}</h3>
         <p className="hint">{t("skillInvalidHint")}</p>
