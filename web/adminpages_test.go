@@ -58,3 +58,16 @@ type adminUserUse struct {
 	Sandboxes int    `json:"sandboxes"`
 	Runs      int    `json:"runs"`
 }
+
+// phoneFits takes a screenshot of the page at 390 px and fails when the
+// page itself scrolls sideways (its wide tables scroll in their boxes).
+func (e *browserEnv) phoneFits(t *testing.T, tb *tab, name string) {
+	t.Helper()
+	e.screenshot(t, tb, name)
+	wide := tb.js(t, `(() => { const w = document.documentElement.scrollWidth; if (w <= innerWidth) return "";
+		const out = [...document.querySelectorAll("body *")].filter((el) => el.getBoundingClientRect().right > innerWidth + 1 && !el.closest(".table-scroll, nav"));
+		return w + " px: " + out.slice(0, 5).map((el) => el.tagName + (el.id ? "#" + el.id : "") + "." + el.className).join(", "); })()`)
+	if wide != "" {
+		t.Errorf("%s: at 390 px the page is wider than the screen (%s)", name, wide)
+	}
+}

@@ -709,7 +709,7 @@ func TestBrowser(t *testing.T) {
 		}
 		e.screenshot(t, tb, "admin.png")
 		tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
-		e.screenshot(t, tb, "admin-phone-zh.png")
+		e.phoneFits(t, tb, "admin-phone-zh.png")
 		tb.do(t, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.url+"/admin?lang=en"), chromedp.WaitVisible(chromedp.CSS(row)))
 
 		tb.do(t,
@@ -777,7 +777,7 @@ func TestBrowser(t *testing.T) {
 		}
 		e.screenshot(t, tb, "audit.png")
 		tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin/audit?lang=zh"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
-		e.screenshot(t, tb, "audit-phone-zh.png")
+		e.phoneFits(t, tb, "audit-phone-zh.png")
 	})
 
 	t.Run("accounts", func(t *testing.T) {

@@ -272,7 +272,7 @@ func mcpServersPage(t *testing.T, e *browserEnv, echoURL string) {
 	}
 	e.screenshot(t, tb, "mcp-servers.png")
 	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin/mcp?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
-	e.screenshot(t, tb, "mcp-servers-phone-zh.png")
+	e.phoneFits(t, tb, "mcp-servers-phone-zh.png")
 	tb.do(t, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.url+"/admin/mcp?lang=en"), chromedp.WaitVisible(chromedp.CSS(row)))
 	got, ok := clickForStatus(t, tb, local+` [data-mcp-action=tools]`, "#mcp-tools [data-role=status]")
 	if ok || !strings.HasPrefix(got, "The tools of Local files could not be listed: ") || !strings.Contains(got, "listed when a chat first uses it") {

@@ -455,7 +455,7 @@ func skillsPage(t *testing.T, e *browserEnv, installed skillJSONView) {
 	}
 	e.screenshot(t, tb, "skills-examples.png")
 	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin/skills?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
-	e.screenshot(t, tb, "skills-phone-zh.png")
+	e.phoneFits(t, tb, "skills-phone-zh.png")
 }
 
 // skillJSONView is a skill as GET /admin/api/skills gives it.
