@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -315,16 +317,18 @@ func TestPasswordLinks(t *testing.T) {
 	for range 2 {
 		status(anon, "GET", invited.URL, nil, 200, "Choose your password")
 	}
-	if page := anon.Do(t, "GET", invited.URL, nil); !strings.Contains(string(page.Body), `data-role="name">ida<`) {
-		t.Errorf("the page does not name ida: %s", page.Body)
+	if page := passwordPageOf(t, anon.Do(t, "GET", invited.URL, nil)); page.Page != "setpassword" || page.Data.Name != "ida" ||
+		page.Data.Token != first || page.Data.Problem != "" || page.Data.ExpiresAt.Sub(invited.Exp).Abs() > time.Second {
+		t.Errorf("the page's data: %+v; want the form for ida, with the link's token and expiry %v", page, invited.Exp)
 	}
 	zh := env.Anonymous()
 	zh.Header.Set("Accept-Language", "zh")
 	if page := zh.Do(t, "GET", invited.URL, nil); page.Status != 200 || !strings.Contains(string(page.Body), "设置您的密码") {
 		t.Errorf("the page in Chinese: %d, lacks its title", page.Status)
 	}
-	if page := zh.Do(t, "GET", "/set-password/fbp_made-up", nil); page.Status != 404 || !strings.Contains(string(page.Body), "请向管理员索取新的链接") {
-		t.Errorf("a made-up link's page in Chinese: %d, lacks what to do", page.Status)
+	if page := zh.Do(t, "GET", "/set-password/fbp_made-up", nil); page.Status != 404 || !strings.Contains(string(page.Body), `<html lang="zh">`) ||
+		passwordPageOf(t, page).Data.Problem != "linkInvalid" {
+		t.Errorf("a made-up link's page in Chinese: %d %s, want 404 saying linkInvalid (what to do)", page.Status, clip(page.Body))
 	}
 	if r := use(first, "short"); r.Status != 400 || !strings.Contains(string(r.Body), "8 to 72 bytes") {
 		t.Errorf("a short password: %d %s; want 400 with the rule", r.Status, r.Body)
@@ -336,7 +340,9 @@ func TestPasswordLinks(t *testing.T) {
 	status(ida, "GET", "/api/me", nil, 200, `"name":"ida"`)
 	// Once only.
 	status(anon, "POST", "/api/set-password", map[string]string{"token": first, "password": "someone else's"}, 404, "ask an admin for a new one")
-	status(anon, "GET", invited.URL, nil, 404, "Ask an admin for a new link")
+	if page := passwordPageOf(t, status(anon, "GET", invited.URL, nil, 404, "")); page.Data.Problem != "linkInvalid" || page.Data.Token != "" {
+		t.Errorf("a used link's page: %+v, want linkInvalid and no form", page)
+	}
 	env.Login(t, "ida", "ida's own password")
 
 	// A reset by link: until it is used, the old password and sessions
@@ -364,14 +370,15 @@ func TestPasswordLinks(t *testing.T) {
 	tests := []struct {
 		name string
 		// prepare returns the token to try, after making it unusable.
-		prepare    func(t *testing.T) string
-		want       int
+		prepare func(t *testing.T) string
+		want    int
+		// page is the label of the page's reason, says a part of the API's
 		page, says string
 		// after, when set, restores what prepare changed and checks the
 		// link is whole again.
 		after func(t *testing.T, tok string)
 	}{
-		{name: "expired", want: 410, page: "This link has expired", says: "expired", prepare: func(t *testing.T) string {
+		{name: "expired", want: 410, page: "linkExpired", says: "expired", prepare: func(t *testing.T) string {
 			tok := issue(t)
 			// As if 72 hours had passed: the clock the server reads is the
 			// real one, so the link's expiry moves instead.
@@ -385,7 +392,7 @@ func TestPasswordLinks(t *testing.T) {
 			// Read once, an expired link is gone.
 			check(t, anon, "POST", "/api/set-password", map[string]string{"token": tok, "password": "whatever it is"}, 404, "")
 		}},
-		{name: "disabled user", want: 403, page: "This account is disabled", says: "disabled", prepare: func(t *testing.T) string {
+		{name: "disabled user", want: 403, page: "linkDisabled", says: "disabled", prepare: func(t *testing.T) string {
 			tok := issue(t)
 			check(t, admin, "POST", "/admin/api/users/u:ida/disable", nil, 200, "")
 			return tok
@@ -395,33 +402,60 @@ func TestPasswordLinks(t *testing.T) {
 				t.Errorf("the link once ida is enabled again: %d %s", r.Status, r.Body)
 			}
 		}},
-		{name: "replaced by a newer link", want: 404, page: "Ask an admin for a new link", says: "replaced by a newer one", prepare: func(t *testing.T) string {
+		{name: "replaced by a newer link", want: 404, page: "linkInvalid", says: "replaced by a newer one", prepare: func(t *testing.T) string {
 			tok := issue(t)
 			issue(t)
 			return tok
 		}},
-		{name: "password reset by an admin since", want: 404, page: "Ask an admin for a new link", says: "used already", prepare: func(t *testing.T) string {
+		{name: "password reset by an admin since", want: 404, page: "linkInvalid", says: "used already", prepare: func(t *testing.T) string {
 			tok := issue(t)
 			check(t, admin, "POST", "/admin/api/users/u:ida/password", map[string]any{"password": "set by the admin"}, 200, "")
 			return tok
 		}},
-		{name: "account deleted and made again", want: 404, page: "Ask an admin for a new link", says: "mistyped", prepare: func(t *testing.T) string {
+		{name: "account deleted and made again", want: 404, page: "linkInvalid", says: "mistyped", prepare: func(t *testing.T) string {
 			tok := issue(t)
 			check(t, admin, "DELETE", "/admin/api/users/u:ida", nil, 200, "")
 			check(t, admin, "POST", "/admin/api/users", map[string]any{"name": "ida", "password": "the new ida's"}, 201, "")
 			return tok
 		}},
-		{name: "made up", want: 404, page: "Ask an admin for a new link", says: "mistyped", prepare: func(*testing.T) string { return "fbp_made-up" }},
-		{name: "not a link token", want: 404, page: "Ask an admin for a new link", says: "mistyped", prepare: func(*testing.T) string { return "fbk_a-key" }},
+		{name: "made up", want: 404, page: "linkInvalid", says: "mistyped", prepare: func(*testing.T) string { return "fbp_made-up" }},
+		{name: "not a link token", want: 404, page: "linkInvalid", says: "mistyped", prepare: func(*testing.T) string { return "fbk_a-key" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := tc.prepare(t)
-			check(t, anon, "GET", "/set-password/"+tok, nil, tc.want, tc.page)
+			if page := passwordPageOf(t, check(t, anon, "GET", "/set-password/"+tok, nil, tc.want, "")); page.Data.Problem != tc.page || page.Data.Name != "" {
+				t.Errorf("the link's page: %+v, want %s and no account named", page, tc.page)
+			}
 			check(t, anon, "POST", "/api/set-password", map[string]string{"token": tok, "password": "a good password"}, tc.want, tc.says)
 			if tc.after != nil {
 				tc.after(t, tok)
 			}
 		})
 	}
+}
+
+// passwordPage is the set-password page's data (web/account/setup.go)
+// in the page's <script type="application/json" id="page-data">.
+type passwordPage struct {
+	Page string `json:"page"`
+	Data struct {
+		Token     string    `json:"token"`
+		Name      string    `json:"name"`
+		ExpiresAt time.Time `json:"expiresAt"`
+		Problem   string    `json:"problem"`
+	} `json:"data"`
+}
+
+func passwordPageOf(t *testing.T, resp enginetest.Response) passwordPage {
+	t.Helper()
+	m := regexp.MustCompile(`<script type="application/json" id="page-data">(.*?)</script>`).FindSubmatch(resp.Body)
+	if m == nil {
+		t.Fatalf("the set-password page has no page data: %d %s", resp.Status, clip(resp.Body))
+	}
+	var page passwordPage
+	if err := json.Unmarshal(m[1], &page); err != nil {
+		t.Fatalf("the set-password page's data: %v\n%s", err, m[1])
+	}
+	return page
 }

@@ -600,6 +600,10 @@ func TestBrowser(t *testing.T) {
 		chatID := e.openChat(t, tb, "demo")
 		tb.ask(t, "$ echo first")
 		chatItems(t, e, chatID) // the turn is stored
+		// The new chat takes its first question as its title, in the
+		// heading and in the chat list, without a reload (E2).
+		run(t, tb, poll[bool](`() => document.querySelector(".chat-title")?.textContent === "$ echo first" &&
+			[...document.querySelectorAll("#chat-list a")].some((a) => a.textContent.trim() === "$ echo first")`))
 		ctx := context.Background()
 		chat, err := e.chatNamed(ctx, chatID)
 		if err != nil {
@@ -872,6 +876,7 @@ func TestBrowser(t *testing.T) {
 		if code, name := whoAmI(t, e.url, secret); code != 200 || name != "bea" {
 			t.Fatalf("GET /api/me with the new key: %d %q, want bea", code, name)
 		}
+		accountShots(t, e, tb, "/account", key, "account")
 
 		// After a reload the key is listed by its prefix, with its use;
 		// the secret is nowhere on the page.
@@ -967,6 +972,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("after disabling the page says %q", got)
 		}
 		e.screenshot(t, admin, "users.png")
+		accountShots(t, e, admin, "/admin/users", row+`[data-state=disabled]`, "users")
 		tb.do(t,
 			chromedp.SendKeys(chromedp.ID("new-key-name"), "after"),
 			chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
@@ -1057,6 +1063,7 @@ func accountLinks(t *testing.T, e *browserEnv, admin *tab) {
 	if got := cleo.text(t, `#set-password [data-role=name]`); got != "cleo" {
 		t.Errorf("the set-password page names %q, want cleo", got)
 	}
+	accountShots(t, e, cleo, link, "#set-password", "set-password")
 	status := `#set-password [data-role=status]`
 	cleo.do(t,
 		chromedp.SendKeys(chromedp.ID("set-password-new"), "short"),
@@ -1087,6 +1094,7 @@ func accountLinks(t *testing.T, e *browserEnv, admin *tab) {
 	if got := cleo.text(t, `#set-password-problem [data-role=problem]`); !strings.Contains(got, "Ask an admin for a new link") {
 		t.Errorf("the used link's page says %q", got)
 	}
+	accountShots(t, e, cleo, link, "#set-password-problem", "set-password-problem")
 
 	// Cleo makes an app, which the admin later gives to themself.
 	appID := e.newAppOnCanvas(t, cleo, "cleo's app")
@@ -1118,6 +1126,9 @@ func accountLinks(t *testing.T, e *browserEnv, admin *tab) {
 		t.Errorf("the apps would go to %q, want the admin by default", got)
 	}
 	e.screenshot(t, admin, "users-delete.png")
+	admin.do(t, chromedp.EmulateViewport(390, 800))
+	e.screenshot(t, admin, "users-delete-390.png")
+	admin.do(t, chromedp.EmulateViewport(1280, 800))
 	admin.do(t,
 		chromedp.Click(chromedp.CSS(`#delete-user button[type=submit]`)),
 		chromedp.WaitNotPresent(chromedp.CSS(row)),

@@ -58,10 +58,11 @@ func (h *Users) SetPassword(c *gin.Context) {
 // passwordPage is what the set-password page shows: the form for Name,
 // or why the link does not work.
 type passwordPage struct {
-	Token, Name string
-	ExpiresAt   time.Time
+	Token     string    `json:"token,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Problem is the label of the reason the link cannot be used.
-	Problem string
+	Problem string `json:"problem,omitempty"`
 }
 
 // SetPasswordPage is the page of a set-password link: "choose your

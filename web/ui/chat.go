@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -38,6 +40,22 @@ type pageData struct {
 	RunDetails bool            `json:"runDetails"`
 	Variables  json.RawMessage `json:"variables,omitempty"`
 	Items      []pageItem      `json:"items"`
+	// Earlier is the seq of the first item shown when the chat has
+	// earlier ones: the page asks for them with ?before=Earlier.
+	Earlier int `json:"earlier,omitempty"`
+}
+
+// pageWindow is how many of a chat's items its page holds at first (the
+// last 100 turns), and how many more each "earlier messages" brings: a
+// long chat opens as fast as a short one, and its newest turns are the
+// ones shown.
+const pageWindow = 200
+
+// earlierItems is what a chat page's ?before=N answers: the items before
+// seq N, at most pageWindow of them, and Earlier as in pageData.
+type earlierItems struct {
+	Items   []pageItem `json:"items"`
+	Earlier int        `json:"earlier,omitempty"`
 }
 
 // pageItem is a message of the chat's history. Tool calls are left out
@@ -161,27 +179,31 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		}
 	}
 	chat, err := u.Chats.Get(ctx, sandbox.Scope{AppID: a.ID, UserID: user, ChatID: chatID})
-	if err == nil {
-		data.Title = chat.Title
-		raw, _ := u.Chats.Items(ctx, chat, 0, 500)
-		asked := questions(raw)
-		for i, it := range raw {
-			pi := pageItem{ID: it.ID, Role: it.Role, Text: it.Text, DurationMs: it.DurationMs, Questions: asked[i]}
-			if data.RunDetails {
-				pi.Responses = it.Responses
-			}
-			var calls []toolcall.Call
-			if view.ShowTools {
-				_ = json.Unmarshal(it.ToolCalls, &calls)
-			}
-			for _, call := range calls {
-				pi.Calls = append(pi.Calls, pageCall{Call: call, Command: callSummary(call.Tool, call.Arguments)})
-			}
-			data.Items = append(data.Items, pi)
-		}
-	} else if !errors.Is(err, history.ErrNotFound) {
+	if err != nil && !errors.Is(err, history.ErrNotFound) {
 		c.String(http.StatusInternalServerError, "could not read the chat; retry later")
 		return
+	}
+	// ?before=N: the page asks for the items before seq N, as JSON.
+	if q, asked := c.GetQuery("before"); asked {
+		before, perr := strconv.Atoi(q)
+		if perr != nil || before < 0 {
+			api.Error(c, http.StatusBadRequest, "before must be the seq of a chat item (a whole number of 0 or more), as the page's earlier field gives it")
+			return
+		}
+		items, earlier, err := u.pageItems(ctx, chat, min(before, chat.Items), view.ShowTools, data.RunDetails)
+		if err != nil {
+			api.Error(c, http.StatusInternalServerError, "Could not read the chat's earlier messages; retry in a moment.")
+			return
+		}
+		c.JSON(http.StatusOK, earlierItems{Items: items, Earlier: earlier})
+		return
+	}
+	if err == nil {
+		data.Title = chat.Title
+		if data.Items, data.Earlier, err = u.pageItems(ctx, chat, chat.Items, view.ShowTools, data.RunDetails); err != nil {
+			c.String(http.StatusInternalServerError, "could not read the chat; retry later")
+			return
+		}
 	}
 	// The variables of the graph the chat runs (the published version's).
 	if g, _, err := u.Apps.Running(ctx, a); err != nil {
@@ -191,6 +213,45 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		data.Variables, _ = json.Marshal(g.Variables)
 	}
 	serveApp(c, http.StatusOK, "chat.html", data.Title, data)
+}
+
+// pageItems are the chat's items before seq before (at most pageWindow,
+// starting with a question), as its page shows them, and the seq of the
+// first (0 when there is nothing earlier). The turn after them is read as
+// well: it holds the answers of their last questions.
+func (u *UI) pageItems(ctx context.Context, chat history.Chat, before int, showTools, runDetails bool) ([]pageItem, int, error) {
+	items := []pageItem{}
+	if before <= 0 {
+		return items, 0, nil
+	}
+	from := max(0, before-pageWindow)
+	raw, err := u.Chats.Items(ctx, chat, from, before-from+2)
+	if err != nil {
+		return nil, 0, err
+	}
+	// A window starting inside a turn starts at its next question.
+	for len(raw) > 0 && from > 0 && raw[0].Role != "user" {
+		raw, from = raw[1:], raw[0].Seq+1
+	}
+	asked := questions(raw)
+	for i, it := range raw {
+		if it.Seq >= before {
+			break
+		}
+		pi := pageItem{ID: it.ID, Role: it.Role, Text: it.Text, DurationMs: it.DurationMs, Questions: asked[i]}
+		if runDetails {
+			pi.Responses = it.Responses
+		}
+		var calls []toolcall.Call
+		if showTools {
+			_ = json.Unmarshal(it.ToolCalls, &calls)
+		}
+		for _, call := range calls {
+			pi.Calls = append(pi.Calls, pageCall{Call: call, Command: callSummary(call.Tool, call.Arguments)})
+		}
+		items = append(items, pi)
+	}
+	return items, from, nil
 }
 
 // callSummary is what a tool card shows of a call: a command's command

@@ -118,7 +118,8 @@ func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data a
 }
 
 // reactPages are the pages the browser app draws.
-var reactPages = map[string]bool{"login": true, "admin": true, "audit": true, "skills": true, "mcp": true}
+var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true,
+	"admin": true, "audit": true, "skills": true, "mcp": true}
 
 // shellData is what app/src/pages/main.tsx reads from the page's data:
 // which page, its title, who is signed in (for the header) and the
@@ -237,7 +238,7 @@ type sandboxRow struct {
 	LastActive string `json:"lastActive"`
 }
 
-// UserList is the admins' user management. The script draws the list
+// UserList is the admins' user management. The browser app draws the list
 // from /admin/api/users and redraws it after each change, so the page and
 // the API show the same accounts.
 func (u *UI) UserList(c *gin.Context) {
@@ -245,8 +246,8 @@ func (u *UI) UserList(c *gin.Context) {
 }
 
 // Account is the caller's own page: their password and their API keys,
-// listed by the script from /api/keys. A new key's secret is shown by the
-// script from the answer that made it, never by this page.
+// listed by the browser app from /api/keys. A new key's secret is shown
+// from the answer that made it, never by this page.
 func (u *UI) Account(c *gin.Context) {
 	u.Render(c, "account", Translate(Lang(c), "account"), nil)
 }

@@ -13,6 +13,10 @@ export interface ChatListProps {
   /** on phones: the drawer is open */
   open: boolean;
   onClose: () => void;
+  /** bumped by the page when a run ends: the list is read again */
+  runs?: number;
+  /** the current chat's title as the list has it (a new chat gets one with its first question) */
+  onTitle?: (title: string) => void;
 }
 
 const chatHref = (appId: string, chatId: string) => `/apps/${encodeURIComponent(appId)}/chat/${encodeURIComponent(chatId)}`;
@@ -35,14 +39,19 @@ export function ChatList(props: ChatListProps) {
     if (props.visitor) return;
     let live = true;
     api.listChats(appId).then(
-      (cs) => live && setChats([...cs].sort((a, b) => (b.updatedAt || "").localeCompare(a.updatedAt || ""))),
+      (cs) => {
+        if (!live) return;
+        setChats([...cs].sort((a, b) => (b.updatedAt || "").localeCompare(a.updatedAt || "")));
+        const current = cs.find((c) => c.chatId === chatId);
+        if (current?.title) props.onTitle?.(current.title);
+      },
       (e: Error) => live && setError(t("chatListFailed").replace("{reason}", e.message)),
     );
     return () => {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [appId, props.visitor]);
+  }, [appId, props.visitor, props.runs]);
 
   useEffect(() => {
     if (!open) return;

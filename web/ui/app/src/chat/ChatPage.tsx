@@ -1,4 +1,4 @@
-import { useCallback, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { Translate } from "../i18n";
 import { apply, emptyRun, type NodeRun, type Run } from "../sse";
 import { chatAPI } from "./api";
@@ -29,7 +29,7 @@ export interface PageData {
   /** the files panel: absent when the page has none */
   files?: "read" | "write";
   /** the history: each answer with its tool calls (toolcall.Call's JSON) and questions (pageQuestion's) */
-  items?: (HistoryItem & { responses?: NodeRun[] })[];
+  items?: PageItem[];
   appName?: string;
   title?: string;
   /** a share link's visitor */
@@ -39,7 +39,16 @@ export interface PageData {
   runDetails?: boolean;
   /** the graph's global variables, asked above the chat */
   variables?: Variable[];
+  /** the seq of the first item held, when the chat has earlier ones */
+  earlier?: number;
 }
+
+// The last deferAbove items of the history render their answers at once;
+// those above them, out of view when the page opens at its end, when the
+// browser is idle (Markdown).
+const deferAbove = 8;
+
+type PageItem = HistoryItem & { dataId?: string; responses?: NodeRun[] };
 
 interface Turn {
   question: string;
@@ -56,6 +65,8 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const [refresh, setRefresh] = useState(0);
   const [filesOpen, setFilesOpen] = useState(false);
   const [listOpen, setListOpen] = useState(false);
+  const [title, setTitle] = useState(data.title || data.chatId);
+  const [runs, setRuns] = useState(0);
   const current = useRef<ChatRun | null>(null);
   const api = useMemo(() => chatAPI(data.apiBase, csrf), [data.apiBase, csrf]);
   const vars = useVariables(data.own ? (data.variables ?? []) : [], data.chatId);
@@ -93,6 +104,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
         current.current = null;
         setRunning(false);
         setRefresh((n) => n + 1);
+        setRuns((n) => n + 1);
       });
   };
   // send sends a question with the files attached to it as the
@@ -117,18 +129,56 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   };
   const sendAnswer = data.own ? (said: string, request: Record<string, unknown>) => runTurn(said, request, true) : undefined;
 
-  const history = data.items ?? [];
-  const [storedCards] = useState(() => historyCards(history));
+  // The page holds the chat's last turns; "earlier messages" fetches
+  // the turns before them, a window at a time.
+  const [older, setOlder] = useState<PageItem[]>([]);
+  const [earlier, setEarlier] = useState(data.earlier ?? 0);
+  const [fetching, setFetching] = useState(false);
+  const history = useMemo(() => [...older, ...(data.items ?? [])], [older, data.items]);
+  const storedCards = useMemo(() => historyCards(history), [history]);
+  const loadEarlier = async () => {
+    setFetching(true);
+    try {
+      const got = await api.earlier<PageItem>(location.pathname, earlier, data.userId);
+      setOlder((o) => [...(got.items ?? []), ...o]);
+      setEarlier(got.earlier ?? 0);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setFetching(false);
+    }
+  };
   const lastAnswer = history.map((item) => item.role).lastIndexOf("assistant");
+  // The page opens at its end, the newest turn in view; while a run
+  // writes, the page follows it as long as the reader stays at the end.
+  const following = useRef(true);
+  useLayoutEffect(() => {
+    if (history.length) window.scrollTo(0, document.documentElement.scrollHeight);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+  useEffect(() => {
+    const onScroll = () => {
+      const doc = document.documentElement;
+      following.current = doc.scrollHeight - doc.clientHeight - window.scrollY < 80;
+    };
+    window.addEventListener("scroll", onScroll, { passive: true });
+    return () => window.removeEventListener("scroll", onScroll);
+  }, []);
+  useEffect(() => {
+    if (turns.length && following.current) window.scrollTo(0, document.documentElement.scrollHeight);
+  }, [turns]);
   return (
     <div className={filesOpen ? "chat-layout files-open" : "chat-layout"}>
-      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} />
+      <ChatList api={api} appId={data.appId} chatId={data.chatId} base={data.apiBase} visitor={!!data.visitor} t={t} open={listOpen} onClose={closeList} runs={runs} onTitle={setTitle} />
       <DropZone state={attachments} t={t} className="chat-page">
         <header className="chat-head">
           <button type="button" className="secondary chat-list-toggle" aria-controls="chat-list" aria-expanded={listOpen} onClick={() => setListOpen((o) => !o)}>
             {t("chats")}
           </button>
-          <h1 className="chat-title">{data.title || data.chatId}</h1>
+          <a className="chat-home" href={data.visitor ? data.apiBase || "/" : "/"} title={t("apps")}>
+            {data.appName || t("apps")}
+          </a>
+          <h1 className="chat-title">{title}</h1>
           {data.canDelete && !data.visitor && (
             <button type="button" className="secondary" id="delete-chat" onClick={() => void deleteChat()}>
               {t("deleteChat")}
@@ -148,13 +198,18 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
               <p className="hint">{t(uploads ? "chatEmptyHintFiles" : "chatEmptyHint")}</p>
             </div>
           )}
+          {earlier > 0 && (
+            <button type="button" className="secondary earlier" data-role="earlier" disabled={fetching} onClick={() => void loadEarlier()}>
+              {t("earlierMessages")}
+            </button>
+          )}
           {history.map((item, i) =>
             item.role === "user" ? (
-              <UserMessage key={i} text={item.text} t={t} />
+              <UserMessage key={item.dataId ?? i} text={item.text} t={t} />
             ) : (
-              <div key={i} className="msg assistant">
+              <div key={item.dataId ?? i} className="msg assistant">
                 <CardList cards={storedCards[i]} t={t} send={sendAnswer} current={turns.length === 0 && i === lastAnswer} busy={running}>
-                  <Markdown className="text" text={item.text} />
+                  <Markdown className="text" text={item.text} defer={i < history.length - deferAbove} />
                 </CardList>
                 {data.runDetails && Array.isArray(item.responses) && <RunDetails responses={item.responses} t={t} />}
               </div>

@@ -27,6 +27,9 @@ export interface ChatAPI {
   deleteChats(appId: string, chatIds: string[], userId?: string): Promise<{ deleted: string[] }>;
   /** stop asks the engine to end the chat's running turn (E3). */
   stop(appId: string, chatId: string): Promise<{ stopped: boolean }>;
+  /** earlier asks the chat page at path for its items before seq before
+   * (the page holds a chat's last turns; the rest come on request). */
+  earlier<T>(path: string, before: number, userId?: string): Promise<{ items: T[]; earlier?: number }>;
 }
 
 export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
@@ -47,5 +50,9 @@ export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
     renameChat: (appId, chatId, title) => send("PATCH", `${chats(appId)}/${encodeURIComponent(chatId)}`, { title }),
     deleteChats: (appId, chatIds, userId) => send("DELETE", chats(appId), { chatIds, userId: userId || undefined }),
     stop: (appId, chatId) => send("POST", "/api/v1/chat/stop", { appId, chatId }),
+    earlier<T>(path: string, before: number, userId?: string) {
+      const query = `?before=${before}${userId ? `&userId=${encodeURIComponent(userId)}` : ""}`;
+      return fetch(origin + path + query, { credentials: "same-origin" }).then(answer<{ items: T[]; earlier?: number }>);
+    },
   };
 }

@@ -3,6 +3,18 @@ import type { Translate } from "../i18n";
 import { request } from "./http";
 import type { User } from "./types";
 
+// places are the header's links: everyone's, then the admins'.
+const places: { href: string; label: string; admin?: boolean }[] = [
+  { href: "/", label: "apps" },
+  { href: "/account", label: "account" },
+  { href: "/admin", label: "admin", admin: true },
+  { href: "/admin/users", label: "users", admin: true },
+  { href: "/admin/audit", label: "audit", admin: true },
+  { href: "/admin/skills", label: "skills", admin: true },
+  { href: "/admin/mcp", label: "mcpServers", admin: true },
+  { href: "/admin/queues/", label: "queues", admin: true },
+];
+
 // Shell is what every page has around it: the brand (home is the apps, or
 // the share link for its visitors), the signed-in user's places (the
 // admins' too), the other language and signing out.
@@ -14,6 +26,13 @@ export function Shell({ user, t, lang, children }: { user: User; t: Translate; l
     location.href = "/login";
   };
   const other = lang === "zh" ? "en" : "zh";
+  // The place the page belongs to is marked: the longest link its path
+  // starts with ("/" holds the apps and their pages).
+  const path = location.pathname;
+  const current = places
+    .map((p) => p.href)
+    .filter((h) => (h === "/" ? path === "/" || path.startsWith("/apps/") : path === h.replace(/\/$/, "") || path.startsWith(h.replace(/\/?$/, "/"))))
+    .sort((x, y) => y.length - x.length)[0];
   return (
     <>
       <header className="site-header">
@@ -21,22 +40,14 @@ export function Shell({ user, t, lang, children }: { user: User; t: Translate; l
           Flowbox
         </a>
         <nav aria-label={t("places")}>
-          {member && (
-            <>
-              <a href="/">{t("apps")}</a>
-              <a href="/account">{t("account")}</a>
-              {user.admin && (
-                <>
-                  <a href="/admin">{t("admin")}</a>
-                  <a href="/admin/users">{t("users")}</a>
-                  <a href="/admin/audit">{t("audit")}</a>
-                  <a href="/admin/skills">{t("skills")}</a>
-                  <a href="/admin/mcp">{t("mcpServers")}</a>
-                  <a href="/admin/queues/">{t("queues")}</a>
-                </>
-              )}
-            </>
-          )}
+          {member &&
+            places
+              .filter((p) => !p.admin || user.admin)
+              .map((p) => (
+                <a key={p.href} href={p.href} aria-current={p.href === current ? "page" : undefined}>
+                  {t(p.label)}
+                </a>
+              ))}
         </nav>
         <a href={"?lang=" + other} lang={other}>
           {lang === "zh" ? "English" : "中文"}

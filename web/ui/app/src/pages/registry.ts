@@ -1,4 +1,7 @@
 import type { ComponentType } from "react";
+import { Account } from "./accounts/Account";
+import { SetPassword } from "./accounts/SetPassword";
+import { Users } from "./accounts/Users";
 import { Admin } from "./admin/Admin";
 import { Audit } from "./admin/Audit";
 import { MCP } from "./admin/MCP";
@@ -11,6 +14,9 @@ import type { PageProps } from "./types";
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const pages: Record<string, ComponentType<PageProps<any>>> = {
   login: Login,
+  account: Account,
+  users: Users,
+  setpassword: SetPassword,
   admin: Admin,
   audit: Audit,
   skills: Skills,
