@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,7 +129,7 @@ func TestAdminGateWithoutAToken(t *testing.T) {
 		{"the old token", operator(env), web.QueuesPath + "/api/queues", 401, "FLOWBOX_ADMIN_TOKEN"},
 		{"no credentials", env.Anonymous(), "/admin", 401, "the admin token is off"},
 		{"user session", alice, "/admin", 403, "this needs an admin"},
-		{"admin session, page", admin, "/admin", 200, `id="sandboxes"`},
+		{"admin session, page", admin, "/admin", 200, `"page":"admin"`},
 		{"admin session, queues", admin, web.QueuesPath + "/api/queues", 200, `"queues"`},
 	}
 	for _, tc := range tests {
@@ -221,23 +222,30 @@ func TestAdminStopsASandbox(t *testing.T) {
 	}
 
 	// (c) The operator's admin page lists the sandbox with a Stop button;
-	// the script posts it under /admin, where the browser sends the basic
-	// credentials it was given for the page.
+	// the page's script posts it under /admin, where the browser sends the
+	// basic credentials it was given for the page.
 	op := operator(env)
 	op.Header.Set("Sec-Fetch-Site", "same-origin")
 	resp := op.Do(t, "GET", "/admin", nil)
-	if resp.Status != 200 || !strings.Contains(string(resp.Body), `data-admin-action="stop" data-id="`+id+`"`) {
+	if resp.Status != 200 {
 		t.Fatalf("the admin page for the token: %d %s", resp.Status, clipped(resp.Body))
 	}
-	script := op.Do(t, "GET", "/static/app.js", nil)
-	m := regexp.MustCompile(`api\("POST", "([^"]*)" \+ b\.dataset\.id \+ "/" \+ b\.dataset\.adminAction\)`).FindSubmatch(script.Body)
-	if m == nil {
-		t.Fatalf("app.js: no POST of the admin buttons found")
+	if name, data := readAppPage[adminPageData](t, resp.Body); name != "admin" || !slices.ContainsFunc(data.Sandboxes, func(s adminSandbox) bool { return s.SandboxID == id }) {
+		t.Fatalf("the admin page for the token (%s) does not list the sandbox %s: %+v", name, id, data.Sandboxes)
 	}
-	if prefix := string(m[1]); !strings.HasPrefix(prefix, "/admin/") {
-		t.Fatalf("the admin buttons post to %s…, outside /admin: the browser would not send the basic credentials", prefix)
+	src := regexp.MustCompile(`<script type="module" crossorigin src="([^"]+)"`).FindSubmatch(resp.Body)
+	if src == nil {
+		t.Fatalf("the admin page loads no script: %s", clipped(resp.Body))
 	}
-	if resp := op.Do(t, "POST", string(m[1])+id+"/stop", nil); resp.Status != http.StatusOK {
+	script := op.Do(t, "GET", string(src[1]), nil)
+	m := regexp.MustCompile("[`\"']([^`\"']*)/api/sandboxes/[`\"']").FindSubmatch(script.Body)
+	if script.Status != 200 || m == nil {
+		t.Fatalf("the pages' script %s (%d): no POST of the admin buttons found", src[1], script.Status)
+	}
+	if prefix := string(m[1]); prefix != "/admin" {
+		t.Fatalf("the admin buttons post to %s/api/sandboxes/…, outside /admin: the browser would not send the basic credentials", prefix)
+	}
+	if resp := op.Do(t, "POST", string(m[1])+"/api/sandboxes/"+id+"/stop", nil); resp.Status != http.StatusOK {
 		t.Fatalf("the operator's Stop, same-origin: %d %s, want 200", resp.Status, resp.Body)
 	}
 	if st := state(); st != sandbox.StatusStopped {

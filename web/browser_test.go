@@ -719,6 +719,10 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("admin row %s = %q, want %q", c.role, got, c.want)
 			}
 		}
+		e.screenshot(t, tb, "admin.png")
+		tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
+		e.phoneFits(t, tb, "admin-phone-zh.png")
+		tb.do(t, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.url+"/admin?lang=en"), chromedp.WaitVisible(chromedp.CSS(row)))
 
 		tb.do(t,
 			chromedp.Click(chromedp.CSS(row+` [data-admin-action=stop]`)),
@@ -750,10 +754,42 @@ func TestBrowser(t *testing.T) {
 			t.Error("the deleted sandbox is still listed after a reload")
 		}
 		tb.mu.Lock()
-		defer tb.mu.Unlock()
 		if len(tb.dialogs) != 0 {
 			t.Errorf("the admin page showed dialogs: %q", tb.dialogs)
 		}
+		tb.mu.Unlock()
+
+		// The audit page lists alice's command; its filters narrow the list
+		// and the export alike.
+		alice := (&enginetest.Env{URL: e.url, Engine: e.engine}).Login(t, "alice", browserUsers["alice"])
+		audited, _ := say(t, alice, "demo", "", "$ echo audited")
+		tb.do(t,
+			chromedp.Click(chromedp.CSS(`header nav a[href="/admin/audit"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr[data-kind=command]`)),
+			chromedp.SendKeys(chromedp.ID("audit-user"), "u:nobody"),
+			chromedp.Click(chromedp.CSS(`#audit-filters button[type=submit]`)),
+		)
+		run(t, tb, poll[bool](`() => document.getElementById("audit-export").href.includes("user=u%3Anobody")`))
+		run(t, tb, poll[bool](`() => document.querySelectorAll("#audit tbody tr").length === 0 && document.getElementById("audit-status-line").textContent !== ""`))
+		if got := tb.text(t, "#audit-status-line"); got != "No records match." {
+			t.Errorf("a user without commands shows %q", got)
+		}
+		tb.do(t,
+			chromedp.SetValue(chromedp.ID("audit-user"), "u:alice"),
+			chromedp.SendKeys(chromedp.ID("audit-chat"), audited),
+			chromedp.Click(chromedp.CSS(`#audit-filters button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr[data-kind=command]`)),
+		)
+		rows := tb.js(t, `[...document.querySelectorAll("#audit tbody tr")].map((tr) => tr.querySelector("[data-role=who]").textContent.split(" · ")[0] + " " + tr.querySelector("[data-role=what]").textContent).join("|")`)
+		if rows != "u:alice echo audited" {
+			t.Errorf("the records of alice's chat %s: %q, want her one command", audited, rows)
+		}
+		if href := tb.js(t, `document.getElementById("audit-export").getAttribute("href")`); href != "/admin/api/audit/export?user=u%3Aalice&chat="+audited {
+			t.Errorf("the export link is %s, want the filters' query", href)
+		}
+		e.screenshot(t, tb, "audit.png")
+		tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin/audit?lang=zh"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
+		e.phoneFits(t, tb, "audit-phone-zh.png")
 	})
 
 	t.Run("accounts", func(t *testing.T) {

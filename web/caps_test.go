@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,11 +30,17 @@ func capRow(t *testing.T, admin *enginetest.Client, cap string) (limit, use stri
 	if resp.Status != http.StatusOK {
 		t.Fatalf("GET /admin: %d %s", resp.Status, clipped(resp.Body))
 	}
-	m := regexp.MustCompile(`data-cap="` + cap + `" data-limit="(\d+)" data-use="(\d+)"`).FindSubmatch(resp.Body)
-	if m == nil {
-		t.Fatalf("the admin page has no row for the cap %s: %s", cap, clipped(resp.Body))
+	_, data := readAppPage[adminPageData](t, resp.Body)
+	if data.Limits == nil {
+		t.Fatalf("the admin page shows no limits: %s", clipped(resp.Body))
 	}
-	return string(m[1]), string(m[2])
+	for _, c := range data.Limits.Caps {
+		if c.Key == cap {
+			return strconv.Itoa(c.Limit), strconv.Itoa(c.Use)
+		}
+	}
+	t.Fatalf("the admin page has no row for the cap %s: %+v", cap, data.Limits.Caps)
+	return "", ""
 }
 
 // TestCapUserSandboxes: with a cap of 3 running sandboxes per user, 20
@@ -141,10 +148,10 @@ func TestCapUserSandboxes(t *testing.T) {
 	if l, u := capRow(t, admin, "sandboxes"); l != "0" || u != "3" {
 		t.Errorf("admin page: sandboxes cap %s, use %s; want 0 (none) and 3", l, u)
 	}
-	page := string(admin.Do(t, "GET", "/admin", nil).Body)
-	if !strings.Contains(page, `<tr data-user="`+aliceID+`"><td>`+aliceID+`</td><td data-role="sandboxes">3</td>`) ||
-		!strings.Contains(page, "FLOWBOX_CAP_USER_SANDBOXES") {
-		t.Errorf("the admin page does not list alice with 3 running sandboxes, or names no setting: %s", page[strings.Index(page, `id="limits"`):])
+	_, data := readAppPage[adminPageData](t, admin.Do(t, "GET", "/admin", nil).Body)
+	if !slices.Contains(data.Limits.Busiest, adminUserUse{User: aliceID, Sandboxes: 3}) ||
+		!slices.ContainsFunc(data.Limits.Caps, func(c adminCap) bool { return c.Setting == "FLOWBOX_CAP_USER_SANDBOXES" }) {
+		t.Errorf("the admin page does not list alice with 3 running sandboxes, or names no setting: %+v", *data.Limits)
 	}
 }
 

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,18 +23,21 @@ func TestWarmPoolThroughChat(t *testing.T) {
 	owner := env.Login(t, "alice", enginetest.Password("alice"))
 	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
-	ready := regexp.MustCompile(`data-ready="(\d+)" data-claims="(\d+)"`)
 	adminPage := func(want string) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			page := expect(t, admin, "GET", "/admin", nil, 200)
-			m := ready.FindStringSubmatch(string(page.Body))
-			if m != nil && m[1]+"/"+m[2] == want {
+			_, data := readAppPage[adminPageData](t, page.Body)
+			got := "no pool shown"
+			if p := data.Pool; p != nil && p.On {
+				got = fmt.Sprintf("%d/%d", p.Stats.Ready, p.Stats.Claims)
+			}
+			if got == want {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the admin page's warm pool (ready/claims) is %v; want %s", m, want)
+				t.Fatalf("the admin page's warm pool (ready/claims) is %s; want %s", got, want)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -271,6 +271,9 @@ func mcpServersPage(t *testing.T, e *browserEnv, echoURL string) {
 		t.Errorf("the echo tool's row:\n got %s\nwant %s", got, want)
 	}
 	e.screenshot(t, tb, "mcp-servers.png")
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin/mcp?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
+	e.phoneFits(t, tb, "mcp-servers-phone-zh.png")
+	tb.do(t, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.url+"/admin/mcp?lang=en"), chromedp.WaitVisible(chromedp.CSS(row)))
 	got, ok := clickForStatus(t, tb, local+` [data-mcp-action=tools]`, "#mcp-tools [data-role=status]")
 	if ok || !strings.HasPrefix(got, "The tools of Local files could not be listed: ") || !strings.Contains(got, "listed when a chat first uses it") {
 		t.Errorf("listing the stdio server's tools shows %q (ok %v), want the server's reason", got, ok)

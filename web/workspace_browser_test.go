@@ -454,6 +454,8 @@ func skillsPage(t *testing.T, e *browserEnv, installed skillJSONView) {
 		t.Errorf("the example's script: %v, %v; want it executable", fi, err)
 	}
 	e.screenshot(t, tb, "skills-examples.png")
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin/skills?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
+	e.phoneFits(t, tb, "skills-phone-zh.png")
 }
 
 // skillJSONView is a skill as GET /admin/api/skills gives it.

@@ -20,24 +20,28 @@ type Limits struct {
 // capRow is one cap on the admin page. For a cap per user, share link,
 // app or owner, Use is the highest use and Who the one that has it.
 type capRow struct {
-	Key, Label, Setting string
-	Limit, Use          int
-	Who                 string
+	Key     string `json:"key"`
+	Label   string `json:"label"` // a label's key
+	Setting string `json:"setting"`
+	Limit   int    `json:"limit"`
+	Use     int    `json:"use"`
+	Who     string `json:"who,omitempty"`
 }
 
 // userUse is one user's share of the running sandboxes and chat runs.
 type userUse struct {
-	User            string
-	Sandboxes, Runs int
+	User      string `json:"user"`
+	Sandboxes int    `json:"sandboxes"`
+	Runs      int    `json:"runs"`
 }
 
 type limitsView struct {
-	Caps []capRow
+	Caps []capRow `json:"caps"`
 	// Busiest are the users with the most running sandboxes and runs in
 	// progress, busiest first.
-	Busiest []userUse
+	Busiest []userUse `json:"busiest"`
 	// RunsErr says why the runs in progress could not be counted.
-	RunsErr string
+	RunsErr string `json:"runsErr,omitempty"`
 }
 
 // busiestShown bounds the admin page's list of busiest users.

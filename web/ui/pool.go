@@ -15,17 +15,17 @@ type PoolStats func(ctx context.Context) (stats sandbox.PoolStats, ok bool, err 
 
 // poolView is the admin page's warm pool section.
 type poolView struct {
-	On      bool
-	Err     string
-	Stats   sandbox.PoolStats
-	Misses  []poolMiss
-	Average string // mean refill time of this process's refills
-	Last    string
+	On      bool              `json:"on"`
+	Err     string            `json:"err,omitempty"`
+	Stats   sandbox.PoolStats `json:"stats"`
+	Misses  []poolMiss        `json:"misses"`
+	Average string            `json:"average,omitempty"` // mean refill time of this process's refills
+	Last    string            `json:"last,omitempty"`
 }
 
 type poolMiss struct {
-	Reason string
-	Count  uint64
+	Reason string `json:"reason"`
+	Count  uint64 `json:"count"`
 }
 
 func (f PoolStats) view(ctx context.Context) *poolView {

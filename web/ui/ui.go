@@ -121,7 +121,8 @@ func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data a
 }
 
 // reactPages are the pages the browser app draws.
-var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true, "apps": true, "chats": true, "builder": true}
+var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true, "apps": true, "chats": true, "builder": true,
+	"admin": true, "audit": true, "skills": true, "mcp": true}
 
 // shellData is what app/src/pages/main.tsx reads from the page's data:
 // which page, its title, who is signed in (for the header) and the
@@ -259,7 +260,8 @@ type chatRow struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// Admin lists every sandbox with its state.
+// Admin lists every sandbox with its state, the caps with their use and
+// the warm pool's figures.
 func (u *UI) Admin(c *gin.Context) {
 	var list []sandbox.Instance
 	if u.Sandboxes != nil {
@@ -269,7 +271,26 @@ func (u *UI) Admin(c *gin.Context) {
 			return
 		}
 	}
-	u.Render(c, "admin", Translate(Lang(c), "sandboxes"), gin.H{"Sandboxes": list, "Limits": u.Limits.view(c.Request.Context(), list), "Pool": u.Pool.view(c.Request.Context())})
+	rows := make([]sandboxRow, len(list))
+	for i, s := range list {
+		rows[i] = sandboxRow{Instance: s, LastActive: s.LastActiveAt.Format("2006-01-02 15:04:05")}
+	}
+	u.Render(c, "admin", Translate(Lang(c), "sandboxes"), adminPage{Sandboxes: rows, Limits: u.Limits.view(c.Request.Context(), list), Pool: u.Pool.view(c.Request.Context())})
+}
+
+// adminPage is the admin page's data: every sandbox record, the caps with
+// their use (nil: not configured here) and the warm pool (nil: unknown).
+type adminPage struct {
+	Sandboxes []sandboxRow `json:"sandboxes"`
+	Limits    *limitsView  `json:"limits,omitempty"`
+	Pool      *poolView    `json:"pool,omitempty"`
+}
+
+// sandboxRow is a sandbox record with its last activity as the engine
+// writes times on its pages.
+type sandboxRow struct {
+	sandbox.Instance
+	LastActive string `json:"lastActive"`
 }
 
 // UserList is the admins' user management. The browser app draws the list
@@ -287,13 +308,19 @@ func (u *UI) Account(c *gin.Context) {
 }
 
 // Audit is the admins' audit page: the filters, a page of records and
-// the next, drawn by the script from /admin/api/audit.
+// the next, drawn by the browser app from /admin/api/audit.
 func (u *UI) Audit(c *gin.Context) {
-	u.Render(c, "audit", Translate(Lang(c), "audit"), gin.H{"Statuses": audit.Statuses})
+	u.Render(c, "audit", Translate(Lang(c), "audit"), auditPage{Statuses: audit.Statuses})
+}
+
+// auditPage is the audit page's data: the statuses its filter offers.
+type auditPage struct {
+	Statuses []audit.Status `json:"statuses"`
 }
 
 // Skills is the admin page of the skills: the installed ones with their
-// versions, the invalid directories and why, and the install form.
+// versions, the invalid directories and why, and the install form, drawn
+// by the browser app from /admin/api/skills.
 func (u *UI) Skills(c *gin.Context) {
 	u.Render(c, "skills", Translate(Lang(c), "skills"), nil)
 }

@@ -5,6 +5,10 @@ import { Publish } from "./apps/Publish";
 import { Account } from "./accounts/Account";
 import { SetPassword } from "./accounts/SetPassword";
 import { Users } from "./accounts/Users";
+import { Admin } from "./admin/Admin";
+import { Audit } from "./admin/Audit";
+import { MCP } from "./admin/MCP";
+import { Skills } from "./admin/Skills";
 import { Login } from "./Login";
 import type { PageProps } from "./types";
 
@@ -19,4 +23,8 @@ export const pages: Record<string, ComponentType<PageProps<any>>> = {
   account: Account,
   users: Users,
   setpassword: SetPassword,
+  admin: Admin,
+  audit: Audit,
+  skills: Skills,
+  mcp: MCP,
 };

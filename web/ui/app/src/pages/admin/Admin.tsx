@@ -1,0 +1,102 @@
+import { useState } from "react";
+import type { Translate } from "../../i18n";
+import { request } from "../http";
+import type { PageProps } from "../types";
+import { AdminLinks } from "./AdminLinks";
+import { Limits, type LimitsView } from "./Limits";
+import { Pool, type PoolView } from "./Pool";
+
+// Sandbox is one sandbox record as the admin page's data gives it.
+export interface Sandbox {
+  sandboxId: string;
+  provider: string;
+  status: string;
+  appId: string;
+  chatId: string;
+  userId: string;
+  lastActive: string;
+}
+
+export interface AdminData {
+  sandboxes: Sandbox[] | null;
+  limits?: LimitsView;
+  pool?: PoolView;
+}
+
+// Admin is the admins' first page: every sandbox with Stop and Delete,
+// the caps with their use and the warm pool's figures.
+export function Admin({ data, t }: PageProps<AdminData>) {
+  return (
+    <>
+      <h2>{t("sandboxes")}</h2>
+      <AdminLinks t={t} here="/admin" />
+      <div className="table-scroll">
+        <table id="sandboxes">
+          <thead>
+            <tr>
+              <th>ID</th>
+              <th>{t("provider")}</th>
+              <th>{t("status")}</th>
+              <th>App</th>
+              <th>Chat</th>
+              <th>{t("owner")}</th>
+              <th>{t("lastActive")}</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {(data.sandboxes ?? []).map((s) => (
+              <SandboxRow key={s.sandboxId} s={s} t={t} />
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {data.limits && <Limits limits={data.limits} t={t} />}
+      {data.pool && <Pool pool={data.pool} t={t} />}
+    </>
+  );
+}
+
+// SandboxRow is one sandbox. Stop shows the page again with the new
+// state; a deletion is recorded and the workers remove the sandbox, then
+// its record, so the row stays, marked, until the next reload.
+function SandboxRow({ s, t }: { s: Sandbox; t: Translate }) {
+  const [deleting, setDeleting] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const act = async (action: "stop" | "delete") => {
+    setBusy(true);
+    try {
+      await request("POST", "/admin/api/sandboxes/" + encodeURIComponent(s.sandboxId) + "/" + action);
+      if (action === "stop") {
+        location.reload();
+        return;
+      }
+      setDeleting(true);
+    } catch (err) {
+      alert((err as Error).message);
+      setBusy(false);
+    }
+  };
+  const status = deleting ? "deleting" : s.status;
+  return (
+    <tr data-sandbox={s.sandboxId} data-status={status}>
+      <td>
+        <code>{s.sandboxId}</code>
+      </td>
+      <td data-role="provider">{s.provider}</td>
+      <td data-role="status">{t(status)}</td>
+      <td data-role="app">{s.appId}</td>
+      <td data-role="chat">{s.chatId}</td>
+      <td data-role="owner">{s.userId}</td>
+      <td data-role="last-active">{s.lastActive}</td>
+      <td className="actions">
+        <button type="button" className="secondary" data-admin-action="stop" data-id={s.sandboxId} disabled={deleting || busy} onClick={() => act("stop")}>
+          {t("stop")}
+        </button>{" "}
+        <button type="button" className="secondary" data-admin-action="delete" data-id={s.sandboxId} disabled={deleting || busy} onClick={() => act("delete")}>
+          {t("delete")}
+        </button>
+      </td>
+    </tr>
+  );
+}
