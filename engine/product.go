@@ -117,9 +117,6 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	svc.closers = append(svc.closers, stopListening) // before Redis closes
 	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats,
 		Limits: &ui.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
-	if err := ui.Load(); err != nil {
-		return nil, err
-	}
 	e.Accounts, e.Apps, e.Chats = accounts, appStore, chats
 	return &web.Product{
 		Auth: accounts,

@@ -631,7 +631,7 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text(t, "#messages .msg.assistant .text"); strings.Contains(got, `\frac`) {
 			t.Errorf("the answer shows its TeX: %q", got)
 		}
-				if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages img, #messages [onerror]").length`)); n != 0 {
+		if n := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages img, #messages [onerror]").length`)); n != 0 {
 			t.Errorf("the answer's HTML made %d elements (%s)", n, last)
 		}
 		if got := tb.js(t, `typeof window.flowboxInjected`); got != "undefined" {

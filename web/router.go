@@ -78,7 +78,6 @@ func New(cfg Config) http.Handler {
 		r.GET("/metrics", gin.WrapH(cfg.Metrics))
 	}
 	if p != nil {
-		r.StaticFS("/static", ui.StaticFiles())
 		r.StaticFS("/ui", ui.AppFiles())
 		r.GET("/login", api.Authenticate(auth), p.UI.Login)
 		r.POST("/api/login", p.LoginLimit.Middleware(api.ByClient), p.Sessions.Login)

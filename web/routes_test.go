@@ -379,7 +379,6 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/healthz", open: true, want: public, def: 200},
 		{method: "GET", path: "/readyz", open: true, want: public, def: 200},
 		{method: "GET", path: "/metrics", open: true, want: public, def: 200},
-		{method: "GET", path: "/static/app.js", open: true, want: public, def: 200},
 		{method: "GET", path: "/ui/.keep", open: true, want: public, def: 200},
 		{method: "GET", path: "/login", want: map[string]int{wrongKey: 401, serviceKey: 401, adminToken: 401}, def: 200},
 		// Signing in needs no credentials; the login rate limit makes this
@@ -666,7 +665,7 @@ func TestRouteAccess(t *testing.T) {
 		}
 	}
 	for _, rt := range web.Routes(f.env.Engine.Handler) {
-		if strings.HasPrefix(rt, "GET /static/") || strings.HasPrefix(rt, "GET /ui/") || strings.HasPrefix(rt, "HEAD ") {
+		if strings.HasPrefix(rt, "GET /ui/") || strings.HasPrefix(rt, "HEAD ") {
 			continue
 		}
 		if strings.Contains(rt, web.QueuesPath) {
@@ -698,9 +697,6 @@ func pattern(f *fixture, path string) string {
 	}
 	if strings.HasPrefix(p, "/apps/:appId/chat/") {
 		p = "/apps/:appId/chat/:chatId"
-	}
-	if p == "/static/app.js" {
-		return "/static/*filepath"
 	}
 	if p == "/ui/.keep" {
 		return "/ui/*filepath"

@@ -10,7 +10,7 @@ import (
 )
 
 // Every engine event's FastGPT form, byte for byte: FastGPT clients and
-// the chat page (web/ui/static/app.js) parse these. A unit test of the
+// the chat page (web/ui/app/src/sse.ts) parse these. A unit test of the
 // mapping in chatStream, with no router: the router's part is in
 // chat_api_test.go.
 func TestSSEEventMapping(t *testing.T) {

@@ -2,10 +2,7 @@ package ui
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
-	"html/template"
-	"io/fs"
 	"net/http"
 	"strings"
 	"time"
@@ -13,24 +10,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/flowbox/flowbox/apps"
-	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web/api"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
-
-//go:embed static
-var staticFS embed.FS
-
-// StaticFiles serves the UI's script and style sheet.
-func StaticFiles() http.FileSystem {
-	sub, _ := fs.Sub(staticFS, "static")
-	return http.FS(sub)
-}
 
 // Translate is a label in lang, or in English (labels.go).
 func Translate(lang, key string) string {
@@ -45,7 +29,8 @@ type SandboxLister interface {
 	List(ctx context.Context) ([]sandbox.Instance, error)
 }
 
-// UI serves the server-rendered pages.
+// UI serves the pages: the browser app's built pages with what each
+// shows as the page's data.
 type UI struct {
 	Apps      api.AppStore
 	Chats     api.ChatStore
@@ -55,30 +40,10 @@ type UI struct {
 	Limits *Limits
 	// Pool, when set, gives the warm pool's figures the admin page shows.
 	Pool PoolStats
-
-	pages map[string]*template.Template
 }
 
-type page struct {
-	Lang, Title, CSRF string
-	User              auth.Principal
-	I18N              map[string]string
-	Data              any
-}
-
-// Load parses the templates.
-func (u *UI) Load() error {
-	u.pages = map[string]*template.Template{}
-	for _, name := range []string{"login", "apps", "builder", "chats", "admin", "users", "account", "setpassword", "audit", "skills", "mcp"} {
-		t, err := template.New(name).Funcs(template.FuncMap{"t": Translate}).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return err
-		}
-		u.pages[name] = t
-	}
-	return nil
-}
-
+// Lang is the reader's language: ?lang= (kept in a cookie), the cookie,
+// or the browser's; English unless it is Chinese.
 func Lang(c *gin.Context) string {
 	if l := c.Query("lang"); l == "en" || l == "zh" {
 		c.SetCookie("flowbox_lang", l, 365*24*3600, "/", "", false, false)
@@ -93,36 +58,19 @@ func Lang(c *gin.Context) string {
 	return "en"
 }
 
+// Render is RenderStatus with 200.
 func (u *UI) Render(c *gin.Context, name, title string, data any) {
 	u.RenderStatus(c, http.StatusOK, name, title, data)
 }
 
-// RenderStatus renders a page answered with status (a page saying why
-// something is not there is still a page). The pages of reactPages are
-// the browser app's (app/src/pages: name picks the page, data is what it
-// shows); the others are still the templates'.
+// RenderStatus answers with the browser app's page name (app/src/pages,
+// registry.ts), status and title, with data as the page's data (a page
+// saying why something is not there is still a page).
 func (u *UI) RenderStatus(c *gin.Context, status int, name, title string, data any) {
 	p, _ := api.PrincipalOf(c)
-	if reactPages[name] {
-		serveApp(c, status, "pages.html", title, shellData{Page: name, Title: title, Data: data,
-			User: shellUser{ID: p.UserID, Name: p.Name, Admin: p.Admin(), LinkID: p.LinkID}})
-		return
-	}
-	csrf, _ := c.Get(api.CSRFKey)
-	l := Lang(c)
-	tokenStr, _ := csrf.(string)
-	c.Header("Content-Type", "text/html; charset=utf-8")
-	c.Header("X-Content-Type-Options", "nosniff")
-	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
-	c.Status(status)
-	if err := u.pages[name].ExecuteTemplate(c.Writer, name+".html", page{Lang: l, Title: title, CSRF: tokenStr, User: p, I18N: labels[l], Data: data}); err != nil {
-		_ = c.Error(err)
-	}
+	serveApp(c, status, "pages.html", title, shellData{Page: name, Title: title, Data: data,
+		User: shellUser{ID: p.UserID, Name: p.Name, Admin: p.Admin(), LinkID: p.LinkID}})
 }
-
-// reactPages are the pages the browser app draws.
-var reactPages = map[string]bool{"login": true, "account": true, "users": true, "setpassword": true, "apps": true, "chats": true, "builder": true,
-	"admin": true, "audit": true, "skills": true, "mcp": true}
 
 // shellData is what app/src/pages/main.tsx reads from the page's data:
 // which page, its title, who is signed in (for the header) and the

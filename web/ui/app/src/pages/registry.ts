@@ -12,7 +12,7 @@ import { Skills } from "./admin/Skills";
 import { Login } from "./Login";
 import type { PageProps } from "./types";
 
-// pages are the pages by the name the engine gives them (reactPages in
+// pages are the pages by the name the engine gives them (UI.Render in
 // web/ui/ui.go): one line each.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const pages: Record<string, ComponentType<PageProps<any>>> = {
