@@ -294,6 +294,18 @@ func (e *browserEnv) screenshot(t testing.TB, tb *tab, name string) {
 	t.Logf("screenshot: %s", file)
 }
 
+// viewShot is screenshot of what the window shows, where the page is
+// scrolled to, not the whole page.
+func (e *browserEnv) viewShot(t testing.TB, tb *tab, name string) {
+	t.Helper()
+	png := run(t, tb, chromedp.CaptureScreenshot())
+	file := filepath.Join(e.shots, name)
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", file)
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()

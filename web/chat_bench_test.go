@@ -109,8 +109,9 @@ func seedChat(b testing.TB, e *browserEnv, chatID string, turns, cards int) {
 	for i := 0; i < turns; i++ {
 		answer := history.Item{Role: "assistant", Text: fmt.Sprintf("## Step %d\n\nWhat I found:\n\n- the *first* point, with `code`\n"+
 			"- the second, with a [link](https://example.com/%d)\n\n| file | size |\n| --- | --- |\n| results.csv | %d |\n\n"+
-			"```python\nfor row in rows:\n    print(row[%d])\n```\n", i, i, 1000+i, i)}
-		if i%every == 0 && i/every < cards {
+			"```python\nfor row in rows:\n    print(row[%d])\n```\n\nThe mean size is $\\bar{s} = \\frac{1}{n}\\sum_i s_i$.\n", i, i, 1000+i, i)}
+		// The last turn ran a command: the page opens on a card.
+		if (turns-1-i)%every == 0 && (turns-1-i)/every < cards {
 			response, _ := json.Marshal(map[string]any{"stdout": output, "exitCode": 0})
 			calls, _ := json.Marshal([]toolcall.Call{{ID: fmt.Sprintf("call-%d", i), Tool: "sandbox_shell",
 				Arguments: `{"command":"ls -la /workspace"}`, Response: string(response), DurationMs: 42, Status: registry.StatusSuccess}})
