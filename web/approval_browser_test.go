@@ -26,14 +26,18 @@ func newApprovalBrowserEnv(t *testing.T) *browserEnv {
 const lastAnswer = `:is(#messages > .msg.assistant:last-child, #messages > div:last-child > .msg.assistant)`
 
 // askApproval sends a message whose command needs approval and waits for
-// its card.
+// its card to take answers: its buttons are disabled until the run that
+// paused on it has ended (a click before that does nothing).
 func (tb *tab) askApproval(t *testing.T, message string) {
 	t.Helper()
 	before := run(t, tb, chromedp.Evaluate[int](`document.querySelectorAll("#messages .approval").length`))
 	tb.send(t, message)
 	run(t, tb, poll[bool](`(before) => document.querySelectorAll("#messages .approval").length > before &&
-		document.querySelector("`+lastAnswer+` .approval button[data-answer=approve]") !== null`,
+		document.querySelector("`+lastAnswer+` .approval button[data-answer=approve]:not([disabled])") !== null`,
 		chromedp.WithPollingArgs(before)))
+	// The card in the middle of the window, clear of the sticky composer
+	// at its bottom, before anything is clicked on it.
+	tb.js(t, `(document.querySelector("`+lastAnswer+` .approval").scrollIntoView({ block: "center" }), "")`)
 }
 
 // waitAnswer waits until the last answer's text holds want.
