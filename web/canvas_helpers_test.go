@@ -79,16 +79,46 @@ func (tb *tab) typeInto(t testing.TB, css, text string) {
 
 // center is the middle of the element css matches, in the page's
 // coordinates; it fails unless that point shows the element itself (or
-// something inside it), so that a click there reaches it.
+// something inside it), so that a click there reaches it. An element of
+// the canvas that lies under the minimap or the controls, or outside the
+// pane (the side panel, once open, narrows it), is first brought to the
+// pane's middle by dragging the pane, as a builder would.
 func (tb *tab) center(t testing.TB, css string) (float64, float64) {
 	t.Helper()
-	p := run(t, tb, chromedp.Evaluate[[]float64](`(() => {
-		const e = document.querySelector(`+strconv.Quote(css)+`);
+	reach := `(() => {
+		const e = document.querySelector(` + strconv.Quote(css) + `);
 		if (!e) return [];
 		const r = e.getBoundingClientRect(), x = r.x + r.width / 2, y = r.y + r.height / 2;
 		const top = document.elementFromPoint(x, y);
 		return top && (top === e || e.contains(top)) ? [x, y] : [];
-	})()`))
+	})()`
+	p := run(t, tb, chromedp.Evaluate[[]float64](reach))
+	for attempt := 0; len(p) != 2 && attempt < 3; attempt++ {
+		// A point of the pane nothing covers, and how far the element
+		// is from the pane's middle.
+		pan := run(t, tb, chromedp.Evaluate[[]float64](`(() => {
+			const e = document.querySelector(`+strconv.Quote(css)+`), pane = document.querySelector(".react-flow__pane");
+			if (!e || !pane) return [];
+			const r = e.getBoundingClientRect(), b = pane.getBoundingClientRect();
+			for (let fy = 0.1; fy < 0.95; fy += 0.05) for (let fx = 0.1; fx < 0.95; fx += 0.05) {
+				const x = b.x + b.width * fx, y = b.y + b.height * fy;
+				if (document.elementFromPoint(x, y) === pane)
+					return [x, y, b.x + b.width / 2 - (r.x + r.width / 2), b.y + b.height / 2 - (r.y + r.height / 2)];
+			}
+			return [];
+		})()`))
+		if len(pan) != 4 {
+			break
+		}
+		steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, pan[0], pan[1], chromedp.ButtonLeft)}
+		for i := 1; i <= 8; i++ {
+			f := float64(i) / 8
+			steps = append(steps, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, pan[0]+pan[2]*f, pan[1]+pan[3]*f, chromedp.ButtonLeft))
+		}
+		tb.do(t, append(steps, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, pan[0]+pan[2], pan[1]+pan[3], chromedp.ButtonLeft))...)
+		tb.settled(t)
+		p = run(t, tb, chromedp.Evaluate[[]float64](reach))
+	}
 	if len(p) != 2 {
 		what := tb.js(t, `(() => { const e = document.querySelector(`+strconv.Quote(css)+`); if (!e) return "missing"; const r = e.getBoundingClientRect(); const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2); return "at " + JSON.stringify(r) + " covered by " + (top ? top.outerHTML.slice(0, 200) : "nothing"); })()`)
 		t.Fatalf("%s cannot be reached on the page: %s", css, what)
@@ -104,8 +134,19 @@ func (tb *tab) connect(t testing.TB, source, branch, target string) {
 	if branch != "" {
 		from += `[data-handleid="` + branch + `"]`
 	}
+	to := `.react-flow__node[data-id="` + target + `"] .react-flow__handle.target`
+	// Bringing one end into reach may move the other out of it: both
+	// are looked up until neither moves the view.
 	sx, sy := tb.center(t, from)
-	tx, ty := tb.center(t, `.react-flow__node[data-id="`+target+`"] .react-flow__handle.target`)
+	tx, ty := tb.center(t, to)
+	for i := 0; i < 3; i++ {
+		ax, ay := tb.center(t, from)
+		bx, by := tb.center(t, to)
+		if ax == sx && ay == sy && bx == tx && by == ty {
+			break
+		}
+		sx, sy, tx, ty = ax, ay, bx, by
+	}
 	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, sx, sy, chromedp.ButtonLeft)}
 	for i := 1; i <= 8; i++ {
 		f := float64(i) / 8
