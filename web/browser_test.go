@@ -871,14 +871,14 @@ func TestBrowser(t *testing.T) {
 		tb.do(t,
 			chromedp.SendKeys(chromedp.ID("new-key-name"), "cli"),
 			chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
-			chromedp.WaitVisible(chromedp.ID("new-key-secret")),
+			chromedp.WaitVisible(chromedp.ID("key-secret")),
 			chromedp.WaitVisible(chromedp.CSS(key)),
 		)
-		secret := run(t, tb, chromedp.Value(chromedp.CSS(`#new-key-secret input`)))
+		secret := run(t, tb, chromedp.Value(chromedp.CSS(`#key-secret input`)))
 		if !strings.HasPrefix(secret, "fbk_") {
 			t.Fatalf("the page shows %q as the new key", secret)
 		}
-		if got := tb.text(t, `#new-key-secret p`); !strings.Contains(got, "cli") || !strings.Contains(got, "only time the key is shown") {
+		if got := tb.text(t, `#key-secret p`); !strings.Contains(got, "cli") || !strings.Contains(got, "only time the key is shown") {
 			t.Errorf("the new key's note says %q", got)
 		}
 		shownPrefix := func() string {
@@ -906,7 +906,7 @@ func TestBrowser(t *testing.T) {
 		if run(t, tb, chromedp.Evaluate[bool](`document.documentElement.outerHTML.includes(`+string(quoted)+`)`)) {
 			t.Error("after a reload the page still holds the key's secret")
 		}
-		if run(t, tb, chromedp.Evaluate[bool](`!document.getElementById("new-key-secret").hidden`)) {
+		if run(t, tb, chromedp.Evaluate[bool](`!document.getElementById("key-secret").hidden`)) {
 			t.Error("after a reload the secret's box is shown")
 		}
 		if got := tb.text(t, key+` [data-role=last-used]`); got == "never" {
@@ -920,7 +920,7 @@ func TestBrowser(t *testing.T) {
 		ci := `#key-list tr[data-name="ci"]`
 		tb.do(t,
 			chromedp.SendKeys(chromedp.ID("new-key-name"), "ci"),
-			chromedp.SetValue(chromedp.ID("new-key-expiry"), "2099-12-31"),
+			chromedp.SetValue(chromedp.ID("new-key-expires"), "2099-12-31"),
 			chromedp.SendKeys(chromedp.ID("new-key-rate"), "30"),
 			chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
 			chromedp.WaitVisible(chromedp.CSS(ci)),

@@ -61,7 +61,7 @@ func TestPublishTab(t *testing.T) {
 	if !ok || prefix == "" || len(prefix) >= len(secret) || !strings.HasPrefix(secret, prefix) {
 		t.Errorf("the list shows the key as %q, want the start of %q and an ellipsis", prefix, secret)
 	}
-	for _, c := range []struct{ role, want string }{{"last-used", "never"}, {"expires", expiry + " 00:00"}, {"rate", "30/min"}} {
+	for _, c := range []struct{ role, want string }{{"last-used", "never"}, {"expires", expiry + " 23:59"}, {"rate", "30/min"}} {
 		if got := tb.text(t, key+` [data-role=`+c.role+`]`); got != c.want {
 			t.Errorf("the key's %s is shown as %q, want %q", c.role, got, c.want)
 		}
@@ -110,7 +110,7 @@ func TestPublishTab(t *testing.T) {
 		t.Errorf("the link %q is shown as %q, want %s/share/<id>", linkID, url, e.url)
 	}
 	for _, c := range []struct{ role, want string }{
-		{"expires", "no expiry"}, {"runs", "0 / 100"}, {"rate", "5/min"}, {"tools", "hidden"}, {"files", "read-only"}, {"hook", hook},
+		{"expires", "never"}, {"runs", "0 / 100"}, {"rate", "5/min"}, {"tools", "hidden"}, {"files", "read-only"}, {"hook", hook},
 	} {
 		if got := tb.text(t, link+` [data-role=`+c.role+`]`); got != c.want {
 			t.Errorf("the link's %s is shown as %q, want %q", c.role, got, c.want)

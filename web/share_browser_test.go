@@ -39,9 +39,9 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("new-key")),
 		chromedp.SendKeys(chromedp.CSS(`#new-key input[name=name]`), "pia's script"),
 		chromedp.Click(chromedp.CSS(`#new-key button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("new-key-secret")),
+		chromedp.WaitVisible(chromedp.ID("key-secret")),
 	)
-	key := run(t, pia, chromedp.Value(chromedp.CSS(`#new-key-secret input`)))
+	key := run(t, pia, chromedp.Value(chromedp.CSS(`#key-secret input`)))
 	if !strings.HasPrefix(key, "fbk_") {
 		t.Fatalf("the key shown: %q", key)
 	}

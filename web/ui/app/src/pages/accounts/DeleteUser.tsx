@@ -2,7 +2,8 @@ import { useEffect, useRef, useState } from "react";
 import type { Translate } from "../../i18n";
 import { request } from "../http";
 import { Status, useStatus } from "../Status";
-import { deletePath, deletedLabel, fill, type AppsChoice } from "./format";
+import { fill } from "../format";
+import { deletePath, deletedLabel, type AppsChoice } from "./format";
 import type { UserRow } from "./Users";
 
 // DeleteUser asks what becomes of target's apps before deleting them:

@@ -1,8 +1,8 @@
 import { useState } from "react";
 import { request } from "../http";
-import type { Said } from "../Status";
+import { Status, useStatus } from "../Status";
 import type { PageProps } from "../types";
-import { utcMinute } from "./format";
+import { utcMinute } from "../format";
 
 // PasswordLink is the set-password page's data (web/account/setup.go):
 // the link's account and expiry, or the label of why it cannot be used.
@@ -16,7 +16,7 @@ interface PasswordLink {
 // SetPassword is the page of a one-time set-password link: the link's
 // token sets the password once; then the person signs in with it.
 export function SetPassword({ data, t }: PageProps<PasswordLink>) {
-  const [said, setSaid] = useState<Said | null>(null);
+  const { said, say } = useStatus();
   const [signIn, setSignIn] = useState("");
   const [busy, setBusy] = useState(false);
   if (data.problem) {
@@ -36,7 +36,7 @@ export function SetPassword({ data, t }: PageProps<PasswordLink>) {
     e.preventDefault();
     const f = e.currentTarget.elements as unknown as Record<string, HTMLInputElement>;
     if (f.password.value !== f.repeat.value) {
-      setSaid({ text: t("passwordsDiffer"), ok: false });
+      say(t("passwordsDiffer"), false);
       return;
     }
     setBusy(true);
@@ -45,10 +45,10 @@ export function SetPassword({ data, t }: PageProps<PasswordLink>) {
       // only a path of this engine's: the answer names where to sign in
       const next = done?.signIn ?? "";
       setSignIn(next.startsWith("/") && !next.startsWith("//") ? next : "/login");
-      setSaid({ text: t("passwordSet"), ok: true });
+      say(t("passwordSet"));
     } catch (err) {
       // no sign-in link on a refusal: the link, not a session, was refused
-      setSaid({ text: (err as Error).message, ok: false });
+      say((err as Error).message, false);
     }
     setBusy(false);
   };
@@ -74,8 +74,7 @@ export function SetPassword({ data, t }: PageProps<PasswordLink>) {
           </button>
         </p>
       </div>
-      <p className={"status" + (said ? (said.ok ? " ok" : " error") : "")} data-role="status" role="status">
-        {said?.text}
+      <Status said={said} t={t}>
         {signIn && (
           <>
             {" "}
@@ -84,7 +83,7 @@ export function SetPassword({ data, t }: PageProps<PasswordLink>) {
             </a>
           </>
         )}
-      </p>
+      </Status>
     </form>
   );
 }

@@ -4,8 +4,10 @@ import { request } from "../http";
 import { Status, useStatus } from "../Status";
 import type { PageProps } from "../types";
 import { DeleteUser } from "./DeleteUser";
-import { fill } from "./format";
-import { SecretBox, When } from "./parts";
+import { SecretBox } from "../Copy";
+import { fill } from "../format";
+import { When } from "../When";
+import { Table } from "../Table";
 
 // UserRow is a user as GET /admin/api/users lists them.
 export interface UserRow {
@@ -93,60 +95,47 @@ export function Users({ t, user }: PageProps) {
         <p data-role="note">{link?.note}</p>
       </SecretBox>
       <Status said={list.said} t={t} id="users-status" />
-      <div className="table-scroll">
-        <table id="users" data-self={self}>
-          <thead>
-            <tr>
-              <th>{t("name")}</th>
-              <th>{t("role")}</th>
-              <th>{t("state")}</th>
-              <th>{t("created")}</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            {users.map((u) => {
-              const state = u.disabled ? "disabled" : "active";
-              const action = u.disabled ? "enable" : "disable";
-              return (
-                <tr key={u.id} data-user={u.name} data-id={u.id} data-state={state}>
-                  <td data-role="name">{u.name}</td>
-                  <td data-role="role">{t(u.role === "admin" ? "roleAdmin" : "roleUser")}</td>
-                  <td data-role="state">
-                    <span className={"state " + state}>{t(state)}</span>
-                  </td>
-                  <td data-role="created">
-                    <When iso={u.createdAt} t={t} />
-                  </td>
-                  <td>
-                    {u.id !== self && (
-                      <>
-                        <button className="secondary" data-user-action={action} onClick={() => setDisabled(u, !u.disabled)}>
-                          {t(action)}
-                        </button>{" "}
-                      </>
-                    )}
-                    <button className="secondary" data-user-action="password" onClick={() => resetPassword(u)}>
-                      {t("resetPassword")}
+      <Table id="users" data-self={self} heads={[t("name"), t("role"), t("state"), t("created")]} actions={t("actions")}>
+        {users.map((u) => {
+          const state = u.disabled ? "disabled" : "active";
+          const action = u.disabled ? "enable" : "disable";
+          return (
+            <tr key={u.id} data-user={u.name} data-id={u.id} data-state={state}>
+              <td data-role="name">{u.name}</td>
+              <td data-role="role">{t(u.role === "admin" ? "roleAdmin" : "roleUser")}</td>
+              <td data-role="state">
+                <span className={"state " + state}>{t(state)}</span>
+              </td>
+              <td data-role="created">
+                <When iso={u.createdAt} t={t} />
+              </td>
+              <td>
+                {u.id !== self && (
+                  <>
+                    <button className="secondary" data-user-action={action} onClick={() => setDisabled(u, !u.disabled)}>
+                      {t(action)}
                     </button>{" "}
-                    <button className="secondary" data-user-action="link" onClick={() => resetByLink(u)}>
-                      {t("resetByLink")}
+                  </>
+                )}
+                <button className="secondary" data-user-action="password" onClick={() => resetPassword(u)}>
+                  {t("resetPassword")}
+                </button>{" "}
+                <button className="secondary" data-user-action="link" onClick={() => resetByLink(u)}>
+                  {t("resetByLink")}
+                </button>
+                {u.id !== self && (
+                  <>
+                    {" "}
+                    <button className="secondary" data-user-action="delete" onClick={() => setDeleting(u)}>
+                      {t("delete")}
                     </button>
-                    {u.id !== self && (
-                      <>
-                        {" "}
-                        <button className="secondary" data-user-action="delete" onClick={() => setDeleting(u)}>
-                          {t("delete")}
-                        </button>
-                      </>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+                  </>
+                )}
+              </td>
+            </tr>
+          );
+        })}
+      </Table>
       <DeleteUser
         t={t}
         target={deleting}

@@ -5,6 +5,7 @@ import type { PageProps } from "../types";
 import { AdminLinks } from "./AdminLinks";
 import { Limits, type LimitsView } from "./Limits";
 import { Pool, type PoolView } from "./Pool";
+import { Table } from "../Table";
 
 // Sandbox is one sandbox record as the admin page's data gives it.
 export interface Sandbox {
@@ -30,27 +31,11 @@ export function Admin({ data, t }: PageProps<AdminData>) {
     <>
       <h2>{t("sandboxes")}</h2>
       <AdminLinks t={t} here="/admin" />
-      <div className="table-scroll">
-        <table id="sandboxes">
-          <thead>
-            <tr>
-              <th>ID</th>
-              <th>{t("provider")}</th>
-              <th>{t("status")}</th>
-              <th>App</th>
-              <th>Chat</th>
-              <th>{t("owner")}</th>
-              <th>{t("lastActive")}</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            {(data.sandboxes ?? []).map((s) => (
-              <SandboxRow key={s.sandboxId} s={s} t={t} />
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table id="sandboxes" heads={["ID", t("provider"), t("status"), t("app"), t("chat"), t("owner"), t("lastActive")]} actions={t("actions")}>
+        {(data.sandboxes ?? []).map((s) => (
+          <SandboxRow key={s.sandboxId} s={s} t={t} />
+        ))}
+      </Table>
       {data.limits && <Limits limits={data.limits} t={t} />}
       {data.pool && <Pool pool={data.pool} t={t} />}
     </>

@@ -4,8 +4,9 @@ import { request } from "../http";
 import type { PageProps } from "../types";
 import { AdminLinks } from "./AdminLinks";
 import { auditFields, auditQuery, auditTimes } from "./format";
-import { Line, useLine } from "./Line";
-import { When } from "./When";
+import { Status, useStatus } from "../Status";
+import { When } from "../When";
+import { Table } from "../Table";
 
 export interface AuditData {
   statuses: string[] | null;
@@ -50,7 +51,7 @@ export function Audit({ data, t }: PageProps<AuditData>) {
   const [records, setRecords] = useState<AuditRecord[]>([]);
   const [next, setNext] = useState("");
   const [exportQuery, setExportQuery] = useState("");
-  const { line, note, fail } = useLine();
+  const { said, note, fail } = useStatus();
 
   const load = useCallback(
     async (cursor: string) => {
@@ -133,29 +134,12 @@ export function Audit({ data, t }: PageProps<AuditData>) {
           </div>
         </div>
       </form>
-      <Line line={line} t={t} id="audit-status-line" role={false} />
-      <div className="table-scroll">
-        <table id="audit">
-          <thead>
-            <tr>
-              <th>{t("auditTime")}</th>
-              <th>{t("auditWho")}</th>
-              <th>{t("auditWhere")}</th>
-              <th>{t("auditWhat")}</th>
-              <th>{t("auditDecision")}</th>
-              <th>{t("state")}</th>
-              <th>{t("auditExit")}</th>
-              <th>{t("auditDuration")}</th>
-              <th>{t("auditOutput")}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {records.map((r) => (
-              <Row key={r.id} r={r} t={t} />
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Status said={said} t={t} id="audit-status-line" marked={false} />
+      <Table id="audit" heads={[t("auditTime"), t("auditWho"), t("auditWhere"), t("auditWhat"), t("auditDecision"), t("state"), t("auditExit"), t("auditDuration"), t("auditOutput")]}>
+        {records.map((r) => (
+          <Row key={r.id} r={r} t={t} />
+        ))}
+      </Table>
       <p>
         <button type="button" className="secondary" id="audit-first" onClick={() => load("")}>
           {t("auditFirst")}

@@ -2,9 +2,11 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { request } from "../http";
 import type { PageProps } from "../types";
 import { AdminLinks } from "./AdminLinks";
-import { argv, mcpBody, mcpForm, named, type MCPForm } from "./format";
-import { failed, Line, noteOf, useLine } from "./Line";
+import { named } from "../format";
+import { failure, saidOf, Status, useStatus } from "../Status";
+import { argv, mcpBody, mcpForm, type MCPForm } from "./format";
 import { MCPTools, type Listing, type Tool } from "./MCPTools";
+import { Table } from "../Table";
 
 // Server is a registered MCP server's public view: a header's value or
 // the token, when stored, shows masked.
@@ -30,8 +32,8 @@ export function MCP({ t }: PageProps) {
   const [listing, setListing] = useState<Listing | null>(null);
   const shown = useRef("");
   const form = useRef<HTMLFormElement>(null);
-  const page = useLine();
-  const formLine = useLine();
+  const page = useStatus();
+  const formLine = useStatus();
   const { fail } = page;
 
   const load = useCallback(async () => {
@@ -127,18 +129,18 @@ export function MCP({ t }: PageProps) {
   // admin asked another one meanwhile) is dropped.
   const tools = async (s: Server) => {
     shown.current = s.id;
-    setListing({ server: s, line: noteOf(named(t, "mcpToolsListing", s.name)) });
+    setListing({ server: s, line: saidOf(named(t, "mcpToolsListing", s.name)) });
     let listed: Tool[];
     try {
       const answer = await request<{ tools: Tool[] | null }>("POST", "/admin/api/mcp-servers/" + encodeURIComponent(s.id) + "/refresh");
       listed = answer.tools ?? [];
     } catch (err) {
-      if (shown.current === s.id) setListing({ server: s, line: failed(err, named(t, "mcpToolsFailed", s.name)) });
+      if (shown.current === s.id) setListing({ server: s, line: failure(err, named(t, "mcpToolsFailed", s.name)) });
       return;
     }
     if (shown.current !== s.id) return;
     const said = listed.length ? t("mcpToolsCount").replace("{n}", String(listed.length)) : t("mcpNoTools");
-    setListing({ server: s, line: noteOf(said, true), tools: listed });
+    setListing({ server: s, line: saidOf(said, true), tools: listed });
   };
 
   const list = servers ?? [];
@@ -210,63 +212,44 @@ export function MCP({ t }: PageProps) {
             {t("cancel")}
           </button>
         </p>
-        <Line line={formLine.line} t={t} />
+        <Status said={formLine.said} t={t} />
       </form>
-      <Line line={page.line} t={t} id="mcp-status" role={false} />
-      <div className="table-scroll">
-        <table id="mcp-servers">
-          <thead>
-            <tr>
-              <th>{t("mcpId")}</th>
-              <th>{t("name")}</th>
-              <th>{t("mcpTransport")}</th>
-              <th>{t("mcpWhere")}</th>
-              <th>{t("mcpHasToken")}</th>
-              <th>{t("state")}</th>
-              <th>
-                <span className="visually-hidden">
-                  {t("edit")} / {t("mcpListTools")} / {t("delete")}
-                </span>
-              </th>
+      <Status said={page.said} t={t} id="mcp-status" marked={false} />
+      <Table id="mcp-servers" heads={[t("mcpId"), t("name"), t("mcpTransport"), t("mcpWhere"), t("mcpHasToken"), t("state")]} actions={t("edit") + " / " + t("mcpListTools") + " / " + t("delete")}>
+        {list.map((s) => {
+          const headers = Object.keys(s.headers ?? {});
+          const action = (name: string, label: string, fn: () => void) => (
+            <button type="button" className="secondary" data-mcp-action={name} aria-label={label + " " + s.name} onClick={fn}>
+              {label}
+            </button>
+          );
+          return (
+            <tr key={s.id} data-server={s.id}>
+              <td data-role="id">
+                <code>{s.id}</code>
+              </td>
+              <td data-role="name">{s.name}</td>
+              <td data-role="transport">{t("transport" + s.transport)}</td>
+              <td data-role="where">
+                <code>{s.transport === "stdio" ? argv(s.command) : s.url || ""}</code>
+                {headers.length > 0 && (
+                  <div className="hint" data-role="headers">
+                    {t("mcpHeaderNames").replace("{names}", headers.join(", "))}
+                  </div>
+                )}
+              </td>
+              <td data-role="token">{t(s.hasToken ? "mcpYes" : "mcpNo")}</td>
+              <td data-role="enabled">
+                <span className={"state " + (s.enabled ? "active" : "disabled")}>{t(s.enabled ? "mcpOn" : "mcpOff")}</span>
+              </td>
+              <td className="actions">
+                {action("edit", t("edit"), () => edit(s))} {action("tools", t("mcpListTools"), () => tools(s))}{" "}
+                {action("delete", t("delete"), () => remove(s))}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {list.map((s) => {
-              const headers = Object.keys(s.headers ?? {});
-              const action = (name: string, label: string, fn: () => void) => (
-                <button type="button" className="secondary" data-mcp-action={name} aria-label={label + " " + s.name} onClick={fn}>
-                  {label}
-                </button>
-              );
-              return (
-                <tr key={s.id} data-server={s.id}>
-                  <td data-role="id">
-                    <code>{s.id}</code>
-                  </td>
-                  <td data-role="name">{s.name}</td>
-                  <td data-role="transport">{t("transport" + s.transport)}</td>
-                  <td data-role="where">
-                    <code>{s.transport === "stdio" ? argv(s.command) : s.url || ""}</code>
-                    {headers.length > 0 && (
-                      <div className="hint" data-role="headers">
-                        {t("mcpHeaderNames").replace("{names}", headers.join(", "))}
-                      </div>
-                    )}
-                  </td>
-                  <td data-role="token">{t(s.hasToken ? "mcpYes" : "mcpNo")}</td>
-                  <td data-role="enabled">
-                    <span className={"state " + (s.enabled ? "active" : "disabled")}>{t(s.enabled ? "mcpOn" : "mcpOff")}</span>
-                  </td>
-                  <td className="actions">
-                    {action("edit", t("edit"), () => edit(s))} {action("tools", t("mcpListTools"), () => tools(s))}{" "}
-                    {action("delete", t("delete"), () => remove(s))}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+          );
+        })}
+      </Table>
       <p className="hint" id="mcp-empty" hidden={!servers || list.length > 0}>
         {t("mcpNone")}
       </p>

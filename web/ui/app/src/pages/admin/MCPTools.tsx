@@ -1,13 +1,14 @@
 import { useEffect, useRef } from "react";
 import type { Translate } from "../../i18n";
-import { named } from "./format";
-import { Line, type Note } from "./Line";
+import { named } from "../format";
+import { Status, type Said } from "../Status";
+import { Table } from "../Table";
 
 // Listing is a server's tools being listed, listed, or why not, as its
 // status line says.
 export interface Listing {
   server: { id: string; name: string };
-  line: Note;
+  line: Said;
   tools?: Tool[];
 }
 
@@ -37,31 +38,19 @@ export function MCPTools({ listing, t, close }: { listing: Listing | null; t: Tr
           {t("close")}
         </button>
       </div>
-      <Line line={listing?.line ?? null} t={t} />
-      <div className="table-scroll">
-        <table data-role="tools" hidden={tools.length === 0}>
-          <thead>
-            <tr>
-              <th>{t("mcpModelName")}</th>
-              <th>{t("mcpToolName")}</th>
-              <th>{t("mcpToolDescription")}</th>
-              <th>{t("mcpReadOnly")}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tools.map((tool) => (
-              <tr key={tool.name} data-tool={tool.name}>
-                <td data-role="name">
-                  <code>{tool.name}</code>
-                </td>
-                <td data-role="tool">{tool.tool}</td>
-                <td data-role="description">{tool.description || ""}</td>
-                <td data-role="read-only">{t(tool.readOnly ? "mcpYes" : "mcpNo")}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Status said={listing?.line ?? null} t={t} />
+      <Table data-role="tools" hidden={tools.length === 0} heads={[t("mcpModelName"), t("mcpToolName"), t("mcpToolDescription"), t("mcpReadOnly")]}>
+        {tools.map((tool) => (
+          <tr key={tool.name} data-tool={tool.name}>
+            <td data-role="name">
+              <code>{tool.name}</code>
+            </td>
+            <td data-role="tool">{tool.tool}</td>
+            <td data-role="description">{tool.description || ""}</td>
+            <td data-role="read-only">{t(tool.readOnly ? "mcpYes" : "mcpNo")}</td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -2,7 +2,8 @@ import { useEffect, useRef } from "react";
 import { humanSize } from "../../chat/files/api";
 import type { Translate } from "../../i18n";
 import type { SkillDetail } from "./skillTypes";
-import { When } from "./When";
+import { When } from "../When";
+import { Table } from "../Table";
 
 // SkillView shows one skill: where agents find it, its instructions and
 // its versions, the current one marked. It takes the focus when it opens.
@@ -32,33 +33,21 @@ export function SkillView({ detail, t, close }: { detail: SkillDetail | null; t:
       <h4>{t("skillInstructions")}</h4>
       <pre data-role="instructions">{detail?.instructions}</pre>
       <h4>{t("skillVersions")}</h4>
-      <div className="table-scroll">
-        <table data-role="versions">
-          <thead>
-            <tr>
-              <th>{t("skillVersion")}</th>
-              <th>{t("skillInstalledAt")}</th>
-              <th>{t("skillInstalledBy")}</th>
-              <th>{t("skillSize")}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(detail?.versions ?? []).map((v) => (
-              <tr key={v.number} data-version={String(v.number)} className={v.current ? "current" : ""}>
-                <td>
-                  {String(v.number)}
-                  {v.current && <strong>{" · " + t("skillCurrent")}</strong>}
-                </td>
-                <td>
-                  <When iso={v.installedAt} t={t} />
-                </td>
-                <td>{v.installedBy || "-"}</td>
-                <td>{humanSize(v.size)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table data-role="versions" heads={[t("skillVersion"), t("skillInstalledAt"), t("skillInstalledBy"), t("skillSize")]}>
+        {(detail?.versions ?? []).map((v) => (
+          <tr key={v.number} data-version={String(v.number)} className={v.current ? "current" : ""}>
+            <td>
+              {String(v.number)}
+              {v.current && <strong>{" · " + t("skillCurrent")}</strong>}
+            </td>
+            <td>
+              <When iso={v.installedAt} t={t} />
+            </td>
+            <td>{v.installedBy || "-"}</td>
+            <td>{humanSize(v.size)}</td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -3,11 +3,12 @@ import { humanSize } from "../../chat/files/api";
 import { request } from "../http";
 import type { PageProps } from "../types";
 import { AdminLinks } from "./AdminLinks";
-import { named } from "./format";
-import { Line, useLine } from "./Line";
+import { named } from "../format";
+import { Status, useStatus } from "../Status";
 import { SkillView } from "./SkillView";
 import type { Skill, SkillDetail, SkillList } from "./skillTypes";
-import { When } from "./When";
+import { When } from "../When";
+import { Table } from "../Table";
 
 // Skills is the admins' skills page: installing a ZIP, the example
 // skills, the installed skills (view, delete) and the folders that are
@@ -15,8 +16,8 @@ import { When } from "./When";
 export function Skills({ t }: PageProps) {
   const [list, setList] = useState<SkillList | null>(null);
   const [detail, setDetail] = useState<SkillDetail | null>(null);
-  const page = useLine();
-  const form = useLine();
+  const page = useStatus();
+  const form = useStatus();
   const { fail } = page;
 
   const load = useCallback(async () => {
@@ -108,7 +109,7 @@ export function Skills({ t }: PageProps) {
         <p className="hint" id="skill-zip-hint">
           {t("skillZipHint")}
         </p>
-        <Line line={form.line} t={t} />
+        <Status said={form.said} t={t} />
       </form>
       <section id="example-skills" className="card" hidden={!examples.length}>
         <h3>{t("skillExamples")}</h3>
@@ -132,52 +133,32 @@ export function Skills({ t }: PageProps) {
           ))}
         </ul>
       </section>
-      <Line line={page.line} t={t} id="skills-status" role={false} />
-      <div className="table-scroll">
-        <table id="skills">
-          <thead>
-            <tr>
-              <th>{t("name")}</th>
-              <th>{t("skillDescription")}</th>
-              <th>{t("skillVersion")}</th>
-              <th>{t("skillFiles")}</th>
-              <th>{t("skillSize")}</th>
-              <th>{t("skillInstalledAt")}</th>
-              <th>{t("skillInstalledBy")}</th>
-              <th>
-                <span className="visually-hidden">
-                  {t("skillView")} / {t("delete")}
-                </span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {skills.map((s) => (
-              <tr key={s.name} data-skill={s.name}>
-                <td data-role="name">
-                  <code>{s.name}</code>
-                </td>
-                <td data-role="description">{s.description}</td>
-                <td data-role="version">{String(s.version)}</td>
-                <td data-role="files">{String((s.files ?? []).length)}</td>
-                <td data-role="size">{humanSize(s.size)}</td>
-                <td data-role="installed-at">
-                  <When iso={s.installedAt} t={t} />
-                </td>
-                <td data-role="installed-by">{s.installedBy || "-"}</td>
-                <td className="actions">
-                  <button type="button" className="secondary" data-skill-action="view" aria-label={t("skillView") + " " + s.name} onClick={() => view(s.name)}>
-                    {t("skillView")}
-                  </button>{" "}
-                  <button type="button" className="secondary" data-skill-action="delete" aria-label={t("delete") + " " + s.name} onClick={() => remove(s.name)}>
-                    {t("delete")}
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Status said={page.said} t={t} id="skills-status" marked={false} />
+      <Table id="skills" heads={[t("name"), t("skillDescription"), t("skillVersion"), t("skillFiles"), t("skillSize"), t("skillInstalledAt"), t("skillInstalledBy")]} actions={t("skillView") + " / " + t("delete")}>
+        {skills.map((s) => (
+          <tr key={s.name} data-skill={s.name}>
+            <td data-role="name">
+              <code>{s.name}</code>
+            </td>
+            <td data-role="description">{s.description}</td>
+            <td data-role="version">{String(s.version)}</td>
+            <td data-role="files">{String((s.files ?? []).length)}</td>
+            <td data-role="size">{humanSize(s.size)}</td>
+            <td data-role="installed-at">
+              <When iso={s.installedAt} t={t} />
+            </td>
+            <td data-role="installed-by">{s.installedBy || "-"}</td>
+            <td className="actions">
+              <button type="button" className="secondary" data-skill-action="view" aria-label={t("skillView") + " " + s.name} onClick={() => view(s.name)}>
+                {t("skillView")}
+              </button>{" "}
+              <button type="button" className="secondary" data-skill-action="delete" aria-label={t("delete") + " " + s.name} onClick={() => remove(s.name)}>
+                {t("delete")}
+              </button>
+            </td>
+          </tr>
+        ))}
+      </Table>
       <p className="hint" id="skills-empty" hidden={!list || skills.length > 0}>
         {t("skillNone")}
       </p>
@@ -185,26 +166,16 @@ export function Skills({ t }: PageProps) {
       <section id="invalid-skills" className="card">
         <h3>{t("skillInvalid")}</h3>
         <p className="hint">{t("skillInvalidHint")}</p>
-        <div className="table-scroll">
-          <table>
-            <thead>
-              <tr>
-                <th>{t("skillDir")}</th>
-                <th>{t("skillReason")}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {invalid.map((v) => (
-                <tr key={v.dir} data-dir={v.dir}>
-                  <td data-role="dir">
-                    <code>{v.dir}</code>
-                  </td>
-                  <td data-role="reason">{v.reason}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table heads={[t("skillDir"), t("skillReason")]}>
+          {invalid.map((v) => (
+            <tr key={v.dir} data-dir={v.dir}>
+              <td data-role="dir">
+                <code>{v.dir}</code>
+              </td>
+              <td data-role="reason">{v.reason}</td>
+            </tr>
+          ))}
+        </Table>
         <p className="hint" data-role="empty" hidden={!list || invalid.length > 0}>
           {t("skillNoInvalid")}
         </p>

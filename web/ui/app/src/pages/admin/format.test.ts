@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { translator } from "../../i18n";
-import { argv, auditQuery, masked, mcpBody, mcpForm, stamp, type MCPForm } from "./format";
+import { argv, auditQuery, masked, mcpBody, mcpForm, type MCPForm } from "./format";
 
 const t = translator("en");
 
@@ -18,14 +18,6 @@ describe("auditQuery", () => {
   });
   it("is empty with no filters", () => {
     expect(auditQuery({}).toString()).toBe("");
-  });
-});
-
-describe("stamp", () => {
-  it("writes the reader's local time, to the minute or the second", () => {
-    const d = new Date(2026, 0, 2, 3, 4, 5);
-    expect(stamp(d.toISOString())).toBe("2026-01-02 03:04");
-    expect(stamp(d.toISOString(), true)).toBe("2026-01-02 03:04:05");
   });
 });
 

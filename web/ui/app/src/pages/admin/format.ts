@@ -1,20 +1,7 @@
 // What the admin pages compute from the engine's answers and from their
-// forms, apart from drawing: times, the audit's query, a command line,
+// forms, apart from drawing: the audit's query, a command line,
 // an MCP server as its form says.
 import type { Translate } from "../../i18n";
-
-const p2 = (n: number) => String(n).padStart(2, "0");
-
-// stamp writes an instant in the reader's time zone, to the minute or,
-// with seconds, to the second.
-export function stamp(iso: string, seconds = false): string {
-  const d = new Date(iso);
-  const day = d.getFullYear() + "-" + p2(d.getMonth() + 1) + "-" + p2(d.getDate());
-  return day + " " + p2(d.getHours()) + ":" + p2(d.getMinutes()) + (seconds ? ":" + p2(d.getSeconds()) : "");
-}
-
-// named fills a label's {name}.
-export const named = (t: Translate, key: string, name: string) => t(key).replace("{name}", name);
 
 // auditFields are the audit filters sent as they are typed; auditTimes are
 // sent as UTC instants to the second.

@@ -2,6 +2,7 @@ import { useState } from "react";
 import { request } from "../http";
 import type { PageProps } from "../types";
 import { ImportApp } from "./ImportApp";
+import { Table } from "../Table";
 
 // AppsData is the app list's data (appsPage in web/ui/ui.go).
 export interface AppsData {
@@ -51,42 +52,29 @@ export function Apps({ data, t, user }: PageProps<AppsData>) {
         </p>
       )}
       {list.length > 0 && (
-        <div className="table-scroll">
-          <table id="app-list">
-            <thead>
-              <tr>
-                <th>{t("name")}</th>
-                <th>{t("owner")}</th>
-                <th>
-                  <span className="visually-hidden">{t("appActions")}</span>
-                </th>
+        <Table id="app-list" heads={[t("name"), t("owner")]} actions={t("actions")}>
+          {list.map((a) => {
+            const base = "/apps/" + encodeURIComponent(a.appId);
+            return (
+              <tr key={a.appId} data-app={a.appId}>
+                <td data-role="name">{a.name}</td>
+                <td data-role="owner">
+                  {a.ownerId}
+                  {a.public && " · " + t("public")}
+                </td>
+                <td className="app-actions">
+                  <a className="button" href={base + "/chat/new"}>
+                    {t("newChat")}
+                  </a>{" "}
+                  <a className="button secondary" href={base + "/flow"}>
+                    {t("edit")}
+                  </a>{" "}
+                  <a href={base + "/edit"}>{t("publishTab")}</a> <a href={base + "/chats"}>{t("chats")}</a>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((a) => {
-                const base = "/apps/" + encodeURIComponent(a.appId);
-                return (
-                  <tr key={a.appId} data-app={a.appId}>
-                    <td data-role="name">{a.name}</td>
-                    <td data-role="owner">
-                      {a.ownerId}
-                      {a.public && " · " + t("public")}
-                    </td>
-                    <td className="app-actions">
-                      <a className="button" href={base + "/chat/new"}>
-                        {t("newChat")}
-                      </a>{" "}
-                      <a className="button secondary" href={base + "/flow"}>
-                        {t("edit")}
-                      </a>{" "}
-                      <a href={base + "/edit"}>{t("publishTab")}</a> <a href={base + "/chats"}>{t("chats")}</a>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       )}
     </>
   );

@@ -1,6 +1,7 @@
 import type { PageProps } from "../types";
 import { chatHref } from "./format";
-import { When } from "./When";
+import { When } from "../When";
+import { Table } from "../Table";
 
 // ChatsData is a chat list's data (ChatsPage in web/ui/ui.go): the
 // signed-in users' list of an app, or a share link's visitor's.
@@ -33,30 +34,19 @@ export function Chats({ data, t }: PageProps<ChatsData>) {
           {t("chatsEmpty")}
         </p>
       ) : (
-        <div className="table-scroll">
-          <table id="chat-list">
-            <thead>
-              <tr>
-                <th>{t("title")}</th>
-                {!data.visitor && <th>{t("owner")}</th>}
-                <th>{t("updated")}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {chats.map((c) => (
-                <tr key={c.userId + "/" + c.chatId} data-chat={c.chatId}>
-                  <td data-role="title">
-                    <a href={chatHref(data.base, c, data.me)}>{c.title || c.chatId}</a>
-                  </td>
-                  {!data.visitor && <td data-role="owner">{c.userId}</td>}
-                  <td data-role="updated">
-                    <When iso={c.updatedAt} t={t} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table id="chat-list" heads={[t("title"), !data.visitor && t("owner"), t("updated")]}>
+          {chats.map((c) => (
+            <tr key={c.userId + "/" + c.chatId} data-chat={c.chatId}>
+              <td data-role="title">
+                <a href={chatHref(data.base, c, data.me)}>{c.title || c.chatId}</a>
+              </td>
+              {!data.visitor && <td data-role="owner">{c.userId}</td>}
+              <td data-role="updated">
+                <When iso={c.updatedAt} t={t} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
     </>
   );

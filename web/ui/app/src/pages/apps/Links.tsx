@@ -2,8 +2,10 @@ import { useCallback, useEffect, useState } from "react";
 import type { Translate } from "../../i18n";
 import { request } from "../http";
 import { Status, useStatus } from "../Status";
-import { copyFrom, Expiry } from "./AppKeys";
-import { dayAfter, expiryOf, named, perMinute, positive } from "./format";
+import { CopyField } from "../Copy";
+import { endOfDay, named, positive, rate, today } from "../format";
+import { Expiry } from "../When";
+import { Table } from "../Table";
 
 interface Link {
   id: string;
@@ -42,7 +44,7 @@ export function Links({ base, t }: { base: string; t: Translate }) {
     const f = (name: string) => form.elements.namedItem(name) as HTMLInputElement;
     const body = {
       name: f("name").value.trim(),
-      expiresAt: expiryOf(f("expires").value),
+      expiresAt: endOfDay(f("expires").value),
       ratePerMinute: positive(f("ratePerMinute").value),
       maxRuns: positive(f("maxRuns").value),
       showTools: f("showTools").checked,
@@ -85,16 +87,16 @@ export function Links({ base, t }: { base: string; t: Translate }) {
             <input type="text" id="new-link-name" name="name" maxLength={100} autoComplete="off" required />
           </div>
           <div>
-            <label htmlFor="new-link-expires">{t("publishExpiresOn")}</label>
-            <input type="date" id="new-link-expires" name="expires" min={dayAfter(new Date())} />
+            <label htmlFor="new-link-expires">{t("keyExpiry")}</label>
+            <input type="date" id="new-link-expires" name="expires" min={today()} />
           </div>
           <div>
             <label htmlFor="new-link-rate">{t("publishVisitorRate")}</label>
-            <input type="number" id="new-link-rate" name="ratePerMinute" min={1} step={1} placeholder={t("publishNoLimit")} />
+            <input type="number" id="new-link-rate" name="ratePerMinute" min={1} max={10000} step={1} placeholder={t("noLimit")} />
           </div>
           <div>
             <label htmlFor="new-link-max-runs">{t("publishMaxRuns")}</label>
-            <input type="number" id="new-link-max-runs" name="maxRuns" min={1} step={1} placeholder={t("publishNoLimit")} />
+            <input type="number" id="new-link-max-runs" name="maxRuns" min={1} step={1} placeholder={t("noLimit")} />
           </div>
         </div>
         <div className="fields">
@@ -122,53 +124,29 @@ export function Links({ base, t }: { base: string; t: Translate }) {
         </p>
       </form>
       <Status said={said} t={t} />
-      <div className="table-scroll">
-        <table id="link-list">
-          <thead>
-            <tr>
-              <th>{t("name")}</th>
-              <th>{t("publishLinkUrl")}</th>
-              <th>{t("publishExpires")}</th>
-              <th>{t("publishRuns")}</th>
-              <th>{t("publishRate")}</th>
-              <th>{t("publishTools")}</th>
-              <th>{t("files")}</th>
-              <th>{t("publishHook")}</th>
-              <th>
-                <span className="visually-hidden">{t("revoke")}</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {(links ?? []).map((l) => (
-              <tr key={l.id} data-link={l.id} data-name={l.name} className={l.expired ? "expired" : undefined}>
-                <td data-role="name">{l.name}</td>
-                <td data-role="url">
-                  <div className="link-url">
-                    <input type="text" readOnly spellCheck={false} value={location.origin + l.url} aria-label={t("publishCopyLink") + " " + l.name} />
-                    <button type="button" className="secondary" data-role="copy" onClick={(e) => copyFrom(e.currentTarget)}>
-                      {t("copy")}
-                    </button>
-                  </div>
-                </td>
-                <td data-role="expires">
-                  <Expiry iso={l.expiresAt} expired={l.expired} t={t} />
-                </td>
-                <td data-role="runs">{l.runs + " / " + (l.maxRuns && l.maxRuns > 0 ? l.maxRuns : t("publishNoLimit"))}</td>
-                <td data-role="rate">{perMinute(t, l.ratePerMinute)}</td>
-                <td data-role="tools">{t(l.showTools ? "publishToolsShown" : "publishToolsHidden")}</td>
-                <td data-role="files">{files(l.files)}</td>
-                <td data-role="hook">{l.hookUrl || t("publishNoHook")}</td>
-                <td>
-                  <button type="button" className="secondary" data-link-action="revoke" aria-label={t("revoke") + " " + l.name} onClick={() => revoke(l)}>
-                    {t("revoke")}
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table id="link-list" heads={[t("name"), t("publishLinkUrl"), t("expires"), t("publishRuns"), t("rate"), t("publishTools"), t("files"), t("publishHook")]} actions={t("revoke")}>
+        {(links ?? []).map((l) => (
+          <tr key={l.id} data-link={l.id} data-name={l.name} className={l.expired ? "expired" : undefined}>
+            <td data-role="name">{l.name}</td>
+            <td data-role="url">
+              <CopyField className="link-url" value={location.origin + l.url} label={t("publishCopyLink") + " " + l.name} t={t} />
+            </td>
+            <td data-role="expires">
+              <Expiry iso={l.expiresAt} expired={l.expired} t={t} />
+            </td>
+            <td data-role="runs">{l.runs + " / " + (l.maxRuns && l.maxRuns > 0 ? l.maxRuns : t("noLimit"))}</td>
+            <td data-role="rate">{rate(t, l.ratePerMinute)}</td>
+            <td data-role="tools">{t(l.showTools ? "publishToolsShown" : "publishToolsHidden")}</td>
+            <td data-role="files">{files(l.files)}</td>
+            <td data-role="hook">{l.hookUrl || t("publishNoHook")}</td>
+            <td>
+              <button type="button" className="secondary" data-link-action="revoke" aria-label={t("revoke") + " " + l.name} onClick={() => revoke(l)}>
+                {t("revoke")}
+              </button>
+            </td>
+          </tr>
+        ))}
+      </Table>
       <p className="hint" data-role="empty" hidden={links === null || links.length > 0}>
         {t("publishNoLinks")}
       </p>

@@ -1,5 +1,5 @@
+import { ApiKeys } from "../ApiKeys";
 import type { PageProps } from "../types";
-import { AppKeys } from "./AppKeys";
 import { Links } from "./Links";
 
 // BuilderData is the Publish page's data (builderPage in web/ui/ui.go).
@@ -23,7 +23,17 @@ export function Publish({ data, t }: PageProps<BuilderData>) {
         </a>
       </p>
       <div id="publish" data-app={data.appId}>
-        <AppKeys base={base} t={t} />
+        <ApiKeys
+          api={base + "/keys"}
+          id="app-key"
+          words={{ title: "publishKeys", hint: "publishKeysHint", empty: "publishNoKeys", revokeConfirm: "publishRevokeKeyConfirm" }}
+          usage={
+            <p className="hint" data-role="usage">
+              {t("publishKeyUsage")}
+            </p>
+          }
+          t={t}
+        />
         <Links base={base} t={t} />
       </div>
     </>

@@ -1,40 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { translator } from "../../i18n";
-import { chatHref, dayAfter, expiryOf, importLines, importSummary, minute, perMinute, positive } from "./format";
+import { chatHref, importLines, importSummary } from "./format";
 
 describe("the apps pages' formatting", () => {
   const t = translator("en");
-
-  it("writes instants in the reader's zone, to the minute", () => {
-    const local = new Date(2026, 0, 5, 7, 3, 59);
-    expect(minute(local.toISOString())).toBe("2026-01-05 07:03");
-  });
-
-  it("offers dates from tomorrow, across a month's end", () => {
-    expect(dayAfter(new Date(2026, 0, 31, 23, 0))).toBe("2026-02-01");
-    expect(dayAfter(new Date(2026, 11, 31, 0, 30))).toBe("2027-01-01");
-  });
-
-  it("turns a picked date into the start of that day where the owner is", () => {
-    expect(expiryOf("")).toBeUndefined();
-    expect(expiryOf("2026-03-09")).toBe(new Date(2026, 2, 9).toISOString());
-    expect(minute(expiryOf("2026-03-09")!)).toBe("2026-03-09 00:00");
-  });
-
-  it("reads optional whole numbers", () => {
-    expect(positive("")).toBeUndefined();
-    expect(positive("0")).toBeUndefined();
-    expect(positive("-4")).toBeUndefined();
-    expect(positive("30")).toBe(30);
-    expect(positive("7.9")).toBe(7);
-  });
-
-  it("says rates in the reader's language", () => {
-    expect(perMinute(t, 5)).toBe("5/min");
-    expect(perMinute(t, 0)).toBe("no limit");
-    expect(perMinute(t, undefined)).toBe("no limit");
-    expect(perMinute(translator("zh"), 5)).toBe("5 次/分钟");
-  });
 
   it("links the caller's chats plainly and others' with their user", () => {
     const base = "/share/ln1";

@@ -1,42 +1,6 @@
 // What the app list, the chat list and the Publish page compute from the
-// engine's data: times in the reader's zone, picked dates, the links and
-// the import report's lines.
+// engine's data: the links and the import report's lines.
 import type { Translate } from "../../i18n";
-
-const p2 = (n: number) => String(n).padStart(2, "0");
-
-// minute writes an instant in the reader's time zone, to the minute.
-export function minute(iso: string): string {
-  const d = new Date(iso);
-  return d.getFullYear() + "-" + p2(d.getMonth() + 1) + "-" + p2(d.getDate()) + " " + p2(d.getHours()) + ":" + p2(d.getMinutes());
-}
-
-// dayAfter is the date input's value of the day after now: a date picked
-// today would make a key or link that is already expired.
-export function dayAfter(now: Date): string {
-  const d = new Date(now);
-  d.setDate(d.getDate() + 1);
-  return d.getFullYear() + "-" + p2(d.getMonth() + 1) + "-" + p2(d.getDate());
-}
-
-// expiryOf turns a picked date into the instant the key or link stops
-// working: the start of that day in the owner's time zone.
-export function expiryOf(date: string): string | undefined {
-  if (!date) return undefined;
-  const [y, m, d] = date.split("-").map(Number);
-  return new Date(y, m - 1, d).toISOString();
-}
-
-// positive reads an optional whole number from a form field.
-export function positive(value: string): number | undefined {
-  const n = parseInt(value, 10);
-  return n > 0 ? n : undefined;
-}
-
-export const perMinute = (t: Translate, n?: number) => (n && n > 0 ? t("publishPerMinute").replace("{n}", String(n)) : t("publishNoLimit"));
-
-// named puts a key's or link's name into a sentence.
-export const named = (t: Translate, key: string, name: string) => t(key).replace("{name}", name);
 
 // chatHref is where a chat list's title leads: another user's chat (an
 // admin's or the app owner's view) names its user.

@@ -1,19 +1,19 @@
 import { act, cleanup, render } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
-import { translator } from "../../i18n";
-import { ApiError } from "../http";
-import { Line, useLine } from "./Line";
+import { translator } from "../i18n";
+import { ApiError } from "./http";
+import { Status, useStatus } from "./Status";
 
 const t = translator("en");
 afterEach(cleanup);
 
-let line: ReturnType<typeof useLine>;
+let line: ReturnType<typeof useStatus>;
 function Probe() {
-  line = useLine();
-  return <Line line={line.line} t={t} id="probe" />;
+  line = useStatus();
+  return <Status said={line.said} t={t} id="probe" />;
 }
 
-describe("Line", () => {
+describe("Status", () => {
   it("draws each note as a new line, so a line cleared by hand shows the next one", () => {
     const { container } = render(<Probe />);
     act(() => line.say("Saved."));
