@@ -1,8 +1,8 @@
-import { useCallback, useEffect, useState, type ReactNode } from "react";
+import { useState, type ReactNode } from "react";
 import type { Translate } from "../i18n";
 import { SecretBox } from "./Copy";
 import { endOfDay, named, positive, rate, today } from "./format";
-import { request } from "./http";
+import { request, useLoaded } from "./http";
 import { Status, useStatus } from "./Status";
 import { Expiry, When } from "./When";
 import { Table } from "./Table";
@@ -36,18 +36,9 @@ export interface KeyWords {
 export function ApiKeys(props: { api: string; id: "key" | "app-key"; words: KeyWords; usage?: ReactNode; t: Translate }) {
   const { api, id, words, usage, t } = props;
   const { said, say, fail, clear } = useStatus();
-  const [keys, setKeys] = useState<ApiKey[] | null>(null);
+  const [listed, load] = useLoaded<{ keys?: ApiKey[] | null }>(api, fail);
+  const keys = listed && (listed.keys ?? []);
   const [made, setMade] = useState<{ name: string; key: string } | null>(null);
-  const load = useCallback(async () => {
-    try {
-      setKeys((await request<{ keys?: ApiKey[] }>("GET", api)).keys ?? []);
-    } catch (err) {
-      fail(err);
-    }
-  }, [api, fail]);
-  useEffect(() => {
-    load();
-  }, [load]);
 
   const create = async (e: React.FormEvent<HTMLFormElement>) => {
     e.preventDefault();

@@ -2,6 +2,7 @@
 // CSRF token go with every call; an error answer becomes an ApiError
 // carrying the engine's message (what happened and what to do).
 import { ApiError } from "../api";
+import { useCallback, useEffect, useState } from "react";
 
 export { ApiError };
 
@@ -32,4 +33,22 @@ export async function request<T = unknown>(method: string, path: string, body?: 
     throw new ApiError(resp.status, message);
   }
   return parsed as T;
+}
+
+// useLoaded is what GET path answers, read when the page opens and again
+// on reload() (after a change); null until the first answer. A failure
+// goes to fail, the page's status line.
+export function useLoaded<T>(path: string, fail: (err: unknown) => void): [T | null, () => Promise<void>] {
+  const [data, setData] = useState<T | null>(null);
+  const reload = useCallback(async () => {
+    try {
+      setData(await request<T>("GET", path));
+    } catch (err) {
+      fail(err);
+    }
+  }, [path, fail]);
+  useEffect(() => {
+    reload();
+  }, [reload]);
+  return [data, reload];
 }

@@ -1,6 +1,6 @@
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useRef, useState } from "react";
 import type { Translate } from "../../i18n";
-import { request } from "../http";
+import { request, useLoaded } from "../http";
 import { Status, useStatus } from "../Status";
 import type { PageProps } from "../types";
 import { DeleteUser } from "./DeleteUser";
@@ -29,23 +29,14 @@ interface Link {
 // read again from the API after every change.
 export function Users({ t, user }: PageProps) {
   const list = useStatus();
-  const [users, setUsers] = useState<UserRow[]>([]);
   // the set-password link just made, shown once as an address to send
   const [link, setLink] = useState<{ note: string; url: string } | null>(null);
   const [deleting, setDeleting] = useState<UserRow | null>(null);
   const self = user.id ?? "";
   const { fail: listFail } = list;
 
-  const load = useCallback(async () => {
-    try {
-      setUsers((await request<{ users: UserRow[] }>("GET", "/admin/api/users")).users);
-    } catch (err) {
-      listFail(err);
-    }
-  }, [listFail]);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const [listed, load] = useLoaded<{ users: UserRow[] | null }>("/admin/api/users", listFail);
+  const users = listed?.users ?? [];
 
   const showLink = (key: string, name: string, made: Link) => {
     const expires = new Date(made.expiresAt).toLocaleString();

@@ -1,5 +1,5 @@
-import { useCallback, useEffect, useRef, useState } from "react";
-import { request } from "../http";
+import { useRef, useState } from "react";
+import { request, useLoaded } from "../http";
 import type { PageProps } from "../types";
 import { AdminLinks } from "./AdminLinks";
 import { named } from "../format";
@@ -26,7 +26,6 @@ export interface Server {
 // header value or token sent back keeps the stored secret); deleting;
 // listing a server's tools as the model would see them.
 export function MCP({ t }: PageProps) {
-  const [servers, setServers] = useState<Server[] | null>(null);
   const [editing, setEditing] = useState("");
   const [transport, setTransport] = useState("http");
   const [listing, setListing] = useState<Listing | null>(null);
@@ -36,17 +35,8 @@ export function MCP({ t }: PageProps) {
   const formLine = useStatus();
   const { fail } = page;
 
-  const load = useCallback(async () => {
-    try {
-      const { servers } = await request<{ servers: Server[] | null }>("GET", "/admin/api/mcp-servers");
-      setServers(servers ?? []);
-    } catch (err) {
-      fail(err);
-    }
-  }, [fail]);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const [listed, load] = useLoaded<{ servers: Server[] | null }>("/admin/api/mcp-servers", fail);
+  const servers = listed && (listed.servers ?? []);
 
   const fields = () => form.current!.elements as unknown as Record<keyof MCPForm, HTMLInputElement>;
 

@@ -1,6 +1,6 @@
-import { useCallback, useEffect, useState } from "react";
+import { useState } from "react";
 import { humanSize } from "../../chat/files/api";
-import { request } from "../http";
+import { request, useLoaded } from "../http";
 import type { PageProps } from "../types";
 import { AdminLinks } from "./AdminLinks";
 import { named } from "../format";
@@ -14,22 +14,13 @@ import { Table } from "../Table";
 // skills, the installed skills (view, delete) and the folders that are
 // not valid skills, and why.
 export function Skills({ t }: PageProps) {
-  const [list, setList] = useState<SkillList | null>(null);
+
   const [detail, setDetail] = useState<SkillDetail | null>(null);
   const page = useStatus();
   const form = useStatus();
   const { fail } = page;
 
-  const load = useCallback(async () => {
-    try {
-      setList(await request<SkillList>("GET", "/admin/api/skills"));
-    } catch (err) {
-      fail(err);
-    }
-  }, [fail]);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const [list, load] = useLoaded<SkillList>("/admin/api/skills", fail);
 
   const installed = (s: Skill) => named(t, "skillInstalled", s.name).replace("{version}", String(s.version));
 

@@ -1,6 +1,5 @@
-import { useCallback, useEffect, useState } from "react";
 import type { Translate } from "../../i18n";
-import { request } from "../http";
+import { request, useLoaded } from "../http";
 import { Status, useStatus } from "../Status";
 import { CopyField } from "../Copy";
 import { endOfDay, named, positive, rate, today } from "../format";
@@ -24,19 +23,9 @@ interface Link {
 // Links are the app's share links: anyone with one chats with the app,
 // within the link's limits.
 export function Links({ base, t }: { base: string; t: Translate }) {
-  const [links, setLinks] = useState<Link[] | null>(null);
   const { said, say, fail } = useStatus();
-  const load = useCallback(async () => {
-    try {
-      const body = await request<{ links?: Link[] }>("GET", base + "/links");
-      setLinks(body.links ?? []);
-    } catch (err) {
-      fail(err);
-    }
-  }, [base, fail]);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const [listed, load] = useLoaded<{ links?: Link[] | null }>(base + "/links", fail);
+  const links = listed && (listed.links ?? []);
 
   const create = async (e: React.FormEvent<HTMLFormElement>) => {
     e.preventDefault();
