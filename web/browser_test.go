@@ -734,6 +734,17 @@ func TestBrowser(t *testing.T) {
 		e.screenshot(t, tb, "admin.png")
 		tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
 		e.phoneFits(t, tb, "admin-phone-zh.png")
+		// On the phone the admin's places are a menu named after this one;
+		// it opens to every place, one under the other.
+		if got := tb.text(t, `.menu-toggle`); got != "管理 ▾" {
+			t.Errorf("the phone's menu button says %q, want the current place, 管理", got)
+		}
+		if tb.js(t, `String(document.querySelector("#places").getBoundingClientRect().height)`) != "0" {
+			t.Error("the admin's places show on a phone before the menu is opened")
+		}
+		tb.do(t, chromedp.Click(chromedp.CSS(`.menu-toggle`)), chromedp.WaitVisible(chromedp.CSS(`#places a[href="/admin/queues/"]`)))
+		e.phoneFits(t, tb, "admin-menu-phone-zh.png")
+		tb.do(t, chromedp.Click(chromedp.CSS(`#places a[href="/admin/users"]`)), chromedp.WaitVisible(chromedp.ID("users")))
 		tb.do(t, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.url+"/admin?lang=en"), chromedp.WaitVisible(chromedp.CSS(row)))
 
 		tb.do(t,
@@ -811,7 +822,7 @@ func TestBrowser(t *testing.T) {
 		admin.do(t,
 			chromedp.Click(chromedp.CSS(`header nav a[href="/admin"]`)),
 			chromedp.WaitVisible(chromedp.ID("sandboxes")),
-			chromedp.Click(chromedp.CSS(`main a[href="/admin/users"]`)),
+			chromedp.Click(chromedp.CSS(`header nav a[href="/admin/users"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#users tr[data-user="admin"]`)),
 		)
 		self := `#users tr[data-user="admin"]`

@@ -198,7 +198,7 @@ func mcpServersPage(t *testing.T, e *browserEnv, echoURL string) {
 	tb.expected = []string{"status of 400"} // the refused id, the stdio server's listing
 	tb.do(t,
 		chromedp.Navigate(e.url+"/admin"),
-		chromedp.Click(chromedp.CSS(`main a[href="/admin/mcp"]`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href="/admin/mcp"]`)),
 		chromedp.WaitVisible(chromedp.ID("mcp-empty")),
 	)
 	if got := tb.text(t, "#mcp-empty"); got != "No MCP servers are registered." {

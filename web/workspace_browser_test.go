@@ -364,7 +364,7 @@ func skillsPage(t *testing.T, e *browserEnv, installed skillJSONView) {
 	tb.do(t,
 		chromedp.Navigate(e.url+"/admin"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/admin/skills"]`)),
-		chromedp.Click(chromedp.CSS(`main a[href="/admin/skills"]`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href="/admin/skills"]`)),
 		chromedp.WaitVisible(chromedp.CSS(row)),
 	)
 	cells := tb.js(t, `[...document.querySelectorAll('`+row+` td[data-role]')].map((td) => td.dataset.role + "=" + td.textContent).join("|")`)

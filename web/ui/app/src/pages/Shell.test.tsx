@@ -1,4 +1,4 @@
-import { cleanup, render } from "@testing-library/react";
+import { cleanup, fireEvent, render } from "@testing-library/react";
 import { translator } from "../i18n";
 import { Shell } from "./Shell";
 
@@ -33,5 +33,27 @@ describe("the header", () => {
     expect(visitor.container.querySelectorAll("nav a")).toHaveLength(0);
     expect(visitor.container.querySelector(".brand")?.getAttribute("href")).toBe("/share/L1");
     expect(visitor.container.querySelector("#logout")).toBeNull();
+  });
+});
+
+describe("the header on a phone", () => {
+  it("folds an admin's places into a menu named after the current place, and opens it", () => {
+    window.history.pushState({}, "", "/admin/audit");
+    const { container } = render(<Shell user={{ id: "u:ann", name: "ann", admin: true }} t={t} lang="en"><p /></Shell>);
+    const toggle = container.querySelector<HTMLButtonElement>(".menu-toggle")!;
+    expect(toggle.textContent).toBe("Audit ▾");
+    expect(toggle.getAttribute("aria-expanded")).toBe("false");
+    expect(container.querySelector("header")?.className).toBe("site-header folds");
+    fireEvent.click(toggle);
+    expect(toggle.getAttribute("aria-expanded")).toBe("true");
+    expect(container.querySelector("header")?.className).toBe("site-header folds open");
+    expect(container.querySelector(`#${toggle.getAttribute("aria-controls")} a[aria-current=page]`)?.getAttribute("href")).toBe("/admin/audit");
+  });
+
+  it("leaves a user's two places as they are", () => {
+    window.history.pushState({}, "", "/");
+    const { container } = render(<Shell user={{ id: "u:bo", name: "bo" }} t={t} lang="en"><p /></Shell>);
+    expect(container.querySelector(".menu-toggle")).toBeNull();
+    expect(container.querySelector("header")?.className).toBe("site-header");
   });
 });

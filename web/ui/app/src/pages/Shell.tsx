@@ -1,4 +1,4 @@
-import type { ReactNode } from "react";
+import { useState, type ReactNode } from "react";
 import type { Translate } from "../i18n";
 import { request } from "./http";
 import type { User } from "./types";
@@ -17,9 +17,12 @@ const places: { href: string; label: string; admin?: boolean }[] = [
 
 // Shell is what every page has around it: the brand (home is the apps, or
 // the share link for its visitors), the signed-in user's places (the
-// admins' too), the other language and signing out.
+// admins' too), the other language and signing out. On a phone, an
+// admin's many places fold into a menu named after the current one.
 export function Shell({ user, t, lang, children }: { user: User; t: Translate; lang: string; children: ReactNode }) {
   const member = !!user.id && !user.linkId;
+  const [open, setOpen] = useState(false);
+  const mine = member ? places.filter((p) => !p.admin || user.admin) : [];
   const signOut = async (e: React.MouseEvent) => {
     e.preventDefault();
     await request("POST", "/api/logout").catch(() => undefined);
@@ -33,21 +36,25 @@ export function Shell({ user, t, lang, children }: { user: User; t: Translate; l
     .map((p) => p.href)
     .filter((h) => (h === "/" ? path === "/" || path.startsWith("/apps/") : path === h.replace(/\/$/, "") || path.startsWith(h.replace(/\/?$/, "/"))))
     .sort((x, y) => y.length - x.length)[0];
+  const here = mine.find((p) => p.href === current);
+  const folds = mine.length > 3;
   return (
     <>
-      <header className="site-header">
+      <header className={"site-header" + (folds ? " folds" : "") + (open ? " open" : "")}>
         <a className="brand" href={user.linkId ? "/share/" + encodeURIComponent(user.linkId) : "/"}>
           Flowbox
         </a>
-        <nav aria-label={t("places")}>
-          {member &&
-            places
-              .filter((p) => !p.admin || user.admin)
-              .map((p) => (
-                <a key={p.href} href={p.href} aria-current={p.href === current ? "page" : undefined}>
-                  {t(p.label)}
-                </a>
-              ))}
+        {folds && (
+          <button type="button" className="secondary menu-toggle" aria-expanded={open} aria-controls="places" onClick={() => setOpen(!open)}>
+            {here ? t(here.label) : t("places")} <span aria-hidden="true">{open ? "▴" : "▾"}</span>
+          </button>
+        )}
+        <nav id="places" aria-label={t("places")}>
+          {mine.map((p) => (
+            <a key={p.href} href={p.href} aria-current={p.href === current ? "page" : undefined}>
+              {t(p.label)}
+            </a>
+          ))}
         </nav>
         <a href={"?lang=" + other} lang={other}>
           {lang === "zh" ? "English" : "中文"}

@@ -2,7 +2,6 @@ import { useState } from "react";
 import type { Translate } from "../../i18n";
 import { request } from "../http";
 import type { PageProps } from "../types";
-import { AdminLinks } from "./AdminLinks";
 import { Limits, type LimitsView } from "./Limits";
 import { Pool, type PoolView } from "./Pool";
 import { Table } from "../Table";
@@ -30,7 +29,6 @@ export function Admin({ data, t }: PageProps<AdminData>) {
   return (
     <>
       <h2>{t("sandboxes")}</h2>
-      <AdminLinks t={t} here="/admin" />
       <Table id="sandboxes" heads={["ID", t("provider"), t("status"), t("app"), t("chat"), t("owner"), t("lastActive")]} actions={t("actions")}>
         {(data.sandboxes ?? []).map((s) => (
           <SandboxRow key={s.sandboxId} s={s} t={t} />

@@ -2,7 +2,6 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { Translate } from "../../i18n";
 import { request } from "../http";
 import type { PageProps } from "../types";
-import { AdminLinks } from "./AdminLinks";
 import { auditFields, auditQuery, auditTimes } from "./format";
 import { Status, useStatus } from "../Status";
 import { When } from "../When";
@@ -83,7 +82,6 @@ export function Audit({ data, t }: PageProps<AuditData>) {
   return (
     <>
       <h2>{t("audit")}</h2>
-      <AdminLinks t={t} here="/admin/audit" />
       <form
         id="audit-filters"
         className="card"

@@ -1,7 +1,6 @@
 import { useRef, useState } from "react";
 import { request, useLoaded } from "../http";
 import type { PageProps } from "../types";
-import { AdminLinks } from "./AdminLinks";
 import { named } from "../format";
 import { failure, saidOf, Status, useStatus } from "../Status";
 import { argv, mcpBody, mcpForm, type MCPForm } from "./format";
@@ -137,7 +136,6 @@ export function MCP({ t }: PageProps) {
   return (
     <>
       <h2>{t("mcpServers")}</h2>
-      <AdminLinks t={t} here="/admin/mcp" />
       <p className="hint">{t("mcpHint")}</p>
       <form id="mcp-form" className="card" noValidate ref={form} onSubmit={save}>
         <h3 data-role="title">{editing ? t("mcpEditTitle").replace("{id}", editing) : t("mcpAdd")}</h3>

@@ -2,7 +2,6 @@ import { useState } from "react";
 import { humanSize } from "../../chat/files/api";
 import { request, useLoaded } from "../http";
 import type { PageProps } from "../types";
-import { AdminLinks } from "./AdminLinks";
 import { named } from "../format";
 import { Status, useStatus } from "../Status";
 import { SkillView } from "./SkillView";
@@ -84,7 +83,6 @@ export function Skills({ t }: PageProps) {
   return (
     <>
       <h2>{t("skills")}</h2>
-      <AdminLinks t={t} here="/admin/skills" />
       <p className="hint">{t("skillsHint")}</p>
       <form id="install-skill" className="card" onSubmit={install}>
         <h3>{t("skillInstall")}</h3>
