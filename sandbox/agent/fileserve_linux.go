@@ -122,7 +122,11 @@ func (s *server) read(ctx context.Context, files sandbox.DirFiles, req wireReque
 
 // readUpload reads a "write" operation's bytes: stdin frames up to a
 // stdin end frame, at most MaxWrite bytes.
-func readUpload(r io.Reader) ([]byte, error) {
+func readUpload(r io.Reader) ([]byte, error) { return readFrames(r, MaxWrite) }
+
+// readFrames reads stdin frames up to a stdin end frame, at most limit
+// bytes of them.
+func readFrames(r io.Reader, limit int) ([]byte, error) {
 	buf := make([]byte, MaxFrame)
 	var data []byte
 	for {
@@ -132,8 +136,8 @@ func readUpload(r io.Reader) ([]byte, error) {
 		}
 		switch typ {
 		case frameStdin:
-			if len(data)+len(p) > MaxWrite {
-				return nil, fmt.Errorf("write: %w: over %d bytes", sandbox.ErrTooLarge, MaxWrite)
+			if len(data)+len(p) > limit {
+				return nil, fmt.Errorf("write: %w: over %d bytes", sandbox.ErrTooLarge, limit)
 			}
 			data = append(data, p...)
 		case frameStdinEnd:

@@ -31,6 +31,11 @@ import (
 // agent is one, and they are killed then. With commands running at once,
 // such a process therefore lives until the last of them ends.
 //
+// A background process (background_linux.go) is a leader as a command's
+// shell is, but is not a running command: it and its descendants are no
+// orphans, and survive the commands' ends; what it orphans is swept at
+// the next command's end like any orphan.
+//
 // The shell of a finished command is reaped only after the kill: until
 // then its PID, and so its session ID, cannot be reused.
 
@@ -186,6 +191,10 @@ var children struct {
 	// spares are the leaders that are spare shells waiting for a command
 	// (see spare_linux.go): they count as no running command.
 	spares map[int]bool
+	// background are the leaders that are background processes (see
+	// background_linux.go): they count as no running command either, so
+	// that a command's end still kills the orphans it left.
+	background map[int]bool
 	// started wakes the watcher when a command starts.
 	started chan struct{}
 	once    sync.Once
@@ -207,6 +216,7 @@ func watchChildren() error {
 		}
 		children.leaders = map[int]chan struct{}{}
 		children.spares = map[int]bool{}
+		children.background = map[int]bool{}
 		children.started = make(chan struct{}, 1)
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGCHLD)
@@ -228,7 +238,7 @@ func watch(sig <-chan os.Signal) {
 		}
 		children.Lock()
 		pollLeaders()
-		if runningCommands() > 0 {
+		if len(children.leaders)-len(children.spares) > 0 {
 			tick.Reset(pollInterval)
 		} else {
 			tick.Stop()
@@ -256,13 +266,21 @@ func pollLeaders() {
 
 // runningCommands is the number of commands running. The caller holds children's
 // lock.
-func runningCommands() int { return len(children.leaders) - len(children.spares) }
+func runningCommands() int {
+	return len(children.leaders) - len(children.spares) - len(children.background)
+}
 
 // startCommand starts cmd and registers its process as a command's shell.
 // The returned channel is closed once the shell has exited; the caller
 // then kills what is left, reaps the shell with cmd.Wait and calls
 // finishCommand.
 func startCommand(cmd *exec.Cmd) (exited <-chan struct{}, err error) {
+	return startLeader(cmd, false)
+}
+
+// startLeader starts cmd as a command's shell or, with background, as a
+// background process's.
+func startLeader(cmd *exec.Cmd, background bool) (exited <-chan struct{}, err error) {
 	children.Lock()
 	defer children.Unlock()
 	if err := cmd.Start(); err != nil {
@@ -270,6 +288,9 @@ func startCommand(cmd *exec.Cmd) (exited <-chan struct{}, err error) {
 	}
 	ch := make(chan struct{})
 	children.leaders[cmd.Process.Pid] = ch
+	if background {
+		children.background[cmd.Process.Pid] = true
+	}
 	// It may have exited before it was registered.
 	pollLeaders()
 	select {
@@ -287,6 +308,7 @@ func finishCommand(pid int) error {
 	defer children.Unlock()
 	delete(children.leaders, pid)
 	delete(children.spares, pid)
+	delete(children.background, pid)
 	return tidyChildren(runningCommands() == 0)
 }
 

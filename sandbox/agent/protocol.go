@@ -75,6 +75,30 @@
 // frames ending with a stdin end frame, at most MaxWrite bytes, and the
 // agent replaces the file atomically once it has them all.
 //
+// # Background processes
+//
+// A request with "op" set to one of these works on the sandbox's
+// background processes (sandbox.Process): processes that outlive the
+// connection that started them, until they exit, are stopped or the
+// agent ends. They answer as file operations do (data frames of JSON,
+// then done; or an error frame with a kind):
+//
+//	proc_start  "command": started through the persistent shell, which
+//	            restores the state the last command saved and saves
+//	            none; answers the sandbox.Process. too_many when
+//	            sandbox.MaxProcesses run already
+//	proc_list   answers every process kept, oldest first
+//	proc_read   "proc", "offset", "max": answers a sandbox.ProcessOutput
+//	            of the process's output (standard output and error as
+//	            they came; the last sandbox.ProcessOutputKept bytes are
+//	            kept)
+//	proc_write  "proc", "end": stdin frames up to a stdin end frame, as
+//	            for "write", go to the process's standard input; with
+//	            "end" it is closed after them. not_running once it ended
+//	proc_stop   "proc": kills it and its session; answers the process
+//
+// An unknown "proc" is not_found.
+//
 // # Over TCP
 //
 // An agent that listens on TCP (a Kubernetes pod's, reached over the
@@ -162,6 +186,23 @@ const (
 	opZip   = "zip"
 )
 
+// Background process operations (the request's "op").
+const (
+	opProcStart = "proc_start"
+	opProcList  = "proc_list"
+	opProcRead  = "proc_read"
+	opProcWrite = "proc_write"
+	opProcStop  = "proc_stop"
+)
+
+func isProcOp(op string) bool {
+	switch op {
+	case opProcStart, opProcList, opProcRead, opProcWrite, opProcStop:
+		return true
+	}
+	return false
+}
+
 // fileError is the error frame's payload of a file operation.
 type fileError struct {
 	Kind  string `json:"kind,omitempty"`
@@ -177,6 +218,8 @@ var errorKinds = []struct {
 	{"invalid_path", sandbox.ErrInvalidPath},
 	{"too_large", sandbox.ErrTooLarge},
 	{"read_only", sandbox.ErrReadOnly},
+	{"too_many", sandbox.ErrTooManyProcesses},
+	{"not_running", sandbox.ErrNotRunning},
 }
 
 // Exit frame flags.
@@ -246,6 +289,11 @@ type wireRequest struct {
 	// mounts the engine adds from the host (E4). An agent that ignores it
 	// sends them, and the engine drops them.
 	Skip []string `json:"skip,omitempty"`
+	// Background processes: the process, where its output is read from,
+	// and whether a write ends its input.
+	Proc   string `json:"proc,omitempty"`
+	Offset int64  `json:"offset,omitempty"`
+	End    bool   `json:"end,omitempty"`
 }
 
 func frameHeader(typ byte, n int) [5]byte {

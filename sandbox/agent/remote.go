@@ -104,7 +104,7 @@ func (f Files) op(ctx context.Context, req wireRequest, upload []byte) (*Conn, *
 	var buf bytes.Buffer
 	buf.Write(line)
 	buf.WriteByte('\n')
-	if req.Op == opWrite {
+	if req.Op == opWrite || req.Op == opProcWrite {
 		for p := upload; ; {
 			chunk := p[:min(len(p), MaxFrame)]
 			h := frameHeader(frameStdin, len(chunk))
@@ -197,7 +197,12 @@ func (e *remoteErr) Is(target error) bool { return target == e.kind }
 
 // collect runs an operation whose answer is small, and returns its data.
 func (f Files) collect(ctx context.Context, req wireRequest, limit int) ([]byte, error) {
-	conn, r, err := f.op(ctx, req, nil)
+	return f.collectAfter(ctx, req, nil, limit)
+}
+
+// collectAfter is collect with upload's bytes sent after the request.
+func (f Files) collectAfter(ctx context.Context, req wireRequest, upload []byte, limit int) ([]byte, error) {
+	conn, r, err := f.op(ctx, req, upload)
 	if err != nil {
 		return nil, err
 	}

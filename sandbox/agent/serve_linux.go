@@ -176,6 +176,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	cancel()
 	wg.Wait()
 	s.closeSpares()
+	s.stopAllBackground()
 	if err := killOrphans(); err != nil {
 		s.log.Error("agent: processes survive the shutdown", "err", err)
 	}
@@ -213,6 +214,7 @@ type server struct {
 	env   []string
 	log   *slog.Logger
 	spare spares
+	bg    backgroundTable
 }
 
 // commandEnv is defaultEnv with extra set over it.
@@ -261,7 +263,11 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	if req.Op != "" {
+	switch {
+	case isProcOp(req.Op):
+		s.procOp(req, br, w)
+		return
+	case req.Op != "":
 		s.fileOp(ctx, req, br, w)
 		return
 	}
@@ -331,6 +337,17 @@ func readRequest(br *bufio.Reader) (wireRequest, error) {
 		}
 		if req.Max < 0 {
 			return wireRequest{}, errors.New("malformed request: negative max")
+		}
+	case opProcStart:
+		if req.Command == "" || req.Stdin || req.TimeoutMs != 0 {
+			return wireRequest{}, errors.New("malformed request: proc_start takes a command alone")
+		}
+	case opProcList, opProcRead, opProcWrite, opProcStop:
+		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 {
+			return wireRequest{}, fmt.Errorf("malformed request: a %q operation with a command", req.Op)
+		}
+		if req.Max < 0 || req.Offset < 0 {
+			return wireRequest{}, errors.New("malformed request: negative max or offset")
 		}
 	default:
 		return wireRequest{}, fmt.Errorf("malformed request: unknown operation %q", req.Op)

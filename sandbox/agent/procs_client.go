@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/flowbox/flowbox/sandbox"
+)
+
+// Procs are a sandbox's background processes, kept by its agent (see
+// Background processes). Dial returns a new connection to the agent for
+// each operation.
+type Procs struct {
+	Dial func(ctx context.Context) (*Conn, error)
+}
+
+// call runs op and decodes its JSON answer into out (nil: no answer).
+func (p Procs) call(ctx context.Context, req wireRequest, upload []byte, out any) error {
+	data, err := Files(p).collectAfter(ctx, req, upload, maxListing)
+	if err != nil || out == nil {
+		return err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("agent %s: %w: %v", req.Op, ErrProtocol, err)
+	}
+	return nil
+}
+
+// Start starts command in the background.
+func (p Procs) Start(ctx context.Context, command string) (sandbox.Process, error) {
+	var out sandbox.Process
+	err := p.call(ctx, wireRequest{Op: opProcStart, Command: command}, nil, &out)
+	return out, err
+}
+
+// List lists the processes the agent keeps, oldest first.
+func (p Procs) List(ctx context.Context) ([]sandbox.Process, error) {
+	var out []sandbox.Process
+	err := p.call(ctx, wireRequest{Op: opProcList}, nil, &out)
+	return out, err
+}
+
+// Read reads at most max bytes of process id's output from offset on.
+func (p Procs) Read(ctx context.Context, id string, offset int64, max int) (sandbox.ProcessOutput, error) {
+	var out sandbox.ProcessOutput
+	err := p.call(ctx, wireRequest{Op: opProcRead, Proc: id, Offset: offset, Max: int64(max)}, nil, &out)
+	return out, err
+}
+
+// Write writes data to process id's standard input, and closes it with
+// end.
+func (p Procs) Write(ctx context.Context, id string, data []byte, end bool) error {
+	if len(data) > MaxStdinQueue {
+		return fmt.Errorf("%w: %d bytes at once, over %d", sandbox.ErrTooLarge, len(data), MaxStdinQueue)
+	}
+	return p.call(ctx, wireRequest{Op: opProcWrite, Proc: id, End: end}, data, nil)
+}
+
+// Stop kills process id and what it started.
+func (p Procs) Stop(ctx context.Context, id string) (sandbox.Process, error) {
+	var out sandbox.Process
+	err := p.call(ctx, wireRequest{Op: opProcStop, Proc: id}, nil, &out)
+	return out, err
+}
