@@ -64,7 +64,13 @@ const shellExample = `{"command": "ls -la", "timeout": 30}`
 func (s Shell) Tools(ctx context.Context, scope sandbox.Scope) ([]Tool, error) {
 	t := ShellTool
 	t.Run = s.exec
-	return []Tool{t}, nil
+	tools := []Tool{t}
+	if _, ok := s.Sandboxes.(ProcessSandboxes); ok {
+		p := ProcessTool
+		p.Run = s.process
+		tools = append(tools, p)
+	}
+	return tools, nil
 }
 
 func (s Shell) exec(ctx context.Context, call Call) (Result, error) {

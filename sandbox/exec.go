@@ -91,6 +91,9 @@ func (m *Manager) touchAfter(ctx context.Context, call *Call) {
 // run runs the command through the provider and refreshes the record
 // every Config.Heartbeat while it runs.
 func (m *Manager) run(ctx context.Context, call *Call) (ExecResult, error) {
+	if call.Request.Background {
+		return m.startBackground(ctx, call)
+	}
 	if call.Request.LongLived() {
 		// Its caller counts its use: a program kept running is no use.
 		return m.cfg.Provider.Exec(ctx, call.SandboxID, call.Request)

@@ -228,6 +228,12 @@ type ExecRequest struct {
 	// a goroutine of its own that may outlive Exec: the caller ends it
 	// (closes it) once Exec returned.
 	Stdin io.Reader
+	// Background, when set, starts the command as a background process
+	// of the sandbox (Processes.StartProcess) instead of running it: it
+	// passes the same middleware as any command (policy, approvals,
+	// audit), and the result names the process (ExecResult.Process). A
+	// sandbox that keeps none answers it as a failed command saying why.
+	Background bool
 }
 
 // LongLived reports whether the command runs with standard input and no
@@ -251,6 +257,8 @@ type ExecResult struct {
 	// whose Capabilities say ReportsExhaustion.
 	OOMKilled   bool `json:"oomKilled,omitempty"`
 	PidsLimited bool `json:"pidsLimited,omitempty"`
+	// Process is the background process a Background request started.
+	Process *Process `json:"process,omitempty"`
 }
 
 // Resource is one sandbox a provider holds, as found by List.

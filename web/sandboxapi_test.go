@@ -385,7 +385,7 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	for _, tl := range model.Requests()[0].Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	if strings.Join(offered, ",") != "sandbox_shell,shout,file_write,where_am_i" {
+	if strings.Join(offered, ",") != "sandbox_shell,sandbox_process,shout,file_write,where_am_i" {
 		t.Errorf("offered %v", offered)
 	}
 	read := expect(t, alice, "POST", "/api/core/ai/sandbox/file", map[string]any{"action": "read", "appId": app.ID, "chatId": "c-reg", "path": "from-agent.txt"}, 200)
@@ -420,7 +420,7 @@ func TestSandboxAPIRegistryAndPolicy(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if want := "shell:exec,file:read,file:write,file:list,skill:list,skill:load,skill:read,skill:run,exec:shout,exec:where_am_i"; strings.Join(names, ",") != want {
+	if want := "shell:exec,shell:process,file:read,file:write,file:list,skill:list,skill:load,skill:read,skill:run,exec:shout,exec:where_am_i"; strings.Join(names, ",") != want {
 		t.Errorf("tools %v, want %s", names, want)
 	}
 	var s sessionView

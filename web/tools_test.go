@@ -119,7 +119,7 @@ func TestExecAndMCPTools(t *testing.T) {
 	for _, tl := range reqs[0].Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	if strings.Join(offered, ",") != "sandbox_shell,shout,where_am_i,team__echo" {
+	if strings.Join(offered, ",") != "sandbox_shell,sandbox_process,shout,where_am_i,team__echo" {
 		t.Errorf("tools offered: %v", offered)
 	}
 	results := map[string]string{}

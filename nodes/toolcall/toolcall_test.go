@@ -233,7 +233,7 @@ func TestBrokenArgumentsBecomeToolErrors(t *testing.T) {
 		{"empty command", "sandbox_shell", `{"command": "  "}`, `\"command\" is empty`, "error"},
 		{"timeout as string", "sandbox_shell", `{"command":"ls","timeout":"abc"}`, `must be a number of seconds`, "error"},
 		// Arguments that would run if the tool were taken for sandbox_shell.
-		{"unknown tool", "rm_everything", `{"command":"echo executed"}`, `{"error":"unknown tool \"rm_everything\"; the tools you have are: sandbox_shell"}`, "error"},
+		{"unknown tool", "rm_everything", `{"command":"echo executed"}`, `{"error":"unknown tool \"rm_everything\"; the tools you have are: sandbox_shell, sandbox_process"}`, "error"},
 		{"truncated JSON still runs", "sandbox_shell", `{"command": "echo lenient"`, `"stdout":"lenient\n"`, "success"},
 	}
 	for _, tc := range tests {

@@ -51,7 +51,7 @@ func (n *Node) toolbox(ctx context.Context, run *nodes.NodeRun, useSandbox bool)
 	scope := chatScope(run)
 	var own []string
 	if useSandbox {
-		own = append(own, registry.ShellTool.Name)
+		own = append(own, registry.ShellTool.Name, registry.ProcessTool.Name)
 	}
 	if len(tb.skills) > 0 {
 		own = append(own, registry.SkillListTool.Name, registry.SkillLoadTool.Name, registry.SkillReadTool.Name)

@@ -248,7 +248,7 @@ func (s *server) procOp(req wireRequest, br io.Reader, w *frameWriter) {
 	var b *background
 	if req.Op != opProcStart && req.Op != opProcList {
 		if b = s.bg.find(req.Proc); b == nil {
-			w.finish(frameError, fileErrorPayload(fmt.Errorf("%w: no background process %q in this sandbox", sandbox.ErrNotFound, req.Proc)))
+			w.finish(frameError, fileErrorPayload(fmt.Errorf("%w %q in this sandbox", sandbox.ErrNoProcess, req.Proc)))
 			return
 		}
 	}
@@ -274,7 +274,7 @@ func (s *server) procOp(req wireRequest, br io.Reader, w *frameWriter) {
 		var data []byte
 		if data, err = readFrames(br, MaxStdinQueue); err == nil {
 			if !b.info().Running {
-				err = fmt.Errorf("%w: background process %s has ended", sandbox.ErrNotRunning, b.id)
+				err = fmt.Errorf("%w: %s takes no more input", sandbox.ErrProcessEnded, b.id)
 			} else if len(data) > 0 && !b.in.push(data) {
 				err = fmt.Errorf("%w: the process has not read %d bytes of its input yet", sandbox.ErrTooLarge, MaxStdinQueue)
 			} else if req.End {

@@ -77,8 +77,8 @@ func TestBackgroundProcess(t *testing.T) {
 	if left := running("sleep 7401"); len(left) > 0 {
 		t.Errorf("survive the stop: %q", left)
 	}
-	if err := p.Write(ctx, "p1", []byte("late\n"), true); !errors.Is(err, sandbox.ErrNotRunning) {
-		t.Errorf("a write to an ended process: %v, want ErrNotRunning", err)
+	if err := p.Write(ctx, "p1", []byte("late\n"), true); !errors.Is(err, sandbox.ErrProcessEnded) {
+		t.Errorf("a write to an ended process: %v, want ErrProcessEnded", err)
 	}
 
 	// One that exits on its own, with its stray children killed after it.
@@ -112,11 +112,11 @@ func TestBackgroundBounds(t *testing.T) {
 	e := startAgent(t)
 	ctx := context.Background()
 	p := e.procs()
-	if _, err := p.Read(ctx, "p9", 0, 0); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Errorf("read of an unknown process: %v, want ErrNotFound", err)
+	if _, err := p.Read(ctx, "p9", 0, 0); !errors.Is(err, sandbox.ErrNoProcess) {
+		t.Errorf("read of an unknown process: %v, want ErrNoProcess", err)
 	}
-	if _, err := p.Stop(ctx, "../p1"); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Errorf("stop of an unknown process: %v, want ErrNotFound", err)
+	if _, err := p.Stop(ctx, "../p1"); !errors.Is(err, sandbox.ErrNoProcess) {
+		t.Errorf("stop of an unknown process: %v, want ErrNoProcess", err)
 	}
 
 	// Output past the kept window: reading from 0 starts at the oldest

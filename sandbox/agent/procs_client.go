@@ -63,3 +63,33 @@ func (p Procs) Stop(ctx context.Context, id string) (sandbox.Process, error) {
 	err := p.call(ctx, wireRequest{Op: opProcStop, Proc: id}, nil, &out)
 	return out, err
 }
+
+// Processes is sandbox.Processes for a provider that reaches a sandbox's
+// agent with this function.
+type Processes func(ctx context.Context, id string) (*Conn, error)
+
+var _ sandbox.Processes = Processes(nil)
+
+func (d Processes) of(id string) Procs {
+	return Procs{Dial: func(ctx context.Context) (*Conn, error) { return d(ctx, id) }}
+}
+
+func (d Processes) StartProcess(ctx context.Context, id, command string) (sandbox.Process, error) {
+	return d.of(id).Start(ctx, command)
+}
+
+func (d Processes) ListProcesses(ctx context.Context, id string) ([]sandbox.Process, error) {
+	return d.of(id).List(ctx)
+}
+
+func (d Processes) ReadProcess(ctx context.Context, id, pid string, offset int64, max int) (sandbox.ProcessOutput, error) {
+	return d.of(id).Read(ctx, pid, offset, max)
+}
+
+func (d Processes) WriteProcess(ctx context.Context, id, pid string, data []byte, end bool) error {
+	return d.of(id).Write(ctx, pid, data, end)
+}
+
+func (d Processes) StopProcess(ctx context.Context, id, pid string) (sandbox.Process, error) {
+	return d.of(id).Stop(ctx, pid)
+}

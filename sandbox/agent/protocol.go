@@ -94,10 +94,11 @@
 //	            kept)
 //	proc_write  "proc", "end": stdin frames up to a stdin end frame, as
 //	            for "write", go to the process's standard input; with
-//	            "end" it is closed after them. not_running once it ended
+//	            "end" it is closed after them. process_ended once it
+//	            ended
 //	proc_stop   "proc": kills it and its session; answers the process
 //
-// An unknown "proc" is not_found.
+// An unknown "proc" is no_process.
 //
 // # Over TCP
 //
@@ -219,7 +220,8 @@ var errorKinds = []struct {
 	{"too_large", sandbox.ErrTooLarge},
 	{"read_only", sandbox.ErrReadOnly},
 	{"too_many", sandbox.ErrTooManyProcesses},
-	{"not_running", sandbox.ErrNotRunning},
+	{"no_process", sandbox.ErrNoProcess},
+	{"process_ended", sandbox.ErrProcessEnded},
 }
 
 // Exit frame flags.

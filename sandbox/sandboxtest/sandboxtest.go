@@ -76,6 +76,7 @@ func Run(t *testing.T, h Harness) {
 		{"Mounts", testMounts},
 		{"MountsRefused", testMountsRefused},
 		{"PoolAdopt", testPoolAdopt},
+		{"Background", testBackground},
 	}
 	names := map[string]bool{}
 	for _, tc := range tests {

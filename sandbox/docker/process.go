@@ -1,0 +1,30 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/agent"
+)
+
+var _ sandbox.ProcessProvider = (*Provider)(nil)
+
+// Processes are kept by the container's agent; a container created
+// without one cannot keep any.
+func (p *Provider) Background() sandbox.Processes { return agent.Processes(p.processConn) }
+
+// processConn connects to the running container's agent.
+func (p *Provider) processConn(ctx context.Context, id string) (*agent.Conn, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	conn, err := p.dialAgent(ctx, id, agentStartup)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return nil, fmt.Errorf("docker sandbox %s runs no agent, which background processes need: %w", id, sandbox.ErrUnsupported)
+	}
+	return conn, nil
+}
