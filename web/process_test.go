@@ -13,13 +13,15 @@ import (
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
+	"github.com/flowbox/flowbox/sandbox"
 )
 
 // TestBackgroundProcessTool (L3): through the chat API, the agent starts
 // a program that outlives its call with sandbox_process (where the last
 // command left the shell), feeds it input, reads its output, stops it;
-// a start the policy forbids is refused as a command would be; and a
-// plain command's background job still ends with it.
+// a start the policy forbids is refused as a command would be; a plain
+// command's background job still ends with it; and the chat's panel
+// lists the process and reads its output, for the chat's user only.
 func TestBackgroundProcessTool(t *testing.T) {
 	t.Parallel()
 	call := func(id, tool, args string) llmtest.Reply {
@@ -51,6 +53,8 @@ func TestBackgroundProcessTool(t *testing.T) {
 	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL, "FLOWBOX_POLICY_FILE": policy}})
 	env.CreateUser(t, "dana", auth.RoleUser)
 	dana := env.Login(t, "dana", enginetest.Password("dana"))
+	env.CreateUser(t, "eve", auth.RoleUser)
+	eve := env.Login(t, "eve", enginetest.Password("eve"))
 	graph := apps.DemoGraph()
 	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
 	var app struct {
@@ -58,6 +62,27 @@ func TestBackgroundProcessTool(t *testing.T) {
 	}
 	expect(t, dana, "POST", "/api/apps", map[string]any{"name": "servers", "graph": graph}, http.StatusCreated).JSON(t, &app)
 	chatID, _ := sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "bg-1", "messages": message("start it")}, 200)
+
+	// The chat's panel lists it and shows its output; nobody else's.
+	procs := "/api/core/ai/sandbox/processes"
+	var listed struct{ Processes []sandbox.Process }
+	expect(t, dana, "POST", procs, map[string]any{"action": "list", "appId": app.ID, "chatId": chatID}, 200).JSON(t, &listed)
+	if len(listed.Processes) != 1 || listed.Processes[0].ID != "p1" || !listed.Processes[0].Running {
+		t.Errorf("the panel lists %+v, want p1 running", listed.Processes)
+	}
+	var read struct {
+		Output string
+		Next   int64
+	}
+	expect(t, dana, "POST", procs, map[string]any{"action": "read", "appId": app.ID, "chatId": chatID, "id": "p1"}, 200).JSON(t, &read)
+	if read.Output != "7441 /tmp\n" || read.Next != int64(len(read.Output)) {
+		t.Errorf("the panel reads %q up to %d", read.Output, read.Next)
+	}
+	expect(t, dana, "POST", procs, map[string]any{"action": "read", "appId": app.ID, "chatId": chatID, "id": "p9"}, 404)
+	expect(t, dana, "POST", procs, map[string]any{"action": "kill", "appId": app.ID, "chatId": chatID, "id": "p1"}, 400)
+	expect(t, eve, "POST", procs, map[string]any{"action": "list", "appId": app.ID, "chatId": chatID}, 404)
+	expect(t, eve, "POST", procs, map[string]any{"action": "stop", "appId": app.ID, "chatId": chatID, "id": "p1"}, 404)
+
 	sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": chatID, "messages": message("feed it, read it, stop it")}, 200)
 
 	statuses, responses := toolStatuses(t, dana, app.ID, chatID)

@@ -186,6 +186,7 @@ func New(cfg Config) http.Handler {
 	users.POST("/core/ai/sandbox/file", p.Files.File)
 	users.POST("/core/ai/sandbox/download", p.Files.Download)
 	users.POST("/core/ai/sandbox/status", p.Files.Status)
+	users.POST("/core/ai/sandbox/processes", p.Files.Processes)
 	// Files a user gives the agent (K2), kept on the host.
 	users.POST("/uploads/:chatId", p.Uploads.Upload)
 	users.GET("/uploads/:chatId/files", p.Uploads.List)
@@ -224,6 +225,7 @@ func New(cfg Config) http.Handler {
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)
+	visitors.POST("/core/ai/sandbox/processes", p.Files.Processes)
 	visitors.POST("/uploads/:chatId", p.Uploads.Upload)
 	visitors.GET("/uploads/:chatId/files", p.Uploads.List)
 	visitors.DELETE("/uploads/:chatId/files", p.Uploads.Delete)

@@ -444,6 +444,7 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/core/ai/sandbox/file", body: file("write", map[string]any{"path": "notes.txt", "content": "x"}), want: chatWrite, def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/download", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/status", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		{method: "POST", path: "/api/core/ai/sandbox/processes", body: file("list", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 
 		// The chat's uploads (K2): as its files; a new chat's first upload
 		// creates it.
@@ -599,6 +600,7 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/core/ai/sandbox/processes", open: true, body: visitorFile("list", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, upload: true,
 			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{linkVisitor: 201, visitorOther: 404}, def: 401},
 		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, want: visitorOnly, def: 401},

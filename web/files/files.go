@@ -35,6 +35,9 @@ type Handler struct {
 	MaxWrite int64
 	// Storage refuses writes on a low data disk or past the chat quota.
 	Storage Storage
+	// Procs serves the chat's background processes (L3); nil: the
+	// API answers that this engine keeps none.
+	Procs Processes
 }
 
 type fileRequest struct {
@@ -47,6 +50,10 @@ type fileRequest struct {
 	CustomUID string  `json:"customUid"`
 	Path      string  `json:"path"`
 	Content   *string `json:"content"`
+	// A background process (processes.go): its id and where to read
+	// its output from.
+	ID     string `json:"id"`
+	Offset int64  `json:"offset"`
 }
 
 func (h *Handler) limits() (read, write int64) {
@@ -63,6 +70,16 @@ func (h *Handler) limits() (read, write int64) {
 // bind reads the JSON body (bounded) and checks the chat; it answers the
 // client itself and returns ok=false when the request goes no further.
 func (h *Handler) bind(c *gin.Context, bodyLimit int64, write bool) (req fileRequest, scope sandbox.Scope, ok bool) {
+	return h.bindWith(c, bodyLimit, write, func(r fileRequest) string { return r.Action })
+}
+
+// bindAs is bind for a small body whose action, as a share link's file
+// setting judges it ("write" or not), is kind of the request.
+func (h *Handler) bindAs(c *gin.Context, kind func(fileRequest) string) (req fileRequest, scope sandbox.Scope, ok bool) {
+	return h.bindWith(c, 64<<10, false, kind)
+}
+
+func (h *Handler) bindWith(c *gin.Context, bodyLimit int64, write bool, kind func(fileRequest) string) (req fileRequest, scope sandbox.Scope, ok bool) {
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit)
 	if err := api.DecodeJSON(body, &req); err != nil {
 		var tooBig *http.MaxBytesError
@@ -77,7 +94,7 @@ func (h *Handler) bind(c *gin.Context, bodyLimit int64, write bool) (req fileReq
 		api.Error(c, http.StatusBadRequest, "appId and chatId are required")
 		return req, scope, false
 	}
-	if !api.VisitorFiles(c, req.Action) {
+	if !api.VisitorFiles(c, kind(req)) {
 		return req, scope, false
 	}
 	user, problem := h.Access.Whose(api.Caller(c), req.UserID, req.CustomUID)
@@ -85,7 +102,7 @@ func (h *Handler) bind(c *gin.Context, bodyLimit int64, write bool) (req fileReq
 		api.Error(c, http.StatusBadRequest, problem)
 		return req, scope, false
 	}
-	owner, err := h.Access.ChatOwner(c.Request.Context(), api.Caller(c), req.AppID, user, req.ChatID, write || req.Action == "write")
+	owner, err := h.Access.ChatOwner(c.Request.Context(), api.Caller(c), req.AppID, user, req.ChatID, write || kind(req) == "write")
 	if err != nil {
 		if errors.Is(err, api.ErrNoAccess) {
 			api.Error(c, http.StatusNotFound, fmt.Sprintf("no chat %q", req.ChatID))
