@@ -31,6 +31,8 @@ beforeEach(() => {
   };
   contents = { "/workspace/notes.md": "hello", "/workspace/skills/SKILL.md": "# skill" };
   vi.stubGlobal("fetch", async (url: string, init: RequestInit) => {
+    // The background processes (Processes.test.tsx): none here.
+    if (url.endsWith("/api/core/ai/sandbox/processes")) return json(200, { processes: [] });
     const body = JSON.parse(String(init.body));
     calls.push({ url, body });
     if (body.action === "list") {

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { FileError, download, listFiles, parentOf, readFile, uploadDirFor, workspaceRoot, writeFile } from "./api";
 import type { Entry, Where } from "./api";
 import { UploadChips, useUploads } from "./Attachments";
+import { Processes } from "./Processes";
 import "./files.css";
 
 export interface FilesPanelProps {
@@ -231,6 +232,7 @@ export function FilesPanel(props: FilesPanelProps) {
           <UploadChips id="files-uploads" label={t("uploadHere")} chips={uploads.chips} t={t} remove={uploads.remove} />
         </>
       )}
+      <Processes where={where} mode={mode} refresh={props.refresh} t={t} />
       <div className={"status" + (status && !status.ok ? " error" : "")} data-role="file-status" role="status">
         {status?.text ?? uploads.status}
       </div>

@@ -174,3 +174,30 @@ export function parentOf(path: string): string {
 export function uploadDirFor(cwd: string): string {
   return cwd === uploadsRoot || cwd.startsWith(uploadsRoot + "/") ? cwd : uploadsRoot;
 }
+
+// Process is a background process of the chat's sandbox (L3).
+export interface Process {
+  id: string;
+  command: string;
+  running: boolean;
+  exitCode?: number;
+  stopped?: boolean;
+  startedAt: string;
+  output: number;
+}
+
+const processes = "/api/core/ai/sandbox/processes";
+
+export async function listProcesses(w: Where): Promise<Process[]> {
+  return (await post<{ processes: Process[] | null }>(w, processes, { action: "list" })).processes ?? [];
+}
+
+// readProcess reads a process's output from offset on; next is where the
+// following read starts.
+export async function readProcess(w: Where, id: string, offset: number): Promise<{ process: Process; offset: number; output: string; next: number }> {
+  return post(w, processes, { action: "read", id, offset });
+}
+
+export async function stopProcess(w: Where, id: string): Promise<Process> {
+  return (await post<{ process: Process }>(w, processes, { action: "stop", id })).process;
+}
