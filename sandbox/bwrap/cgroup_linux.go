@@ -25,9 +25,10 @@ type cgroups struct {
 	parent string // flowbox
 }
 
-// controllers the provider uses; memory and pids are required, cpu is used
-// when the machine has it.
-var controllers = []string{"memory", "pids", "cpu"}
+// controllers the provider uses; memory and pids are required, cpu (the
+// CPU limit) and cpuacct (the CPU time metrics read) are used when the
+// machine has them.
+var controllers = []string{"memory", "pids", "cpu", "cpuacct"}
 
 func (c cgroups) dir(controller, id string) string {
 	return filepath.Join(c.mount, controller, c.parent, id)
@@ -41,7 +42,7 @@ func (c cgroups) available() (have []string, err error) {
 	for _, ctl := range controllers {
 		parent := filepath.Join(c.mount, ctl, c.parent)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
-			if ctl == "cpu" {
+			if ctl == "cpu" || ctl == "cpuacct" {
 				continue
 			}
 			return nil, fmt.Errorf("cgroup v1 %s controller is not writable at %s: %w", ctl, parent, err)

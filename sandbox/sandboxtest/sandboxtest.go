@@ -77,6 +77,7 @@ func Run(t *testing.T, h Harness) {
 		{"MountsRefused", testMountsRefused},
 		{"PoolAdopt", testPoolAdopt},
 		{"Background", testBackground},
+		{"Metrics", testMetrics},
 	}
 	names := map[string]bool{}
 	for _, tc := range tests {

@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Metrics are what a running sandbox uses (docs/SANDBOXES.md, "Metrics"),
+// read from its cgroups and its disk. A value the provider cannot read is
+// -1.
+type Metrics struct {
+	SampledAt time.Time `json:"sampledAt"`
+	// CPUSeconds is the CPU time its processes have used since it
+	// started; CPUPercent the share of one core it used since the
+	// previous sample (Manager.Metrics; -1 for the first).
+	CPUSeconds float64 `json:"cpuSeconds"`
+	CPUPercent float64 `json:"cpuPercent"`
+	// MemoryBytes is the memory charged to it (page cache included, as
+	// its limit counts it), MemoryLimitBytes its limit (0: none).
+	MemoryBytes      int64 `json:"memoryBytes"`
+	MemoryLimitBytes int64 `json:"memoryLimitBytes"`
+	Processes        int64 `json:"processes"`
+	// DiskBytes is what its writable files take, DiskLimitBytes the size
+	// of its disk image (0: no disk limit).
+	DiskBytes      int64 `json:"diskBytes"`
+	DiskLimitBytes int64 `json:"diskLimitBytes"`
+}
+
+// MetricsProvider is a provider that can read its running sandboxes'
+// metrics: ErrNotRunning for a stopped sandbox, ErrNotFound for a missing
+// one.
+type MetricsProvider interface {
+	Metrics(ctx context.Context, id string) (Metrics, error)
+}
+
+// maxDiskWalk bounds the entries DirUsage counts: a workspace of more is
+// reported at that count's size (a disk limit's image is read at once).
+const maxDiskWalk = 200_000
+
+// DirUsage is the disk space the files under dir take (their allocated
+// blocks, each inode once), counting at most maxDiskWalk entries. Links
+// are not followed.
+func DirUsage(dir string) int64 {
+	var total int64
+	n := 0
+	seen := map[uint64]bool{}
+	errStop := errors.New("enough")
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > maxDiskWalk {
+			return errStop
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			if st.Nlink > 1 {
+				if seen[st.Ino] {
+					return nil
+				}
+				seen[st.Ino] = true
+			}
+			total += st.Blocks * 512
+			return nil
+		}
+		total += info.Size()
+		return nil
+	})
+	return total
+}
+
+// FSUsage is the space used and the size of the filesystem mounted at dir
+// (a sandbox's disk image); ok is false when it cannot be read.
+func FSUsage(dir string) (used, size int64, ok bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, false
+	}
+	bs := int64(st.Bsize)
+	return (int64(st.Blocks) - int64(st.Bfree)) * bs, int64(st.Blocks) * bs, true
+}
