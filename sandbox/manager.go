@@ -166,6 +166,8 @@ type Manager struct {
 	// adopted maps a sandbox that has just adopted a warm pool member to
 	// the member's tidy-up (afterAdoption).
 	adopted sync.Map // sandbox ID → func()
+	// samples holds each sandbox's last metrics sample (MetricsOf).
+	samples sync.Map // sandbox ID → lastSample
 	// behind tracks the work that follows commands (refreshBehind,
 	// afterAdoption); closed once Close has begun.
 	behind struct {
@@ -311,6 +313,7 @@ func (m *Manager) Lookup(ctx context.Context, scope Scope) (Instance, error) {
 func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
 	m.shutdown(ctx, sandboxID)
 	m.warm.Delete(sandboxID)
+	m.samples.Delete(sandboxID)
 	if err := m.cfg.Provider.Stop(ctx, sandboxID); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
@@ -325,6 +328,7 @@ func (m *Manager) Stop(ctx context.Context, sandboxID string) error {
 func (m *Manager) Delete(ctx context.Context, sandboxID string) error {
 	m.shutdown(ctx, sandboxID)
 	m.warm.Delete(sandboxID)
+	m.samples.Delete(sandboxID)
 	if err := m.cfg.Provider.Delete(ctx, sandboxID); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", sandboxID, err)
 	}

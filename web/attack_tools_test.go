@@ -63,7 +63,7 @@ func TestAttackServiceAPIUnlistedTools(t *testing.T) {
 		}
 		return strings.Join(names, ",")
 	}
-	const sandboxTools = "shell:exec,file:read,file:write,file:list,skill:list,skill:load,skill:read,skill:run"
+	const sandboxTools = "shell:exec,shell:process,file:read,file:write,file:list,skill:list,skill:load,skill:read,skill:run"
 
 	// The attack: an app that lists no tools.
 	bare, bareSession, bareApp := appKey("no tools", []string{})

@@ -33,7 +33,7 @@ func TestBackgroundProcessTool(t *testing.T) {
 		// Turn 1: state, a background start, a command after it.
 		call("c1", "sandbox_shell", `{"command":"cd /tmp && export BG=7441"}`),
 		call("c2", "sandbox_process", `{"action":"start","command":"echo \"$BG $(pwd)\"; read x; echo \"got $x\" | tee /workspace/got.txt; exec sleep 7442"}`),
-		call("c3", "sandbox_shell", mustJSON(t, map[string]string{"command": count + "; sleep 7443 &"})),
+		call("c3", "sandbox_shell", mustJSON(t, map[string]string{"command": `[ "$(` + count + `)" -ge 1 ] && echo alive; sleep 7443 &`})),
 		llmtest.Reply{Text: "started"},
 		// Turn 2: input, output, stop; the forbidden start.
 		call("c4", "sandbox_process", `{"action":"write","id":"p1","input":"hi\n","end":true}`),
@@ -61,6 +61,10 @@ func TestBackgroundProcessTool(t *testing.T) {
 		ID string `json:"appId"`
 	}
 	expect(t, dana, "POST", "/api/apps", map[string]any{"name": "servers", "graph": graph}, http.StatusCreated).JSON(t, &app)
+	// A chat without a sandbox has no processes, and asking starts none.
+	if r := expect(t, dana, "POST", "/api/core/ai/sandbox/processes", map[string]any{"action": "list", "appId": app.ID, "chatId": "bg-1"}, 200); string(r.Body) != `{"processes":[]}` {
+		t.Errorf("before the chat's first turn: %s", r.Body)
+	}
 	chatID, _ := sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "bg-1", "messages": message("start it")}, 200)
 
 	// The chat's panel lists it and shows its output; nobody else's.
@@ -92,7 +96,7 @@ func TestBackgroundProcessTool(t *testing.T) {
 	want := []struct{ status, has string }{
 		{"success", ""},
 		{"success", `"id":"p1"`},
-		{"success", `"stdout":"1\n`}, // the background process runs on after its call
+		{"success", `"stdout":"alive\n`}, // the background process runs on after its call
 		{"success", `"written":3`},
 		{"success", "got hi"},
 		{"success", `7441 /tmp\n`},

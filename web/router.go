@@ -207,6 +207,7 @@ func New(cfg Config) http.Handler {
 	sb.POST("/execute", p.Sandbox.ExecuteOnce)
 	sb.POST("/warmup", p.Sandbox.Warmup)
 	sb.GET("/sessions/:id/files", p.Sandbox.Download)
+	sb.GET("/sessions/:id/metrics", p.Sandbox.SessionMetrics)
 	sb.PUT("/sessions/:id/files", p.Sandbox.Upload)
 	sb.GET("/sessions/:id/mcp", p.Sandbox.MCP)
 	sb.POST("/sessions/:id/mcp", p.Sandbox.MCP)

@@ -572,6 +572,10 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/sandbox/v1/sessions/:id/execute", pathFor: carolSession("/execute"),
 			body: jsonBody(map[string]any{"tool": "file:list"}), want: carolsWrite(200), def: 404},
 		{method: "GET", path: "/api/sandbox/v1/sessions/:id/files", pathFor: carolSession("/files?path=/workspace"), want: carolsRead, def: 404},
+		// A new session's sandbox has not run: carol reaches the route
+		// and hears it uses nothing.
+		{method: "GET", path: "/api/sandbox/v1/sessions/:id/metrics", pathFor: carolSession("/metrics"),
+			want: with(carolsRead, map[string]int{userSession: 409, userNoCSRF: 409, userKey: 409}), def: 404},
 		{method: "PUT", path: "/api/sandbox/v1/sessions/:id/files", pathFor: carolSession("/files?path=/workspace/up.txt"),
 			body: func(*fixture, string) any { return []byte("x") }, want: carolsWrite(201), def: 404},
 		// The MCP server is stateless: POST only, from an MCP client (which

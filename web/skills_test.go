@@ -90,7 +90,7 @@ func TestSkillRunsOnAnUpload(t *testing.T) {
 	for _, tl := range reqs[0].Tools {
 		tools = append(tools, tl.Function.Name)
 	}
-	if strings.Join(tools, ",") != "sandbox_shell,list_skills,load_skill,read_skill_resource,execute_skill_script" {
+	if strings.Join(tools, ",") != "sandbox_shell,sandbox_process,list_skills,load_skill,read_skill_resource,execute_skill_script" {
 		t.Errorf("tools offered: %v", tools)
 	}
 	if q := reqs[0].Messages[len(reqs[0].Messages)-1].Content; !strings.Contains(q, "Attached files: /workspace/uploads/sales.csv") {

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/flowbox/flowbox/sandbox"
@@ -10,12 +11,65 @@ import (
 
 var _ sandbox.ProcessProvider = (*Provider)(nil)
 
-// Processes are kept by the agent of the sandbox's namespace, which is
-// started when it has none (as for a long-lived command).
-func (p *Provider) Background() sandbox.Processes { return agent.Processes(p.processConn) }
+// Background processes are kept by the agent of the sandbox's namespace.
+// A start starts the namespace when it has none (as a long-lived command
+// does); the other operations start nothing: a sandbox without a
+// namespace has no processes.
+func (p *Provider) Background() sandbox.Processes {
+	return namespaceProcs{
+		Processes: agent.Processes(func(ctx context.Context, id string) (*agent.Conn, error) { return p.processConn(ctx, id, true) }),
+		reach:     agent.Processes(func(ctx context.Context, id string) (*agent.Conn, error) { return p.processConn(ctx, id, false) }),
+	}
+}
 
-// processConn connects to the running sandbox's agent.
-func (p *Provider) processConn(ctx context.Context, id string) (*agent.Conn, error) {
+// namespaceProcs starts processes through one connection and reaches
+// them through another that starts nothing.
+type namespaceProcs struct {
+	agent.Processes
+	reach agent.Processes
+}
+
+// noNamespace: the sandbox runs, but its namespace, and so any process
+// of its own, does not: nothing listens at the agent's socket, or no
+// token was ever written for one (the first commands ran in a bwrap
+// each).
+func noNamespace(err error) bool {
+	return errors.Is(err, agent.ErrNotListening) || errors.Is(err, errUntrusted)
+}
+
+func (n namespaceProcs) ListProcesses(ctx context.Context, id string) ([]sandbox.Process, error) {
+	list, err := n.reach.ListProcesses(ctx, id)
+	if noNamespace(err) {
+		return nil, nil
+	}
+	return list, err
+}
+
+func (n namespaceProcs) ReadProcess(ctx context.Context, id, pid string, offset int64, max int) (sandbox.ProcessOutput, error) {
+	out, err := n.reach.ReadProcess(ctx, id, pid, offset, max)
+	return out, gone(pid, err)
+}
+
+func (n namespaceProcs) WriteProcess(ctx context.Context, id, pid string, data []byte, end bool) error {
+	return gone(pid, n.reach.WriteProcess(ctx, id, pid, data, end))
+}
+
+func (n namespaceProcs) StopProcess(ctx context.Context, id, pid string) (sandbox.Process, error) {
+	out, err := n.reach.StopProcess(ctx, id, pid)
+	return out, gone(pid, err)
+}
+
+// gone is err, or ErrNoProcess when the namespace does not run.
+func gone(pid string, err error) error {
+	if noNamespace(err) {
+		return fmt.Errorf("%w %q: the sandbox's namespace, which keeps them, is not running", sandbox.ErrNoProcess, pid)
+	}
+	return err
+}
+
+// processConn connects to the running sandbox's agent; with start, its
+// namespace is started when it has none.
+func (p *Provider) processConn(ctx context.Context, id string, start bool) (*agent.Conn, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
@@ -29,6 +83,9 @@ func (p *Provider) processConn(ctx context.Context, id string) (*agent.Conn, err
 		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotFound)
 	case st == sandbox.StatusStopped:
 		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotRunning)
+	}
+	if !start {
+		return p.dial(ctx, id)
 	}
 	m, err := p.readMeta(id)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -83,6 +84,9 @@ func (h *Handler) Processes(c *gin.Context) {
 	case errors.Is(err, sandbox.ErrNoProcess):
 		api.Error(c, http.StatusNotFound, err.Error())
 	case err != nil:
+		if _, known := api.FailureOf(err); !known {
+			slog.Error("the chat's background processes", "action", action, "err", err)
+		}
 		api.Fail(c, err, "the sandbox could not do it")
 	default:
 		c.JSON(http.StatusOK, out)

@@ -57,7 +57,11 @@ type API struct {
 	MaxUpload int64
 	// Storage refuses uploads on a low data disk or past the chat quota.
 	Storage files.Storage
-	Now     func() time.Time
+	// Metrics reads a session's sandbox's metrics (L4); nil: none.
+	Metrics interface {
+		Metrics(ctx context.Context, scope sandbox.Scope) (sandbox.Metrics, error)
+	}
+	Now func() time.Time
 	Log     *slog.Logger
 
 	mcpOnce    sync.Once
@@ -435,6 +439,31 @@ func (h *API) ListSessions(c *gin.Context) {
 func (h *API) GetSession(c *gin.Context) {
 	if s, ok := h.own(c); ok {
 		c.JSON(http.StatusOK, h.view(c.Request.Context(), s))
+	}
+}
+
+// SessionMetrics serves GET /api/sandbox/v1/sessions/{id}/metrics (L4):
+// what the session's sandbox uses now. A sandbox that does not run has
+// none: 409, not_running. It starts nothing.
+func (h *API) SessionMetrics(c *gin.Context) {
+	s, ok := h.own(c)
+	if !ok {
+		return
+	}
+	if h.Metrics == nil {
+		api.ServiceError(c, http.StatusNotImplemented, "unsupported", "this engine reads no sandbox metrics")
+		return
+	}
+	m, err := h.Metrics.Metrics(c.Request.Context(), s.Scope())
+	switch {
+	case errors.Is(err, sandbox.ErrNotRunning), errors.Is(err, sandbox.ErrNotFound):
+		api.ServiceError(c, http.StatusConflict, "not_running", "the session's sandbox is not running, so it uses nothing; it starts with the session's next call")
+	case errors.Is(err, sandbox.ErrUnsupported):
+		api.ServiceError(c, http.StatusNotImplemented, "unsupported", err.Error())
+	case err != nil:
+		h.sandboxFailure(c, err)
+	default:
+		c.JSON(http.StatusOK, gin.H{"id": s.ID, "metrics": m})
 	}
 }
 
