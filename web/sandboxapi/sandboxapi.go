@@ -62,7 +62,7 @@ type API struct {
 		Metrics(ctx context.Context, scope sandbox.Scope) (sandbox.Metrics, error)
 	}
 	Now func() time.Time
-	Log     *slog.Logger
+	Log *slog.Logger
 
 	mcpOnce    sync.Once
 	mcpHandler *mcp.StreamableHTTPHandler
