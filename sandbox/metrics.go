@@ -127,3 +127,17 @@ func (m *Manager) MetricsOf(ctx context.Context, sandboxID string) (Metrics, err
 	}
 	return s, nil
 }
+
+// Running is nil when the provider's sandbox id runs, an error wrapping
+// ErrNotFound when it does not exist, ErrNotRunning when it is stopped.
+func Running(ctx context.Context, p Provider, id string) error {
+	switch st, err := p.Status(ctx, id); {
+	case err != nil:
+		return err
+	case st == StatusMissing:
+		return fmt.Errorf("%s sandbox %s: %w", p.Name(), id, ErrNotFound)
+	case st == StatusStopped:
+		return fmt.Errorf("%s sandbox %s: %w", p.Name(), id, ErrNotRunning)
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package bwrap
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,13 +23,8 @@ func (p *Provider) Metrics(ctx context.Context, id string) (sandbox.Metrics, err
 	if err := checkID(id); err != nil {
 		return sandbox.Metrics{}, err
 	}
-	switch st, err := p.Status(ctx, id); {
-	case err != nil:
+	if err := sandbox.Running(ctx, p, id); err != nil {
 		return sandbox.Metrics{}, err
-	case st == sandbox.StatusMissing:
-		return sandbox.Metrics{}, fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotFound)
-	case st == sandbox.StatusStopped:
-		return sandbox.Metrics{}, fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotRunning)
 	}
 	m := sandbox.Metrics{SampledAt: time.Now().UTC(), CPUSeconds: -1, CPUPercent: -1,
 		MemoryBytes:      readInt(filepath.Join(p.cg.dir("memory", id), "memory.usage_in_bytes")),

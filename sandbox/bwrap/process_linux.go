@@ -76,13 +76,8 @@ func (p *Provider) processConn(ctx context.Context, id string, start bool) (*age
 	if !p.usesAgent() {
 		return nil, fmt.Errorf("bwrap sandbox %s: background processes need the agent, which FLOWBOX_BWRAP_AGENT_BINARY=none turned off: %w", id, sandbox.ErrUnsupported)
 	}
-	switch st, err := p.Status(ctx, id); {
-	case err != nil:
+	if err := sandbox.Running(ctx, p, id); err != nil {
 		return nil, err
-	case st == sandbox.StatusMissing:
-		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotFound)
-	case st == sandbox.StatusStopped:
-		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotRunning)
 	}
 	if !start {
 		return p.dial(ctx, id)

@@ -24,13 +24,8 @@ func (p *Provider) Metrics(ctx context.Context, id string) (sandbox.Metrics, err
 	if err := checkID(id); err != nil {
 		return sandbox.Metrics{}, err
 	}
-	switch st, err := p.Status(ctx, id); {
-	case err != nil:
+	if err := sandbox.Running(ctx, p, id); err != nil {
 		return sandbox.Metrics{}, err
-	case st == sandbox.StatusMissing:
-		return sandbox.Metrics{}, fmt.Errorf("docker sandbox %s: %w", id, sandbox.ErrNotFound)
-	case st == sandbox.StatusStopped:
-		return sandbox.Metrics{}, fmt.Errorf("docker sandbox %s: %w", id, sandbox.ErrNotRunning)
 	}
 	res, err := p.cli.ContainerStats(ctx, ContainerName(id), client.ContainerStatsOptions{})
 	if cerrdefs.IsNotFound(err) {
