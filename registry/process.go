@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -135,13 +134,7 @@ type processRead struct {
 // startProcess starts a background process through Exec, so the command
 // passes the policy, approvals and audit as any command does.
 func startProcess(ctx context.Context, sb Sandboxes, call Call, command string) (Result, error) {
-	cmd, approved := command, call.Approved
-	if call.Edited != "" {
-		cmd, approved = call.Edited, call.Edited
-	}
-	if approved == "" && call.ApprovedInChat != nil && call.ApprovedInChat(ctx, cmd) {
-		approved = cmd
-	}
+	cmd, approved := call.command(ctx, command)
 	res, err := sb.Exec(ctx, call.Scope, sandbox.ExecRequest{Command: cmd, Background: true, Actor: call.Actor, Approved: approved})
 	if err != nil {
 		return Result{}, err
@@ -167,12 +160,7 @@ func processFailed(err error) (Result, error) {
 }
 
 // text is output as a model reads it: valid UTF-8.
-func text(p []byte) string {
-	if utf8.Valid(p) {
-		return string(p)
-	}
-	return strings.ToValidUTF8(string(p), "\uFFFD")
-}
+func text(p []byte) string { return strings.ToValidUTF8(string(p), "\uFFFD") }
 
 func nonNil(list []sandbox.Process) []sandbox.Process {
 	if list == nil {

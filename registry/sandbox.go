@@ -193,13 +193,7 @@ func RunCommand(ctx context.Context, sb Sandboxes, call Call, args ShellArgs) (R
 	if sb == nil {
 		return Result{}, fmt.Errorf("no sandbox is configured on this engine: %w", sandbox.ErrUnavailable)
 	}
-	cmd, approved := args.Command, call.Approved
-	if call.Edited != "" {
-		cmd, approved = call.Edited, call.Edited
-	}
-	if approved == "" && call.ApprovedInChat != nil && call.ApprovedInChat(ctx, cmd) {
-		approved = cmd
-	}
+	cmd, approved := call.command(ctx, args.Command)
 	timeout := sandbox.ClampTimeout(args.Timeout)
 	res, err := sb.Exec(ctx, call.Scope, sandbox.ExecRequest{Command: cmd, Timeout: timeout, OnOutput: call.OnOutput,
 		Actor: call.Actor, Approved: approved})
@@ -373,4 +367,18 @@ func fileFailure(err error) (Result, error) {
 		}
 	}
 	return Result{}, err
+}
+
+// command is the command line a call runs and what a person approved of
+// it: their edit (Call.Edited) instead of the model's, approved; a
+// command approved for the whole chat without asking again.
+func (call Call) command(ctx context.Context, asked string) (cmd, approved string) {
+	if call.Edited != "" {
+		return call.Edited, call.Edited
+	}
+	cmd, approved = asked, call.Approved
+	if approved == "" && call.ApprovedInChat != nil && call.ApprovedInChat(ctx, cmd) {
+		approved = cmd
+	}
+	return cmd, approved
 }

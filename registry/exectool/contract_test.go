@@ -466,8 +466,23 @@ func tail(s string) string {
 	return s
 }
 
-// alive reports whether pid is a live process (not a zombie).
+// alive reports whether pid stays a live process (not a zombie).
 func alive(pid int) bool {
+	// SIGKILL is delivered when the process next runs, which on a
+	// busy machine is not the instant kill returns: a process still
+	// there after 10 s was not killed.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if !running(pid) {
+			return false
+		}
+		if time.Now().After(end) {
+			return true
+		}
+	}
+}
+
+// running: pid exists and is not a zombie.
+func running(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil {
 		return false
 	}

@@ -511,18 +511,29 @@ func TestClientDistrustsTheAgent(t *testing.T) {
 	}
 }
 
-func TestShutdownKillsCommands(t *testing.T) {
+// bareAgent serves an agent in this process on a socket in a temporary
+// directory, until cancel; done has what Serve returned.
+func bareAgent(t *testing.T) (e agentEnv, cancel context.CancelFunc, done <-chan error) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "agent.sock")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, Config{Socket: sock, StateDir: dir, WorkDir: dir, Env: []string{runMark}}) }()
-	e := agentEnv{sock: sock}
+	t.Cleanup(cancel)
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(ctx, Config{Socket: sock, StateDir: dir, WorkDir: dir, Env: []string{runMark}})
+	}()
 	waitFor(t, "the agent to listen", func() bool {
-		_, err := os.Lstat(sock)
+		c, err := Dial(context.Background(), sock, nil)
+		if err == nil {
+			c.Close()
+		}
 		return err == nil
 	})
+	return agentEnv{sock: sock}, cancel, served
+}
+
+func TestShutdownKillsCommands(t *testing.T) {
+	e, cancel, done := bareAgent(t)
 	type answer struct {
 		res Result
 		err error
@@ -548,7 +559,7 @@ func TestShutdownKillsCommands(t *testing.T) {
 	if left := running("sleep 935"); len(left) > 0 {
 		t.Errorf("survive the shutdown: %q", left)
 	}
-	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(e.sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket is left behind (lstat: %v)", err)
 	}
 }

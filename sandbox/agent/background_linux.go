@@ -61,21 +61,14 @@ func (r *outputRing) write(p []byte) {
 	}
 }
 
-// read returns at most max bytes from offset on: from the oldest byte
+// read returns at most limit bytes from offset on: from the oldest byte
 // kept when offset was dropped, nothing when it is at or past the end.
-func (r *outputRing) read(offset int64, max int) (int64, []byte) {
+func (r *outputRing) read(offset int64, limit int) (int64, []byte) {
 	first := r.total - int64(len(r.buf))
-	offset = min(max64(offset, first), r.total)
+	offset = min(max(offset, first), r.total)
 	from := int(offset - first)
-	to := min(len(r.buf), from+max)
+	to := min(len(r.buf), from+limit)
 	return offset, append([]byte(nil), r.buf[from:to]...)
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // info is the process as the protocol sends it.

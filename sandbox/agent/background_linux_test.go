@@ -156,20 +156,7 @@ func TestBackgroundBounds(t *testing.T) {
 
 // The agent's end (the sandbox's stop) ends its background processes.
 func TestShutdownKillsBackground(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "agent.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, Config{Socket: sock, StateDir: dir, WorkDir: dir, Env: []string{runMark}}) }()
-	e := agentEnv{sock: sock}
-	waitFor(t, "the agent to listen", func() bool {
-		c, err := Dial(context.Background(), sock, nil)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	e, cancel, done := bareAgent(t)
 	if _, err := e.procs().Start(context.Background(), "sleep 7421 & sleep 7422"); err != nil {
 		t.Fatal(err)
 	}
