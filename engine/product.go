@@ -24,6 +24,7 @@ import (
 	"github.com/flowbox/flowbox/web/api"
 	"github.com/flowbox/flowbox/web/chat"
 	"github.com/flowbox/flowbox/web/files"
+	webpreview "github.com/flowbox/flowbox/web/preview"
 	"github.com/flowbox/flowbox/web/sandboxapi"
 	"github.com/flowbox/flowbox/web/ui"
 	"github.com/flowbox/flowbox/web/visitor"
@@ -132,7 +133,8 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Chats: &chat.Chats{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},
-		Files:   &files.Handler{Sandboxes: svc.Manager, Access: access, Storage: storage, Procs: svc.Manager},
+		Files:   &files.Handler{Sandboxes: svc.Manager, Access: access, Storage: storage, Procs: svc.Manager, Links: svc.Previews},
+		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Access: access, Auth: accounts, Log: log},
 		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &admin.Skills{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
 		Sandbox: &sandboxapi.API{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,

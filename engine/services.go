@@ -17,6 +17,7 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/apps/share"
 	"github.com/flowbox/flowbox/chats/approval"
+	"github.com/flowbox/flowbox/chats/preview"
 	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/internal/datadisk"
 	"github.com/flowbox/flowbox/internal/mongodb"
@@ -68,6 +69,8 @@ type Services struct {
 	Policy *policy.Resolver
 	// Approvals keeps the runs paused for a person's approval.
 	Approvals *approval.Store
+	// Previews keeps the chats' preview links (L2).
+	Previews *preview.Store
 	// Workspace keeps the chats' uploaded and intermediate files, Skills
 	// the installed skills, on the engine's host (K1–K4).
 	Workspace *workspace.Store
@@ -152,6 +155,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	s.AuditWriter = audit.NewWriter(audit.WriterConfig{Store: s.Audit, Metrics: s.AuditMetrics, Logger: log})
 	s.closers = append(s.closers, s.AuditWriter.Close) // before the database closes
 	s.Approvals = approval.New(db)
+	s.Previews = preview.New(db)
 	startAlerts(s, cfg.Alerts, log)
 	var proxy *egress.Proxy
 	if len(cfg.Sandbox.Egress) > 0 || cfg.Sandbox.Network {

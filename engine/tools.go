@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/flowbox/flowbox/chats/preview"
 	"github.com/flowbox/flowbox/registry"
 	"github.com/flowbox/flowbox/registry/exectool"
 	"github.com/flowbox/flowbox/registry/mcptool"
@@ -22,7 +23,7 @@ func newRegistry(svc *Services, deleteSession func(ctx context.Context, scope sa
 	}
 	exec := exectool.NewBackend(svc.ExecTools, svc.Manager, guard)
 	reg := registry.New(exec,
-		registry.Shell{Sandboxes: svc.Manager, Delete: deleteSession},
+		registry.Shell{Sandboxes: svc.Manager, Delete: deleteSession, Previews: previewLink(svc.Previews)},
 		registry.Files{Sandboxes: svc.Manager},
 		registry.Skills{Catalog: svc.Skills, Sandboxes: svc.Manager},
 		exec,
@@ -39,4 +40,13 @@ func execToolInfo(tools []*exectool.Tool) []admin.ExecToolInfo {
 			Destructive: t.Destructive(), ConcurrencySafe: t.ConcurrencySafe()}
 	}
 	return out
+}
+
+// previewLink is the path of a chat's preview link to a port, made when
+// it has none.
+func previewLink(links *preview.Store) func(ctx context.Context, scope sandbox.Scope, port int) (string, error) {
+	return func(ctx context.Context, scope sandbox.Scope, port int) (string, error) {
+		l, err := links.Issue(ctx, scope, port)
+		return l.Path(), err
+	}
 }

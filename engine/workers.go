@@ -52,7 +52,7 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		// A service API session may have an idle timeout of its own.
 		IdleTimeouts: svc.Sessions.IdleTimeouts,
 		MinIdle:      sessions.MinIdle,
-		ChatData: []workers.ChatData{svc.Approvals, svc.Sessions,
+		ChatData: []workers.ChatData{svc.Approvals, svc.Sessions, svc.Previews,
 			workspace.ChatData{Files: svc.Workspace, Chats: history.New(svc.DB), Records: svc.Store, Provider: svc.Provider.Name()}},
 		Logger: log,
 	})

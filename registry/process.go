@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -34,15 +35,17 @@ var ProcessTool = Tool{Name: "shell:process", ModelName: ProcessModelName, Fail:
 		"(a web server, a watcher), where sandbox_shell ends everything a command started when it returns. " +
 		`action "start" runs "command" in the background (in your current directory, with your exported variables) and returns its id; ` +
 		`"list" lists them; "read" returns an id's output (standard output and error) from "offset" on, and the offset to read from next; ` +
-		`"write" sends "input" to its standard input ("end": true closes it); "stop" kills it and what it started. ` +
+		`"write" sends "input" to its standard input ("end": true closes it); "stop" kills it and what it started; ` +
+		`"link" returns the link at which the user opens what listens on "port" (HTTP or WebSocket): give it to them as it is. ` +
 		"They end when the sandbox stops.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-		`"action":{"type":"string","enum":["start","list","read","write","stop"]},` +
+		`"action":{"type":"string","enum":["start","list","read","write","stop","link"]},` +
 		`"command":{"type":"string","description":"start: the shell command to run in the background"},` +
 		`"id":{"type":"string","description":"read, write, stop: the process's id, as start or list gave it"},` +
 		`"offset":{"type":"integer","minimum":0,"description":"read: where to read from (default 0; the answer's next continues)"},` +
 		`"input":{"type":"string","description":"write: text for the process's standard input"},` +
-		`"end":{"type":"boolean","description":"write: close its standard input after input"}},` +
+		`"end":{"type":"boolean","description":"write: close its standard input after input"},` +
+		`"port":{"type":"integer","minimum":1,"maximum":65535,"description":"link: the TCP port a server of yours listens on"}},` +
 		`"required":["action"],"additionalProperties":false}`),
 	Example: `{"action": "start", "command": "python3 -m http.server 8000"}`}
 
@@ -54,6 +57,7 @@ type processArgs struct {
 	Offset  int64  `json:"offset"`
 	Input   string `json:"input"`
 	End     bool   `json:"end"`
+	Port    int    `json:"port"`
 }
 
 func (s Shell) process(ctx context.Context, call Call) (Result, error) {
@@ -114,8 +118,47 @@ func (s Shell) process(ctx context.Context, call Call) (Result, error) {
 			return processFailed(err)
 		}
 		out = map[string]any{"process": p}
+	case "link":
+		return s.link(ctx, call, a.Port)
 	default:
-		return Result{}, &ParamsError{Tool: ProcessTool.Name, Problem: fmt.Sprintf("action must be start, list, read, write or stop, not %s", gjson.GetBytes(call.Params, "action").Raw), Example: ProcessTool.Example}
+		return Result{}, &ParamsError{Tool: ProcessTool.Name, Problem: fmt.Sprintf("action must be start, list, read, write, stop or link, not %s", gjson.GetBytes(call.Params, "action").Raw), Example: ProcessTool.Example}
+	}
+	b, _ := json.Marshal(out)
+	return Result{Output: out, Text: string(b), Status: StatusSuccess}, nil
+}
+
+// PortSandboxes is the part of sandbox.Manager the link action uses to
+// tell whether something listens on the port yet.
+type PortSandboxes interface {
+	DialPort(ctx context.Context, scope sandbox.Scope, port int) (net.Conn, error)
+}
+
+// link answers the preview link to a port of the call's sandbox, and
+// whether something listens there now.
+func (s Shell) link(ctx context.Context, call Call, port int) (Result, error) {
+	if err := sandbox.CheckPort(port); err != nil {
+		return Result{}, &ParamsError{Tool: ProcessTool.Name, Problem: `action "link" needs "port", between 1 and 65535`, Example: `{"action": "link", "port": 8000}`}
+	}
+	if s.Previews == nil {
+		return Result{Output: map[string]string{"error": "this engine serves no preview links"}, Text: "this engine serves no preview links", IsError: true, Status: StatusFailed}, nil
+	}
+	path, err := s.Previews(ctx, call.Scope, port)
+	if err != nil {
+		return Result{}, err
+	}
+	out := map[string]any{"port": port, "link": path}
+	if ps, ok := s.Sandboxes.(PortSandboxes); ok {
+		conn, err := ps.DialPort(ctx, call.Scope, port)
+		switch {
+		case err == nil:
+			conn.Close()
+			out["listening"] = true
+		case errors.Is(err, sandbox.ErrPortClosed):
+			out["listening"] = false
+			out["note"] = fmt.Sprintf("nothing listens on port %d yet: start the server first (action start), then give the user the link", port)
+		default:
+			return Result{}, err
+		}
 	}
 	b, _ := json.Marshal(out)
 	return Result{Output: out, Text: string(b), Status: StatusSuccess}, nil

@@ -45,6 +45,9 @@ type Shell struct {
 	Sandboxes Sandboxes
 	// Delete deletes a session's sandbox; nil leaves it to its owner.
 	Delete func(ctx context.Context, scope sandbox.Scope) error
+	// Previews returns the path of the chat's preview link to a port of
+	// its sandbox (L2); nil: the engine serves none.
+	Previews func(ctx context.Context, scope sandbox.Scope, port int) (string, error)
 }
 
 func (Shell) Prefix() string { return "shell" }

@@ -168,6 +168,9 @@ type Manager struct {
 	adopted sync.Map // sandbox ID → func()
 	// samples holds each sandbox's last metrics sample (MetricsOf).
 	samples sync.Map // sandbox ID → lastSample
+	// portTouched holds when a connection to each sandbox's port last
+	// refreshed its record (DialPort).
+	portTouched sync.Map // sandbox ID → time.Time
 	// behind tracks the work that follows commands (refreshBehind,
 	// afterAdoption); closed once Close has begun.
 	behind struct {

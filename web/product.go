@@ -13,6 +13,7 @@ import (
 	"github.com/flowbox/flowbox/web/api"
 	"github.com/flowbox/flowbox/web/chat"
 	"github.com/flowbox/flowbox/web/files"
+	"github.com/flowbox/flowbox/web/preview"
 	"github.com/flowbox/flowbox/web/sandboxapi"
 	"github.com/flowbox/flowbox/web/ui"
 	"github.com/flowbox/flowbox/web/visitor"
@@ -40,9 +41,11 @@ type Product struct {
 	Apps     *account.Apps
 	Chats    *chat.Chats
 	Files    *files.Handler
-	Uploads  *files.Uploads
-	Skills   *admin.Skills
-	Tools    *admin.Tools
+	// Preview serves the chats' preview links (L2).
+	Preview *preview.Handler
+	Uploads *files.Uploads
+	Skills  *admin.Skills
+	Tools   *admin.Tools
 	// Sandbox is the sandbox service API (A1) and its MCP server.
 	Sandbox *sandboxapi.API
 	Users   *account.Users

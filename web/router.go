@@ -49,6 +49,9 @@ type Config struct {
 	Product *Product
 }
 
+// PreviewMethods are the methods preview links pass on.
+var PreviewMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
 // QueuesPath is where the queue dashboard is mounted; the dashboard must
 // be built with it as its root path.
 const QueuesPath = "/admin/queues"
@@ -187,6 +190,7 @@ func New(cfg Config) http.Handler {
 	users.POST("/core/ai/sandbox/download", p.Files.Download)
 	users.POST("/core/ai/sandbox/status", p.Files.Status)
 	users.POST("/core/ai/sandbox/processes", p.Files.Processes)
+	users.POST("/core/ai/sandbox/previews", p.Files.Previews)
 	// Files a user gives the agent (K2), kept on the host.
 	users.POST("/uploads/:chatId", p.Uploads.Upload)
 	users.GET("/uploads/:chatId/files", p.Uploads.List)
@@ -227,9 +231,18 @@ func New(cfg Config) http.Handler {
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)
 	visitors.POST("/core/ai/sandbox/processes", p.Files.Processes)
+	visitors.POST("/core/ai/sandbox/previews", p.Files.Previews)
 	visitors.POST("/uploads/:chatId", p.Uploads.Upload)
 	visitors.GET("/uploads/:chatId/files", p.Uploads.List)
 	visitors.DELETE("/uploads/:chatId/files", p.Uploads.Delete)
+
+	// Preview links (L2): the link's token is the credential (and the
+	// owner's session, for a link that is not shared); the pages behind
+	// it run in an opaque origin (web/preview).
+	for _, m := range PreviewMethods {
+		r.Handle(m, "/preview/:token", p.Preview.Serve)
+		r.Handle(m, "/preview/:token/*path", p.Preview.Serve)
+	}
 
 	// Pages for signed-in users; anonymous visitors go to /login.
 	pages := r.Group("/", api.Authenticate(auth), api.RequirePage(), api.RequireAccount())

@@ -445,6 +445,10 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/core/ai/sandbox/download", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/status", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/processes", body: file("list", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		{method: "POST", path: "/api/core/ai/sandbox/previews", body: file("list", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		// Preview links: the token is the credential (web/preview_test.go).
+		{method: "GET", path: "/preview/no-such-token", open: true, want: public, def: 404},
+		{method: "GET", path: "/preview/no-such-token/page", open: true, want: public, def: 404},
 
 		// The chat's uploads (K2): as its files; a new chat's first upload
 		// creates it.
@@ -605,6 +609,7 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/processes", open: true, body: visitorFile("list", nil), want: visitorOnly, def: 401},
+		{method: "POST", path: shareAPI + "/core/ai/sandbox/previews", open: true, body: visitorFile("list", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, upload: true,
 			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{linkVisitor: 201, visitorOther: 404}, def: 401},
 		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, want: visitorOnly, def: 401},
@@ -677,6 +682,9 @@ func TestRouteAccess(t *testing.T) {
 		if strings.Contains(rt, web.QueuesPath) {
 			continue // the dashboard's own routes; one row covers its gate
 		}
+		if strings.Contains(rt, " /preview/") && !strings.HasPrefix(rt, "GET ") {
+			continue // one proxy for every method; the GET rows cover its gate
+		}
 		if !seen[rt] {
 			t.Errorf("route %s has no row in the access table", rt)
 		}
@@ -688,7 +696,7 @@ var sessionID = regexp.MustCompile(`ses_[a-z0-9]+`)
 
 // pattern turns a row's concrete path back into the router's pattern.
 func pattern(f *fixture, path string) string {
-	r := strings.NewReplacer(f.version, ":versionId", f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
+	r := strings.NewReplacer("/preview/no-such-token/page", "/preview/:token/*path", "/preview/no-such-token", "/preview/:token", f.version, ":versionId", f.shared, ":appId", f.private, ":appId", f.chat, ":chatId",
 		f.sandboxID, ":id", f.victim, ":id", "0000000000000000", ":id", "not-an-id", ":id",
 		"/users/"+f.dave+"/", "/users/:userId/", "no-such-key", ":keyId", "no-such-link", ":linkId",
 		"/share/"+f.link, "/share/:linkId", "/share/"+f.expired, "/share/:linkId",

@@ -93,7 +93,7 @@ func (n *Node) PromptSuffix() string {
 		fmt.Fprintf(&b, "- Preinstalled: %s\n", strings.Join(e.Tools, ", "))
 	}
 	b.WriteString("- Working directory: /workspace; its files, your current directory and exported variables persist for this chat\n")
-	fmt.Fprintf(&b, "- A command's background jobs end when it returns; start servers and other long-running programs with the %s tool\n", registry.ProcessModelName)
+	fmt.Fprintf(&b, "- A command's background jobs end when it returns; start servers and other long-running programs with the %s tool, and give the user the link its \"link\" action returns for a server's port\n", registry.ProcessModelName)
 	switch {
 	case e.Network && e.Install != "":
 		fmt.Fprintf(&b, "- Network: available; install packages with: %s\n", e.Install)

@@ -100,6 +100,19 @@
 //
 // An unknown "proc" is no_process.
 //
+// # Ports
+//
+// A request with "op" "dial" and "port" connects to that TCP port on
+// the sandbox's loopback interface (127.0.0.1, then ::1), from inside
+// the sandbox's network namespace: how the engine reaches a server a
+// process of the sandbox runs (preview links), with no network
+// interface of the sandbox's. The agent answers a done frame once it is
+// connected, or an error frame with the kind port_closed when nothing
+// listens there; after the done frame the connection carries the TCP
+// stream's bytes as they are, both ways, without frames. Either side's
+// end of sending (a half close) is passed on to the other; the
+// connection ends when both ended, or when the agent does.
+//
 // # Over TCP
 //
 // An agent that listens on TCP (a Kubernetes pod's, reached over the
@@ -196,6 +209,9 @@ const (
 	opProcStop  = "proc_stop"
 )
 
+// opDial connects to a port in the sandbox (see Ports).
+const opDial = "dial"
+
 func isProcOp(op string) bool {
 	switch op {
 	case opProcStart, opProcList, opProcRead, opProcWrite, opProcStop:
@@ -222,6 +238,7 @@ var errorKinds = []struct {
 	{"too_many", sandbox.ErrTooManyProcesses},
 	{"no_process", sandbox.ErrNoProcess},
 	{"process_ended", sandbox.ErrProcessEnded},
+	{"port_closed", sandbox.ErrPortClosed},
 }
 
 // Exit frame flags.
@@ -296,6 +313,8 @@ type wireRequest struct {
 	Proc   string `json:"proc,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
 	End    bool   `json:"end,omitempty"`
+	// Port: for "dial", the TCP port to connect to.
+	Port int `json:"port,omitempty"`
 }
 
 func frameHeader(typ byte, n int) [5]byte {

@@ -264,6 +264,9 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	switch {
+	case req.Op == opDial:
+		s.dial(ctx, req, conn, br, w)
+		return
 	case isProcOp(req.Op):
 		s.procOp(req, br, w)
 		return
@@ -348,6 +351,13 @@ func readRequest(br *bufio.Reader) (wireRequest, error) {
 		}
 		if req.Max < 0 || req.Offset < 0 {
 			return wireRequest{}, errors.New("malformed request: negative max or offset")
+		}
+	case opDial:
+		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 {
+			return wireRequest{}, errors.New("malformed request: dial takes a port alone")
+		}
+		if err := sandbox.CheckPort(req.Port); err != nil {
+			return wireRequest{}, fmt.Errorf("malformed request: %w", err)
 		}
 	default:
 		return wireRequest{}, fmt.Errorf("malformed request: unknown operation %q", req.Op)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
@@ -90,4 +91,23 @@ func (p *Provider) processConn(ctx context.Context, id string, start bool) (*age
 		return nil, fmt.Errorf("bwrap sandbox %s: %w: %w", id, sandbox.ErrUnavailable, err)
 	}
 	return p.agentConn(ctx, id, m)
+}
+
+var _ sandbox.PortProvider = (*Provider)(nil)
+
+// Ports are reached through the agent of the sandbox's namespace, which
+// the servers of its background processes share. A sandbox without a
+// namespace runs no server: nothing listens on its ports.
+func (p *Provider) Ports() sandbox.Ports { return namespacePorts{p} }
+
+type namespacePorts struct{ p *Provider }
+
+func (n namespacePorts) DialPort(ctx context.Context, id string, port int) (net.Conn, error) {
+	conn, err := agent.Ports(func(ctx context.Context, id string) (*agent.Conn, error) {
+		return n.p.processConn(ctx, id, false)
+	}).DialPort(ctx, id, port)
+	if noNamespace(err) {
+		return nil, fmt.Errorf("%w: nothing listens on port %d: the sandbox's namespace, where its background processes run, is not running", sandbox.ErrPortClosed, port)
+	}
+	return conn, err
 }

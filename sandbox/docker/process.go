@@ -28,3 +28,9 @@ func (p *Provider) processConn(ctx context.Context, id string) (*agent.Conn, err
 	}
 	return conn, nil
 }
+
+var _ sandbox.PortProvider = (*Provider)(nil)
+
+// Ports are reached through the container's agent, from inside its
+// network namespace.
+func (p *Provider) Ports() sandbox.Ports { return agent.Ports(p.processConn) }

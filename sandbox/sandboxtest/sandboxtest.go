@@ -78,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 		{"PoolAdopt", testPoolAdopt},
 		{"Background", testBackground},
 		{"Metrics", testMetrics},
+		{"Ports", testPorts},
 	}
 	names := map[string]bool{}
 	for _, tc := range tests {

@@ -38,6 +38,9 @@ type Handler struct {
 	// Procs serves the chat's background processes (L3); nil: the
 	// API answers that this engine keeps none.
 	Procs Processes
+	// Previews keeps the chats' preview links (L2); nil: the API
+	// answers that this engine serves none.
+	Links Previews
 }
 
 type fileRequest struct {
@@ -54,6 +57,11 @@ type fileRequest struct {
 	// its output from.
 	ID     string `json:"id"`
 	Offset int64  `json:"offset"`
+	// A preview link (previews.go): its port, whether it is shared and
+	// how long it lasts from now.
+	Port     int   `json:"port"`
+	Shared   *bool `json:"shared"`
+	TTLHours int   `json:"ttlHours"`
 }
 
 func (h *Handler) limits() (read, write int64) {
