@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -83,10 +84,23 @@ func (l Link) Token() string { return l.Key + "-" + l.Secret }
 // Path is the link's path on the engine.
 func (l Link) Path() string { return "/preview/" + l.Token() + "/" }
 
+// cacheFor is how long Find trusts a link it read: a change made by
+// another engine process (a revocation) takes this long to reach this
+// one; this process's own changes reach it at once.
+const cacheFor = 2 * time.Second
+
 // Store keeps links.
 type Store struct {
 	links *mongo.Collection
 	now   func() time.Time
+	// cache holds links Find read lately, by key (a request for a page
+	// brings a dozen for its assets).
+	cache sync.Map // key → cached
+}
+
+type cached struct {
+	l  Link
+	at time.Time
 }
 
 func New(db *mongo.Database) *Store {
@@ -124,6 +138,7 @@ func (s *Store) Issue(ctx context.Context, scope sandbox.Scope, port int) (Link,
 			fresh := l
 			fresh.Secret, fresh.Shared, fresh.CreatedAt, fresh.ExpiresAt = secret(), false, now.UTC(), now.Add(DefaultTTL).UTC()
 			fresh.Grant, fresh.GrantUntil = "", time.Time{}
+			s.cache.Delete(k)
 			res, err := s.links.ReplaceOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "secret", Value: l.Secret}}, fresh)
 			if err != nil {
 				return Link{}, fmt.Errorf("renew preview link: %w", err)
@@ -184,12 +199,18 @@ func (s *Store) Find(ctx context.Context, token string) (Link, error) {
 	if !ok {
 		return Link{}, ErrNotFound
 	}
-	l, err := s.get(ctx, k)
-	if err != nil {
-		return Link{}, err
-	}
-	if subtle.ConstantTimeCompare([]byte(sec), []byte(l.Secret)) != 1 {
-		return Link{}, ErrNotFound
+	var l Link
+	if c, ok := s.cache.Load(k); ok && s.now().Sub(c.(cached).at) < cacheFor && subtle.ConstantTimeCompare([]byte(sec), []byte(c.(cached).l.Secret)) == 1 {
+		l = c.(cached).l
+	} else {
+		var err error
+		if l, err = s.get(ctx, k); err != nil {
+			return Link{}, err
+		}
+		if subtle.ConstantTimeCompare([]byte(sec), []byte(l.Secret)) != 1 {
+			return Link{}, ErrNotFound
+		}
+		s.cache.Store(k, cached{l: l, at: s.now()})
 	}
 	if !s.now().Before(l.ExpiresAt) {
 		return Link{}, ErrExpired
@@ -215,6 +236,7 @@ func (s *Store) NewGrant(ctx context.Context, l Link) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("record the preview grant: %w", err)
 	}
+	s.cache.Delete(l.Key)
 	return g, nil
 }
 
@@ -249,6 +271,7 @@ func (s *Store) Update(ctx context.Context, scope sandbox.Scope, port int, share
 	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: l.Key}}, bson.D{{Key: "$set", Value: set}}); err != nil {
 		return Link{}, fmt.Errorf("update preview link: %w", err)
 	}
+	s.cache.Delete(l.Key)
 	return l, nil
 }
 
@@ -256,6 +279,7 @@ func (s *Store) Update(ctx context.Context, scope sandbox.Scope, port int, share
 // asking again makes a new one.
 func (s *Store) Revoke(ctx context.Context, scope sandbox.Scope, port int) error {
 	res, err := s.links.DeleteOne(ctx, bson.D{{Key: "_id", Value: key(scope, port)}})
+	s.cache.Delete(key(scope, port))
 	if err != nil {
 		return fmt.Errorf("revoke preview link: %w", err)
 	}
@@ -268,6 +292,7 @@ func (s *Store) Revoke(ctx context.Context, scope sandbox.Scope, port int) error
 // DeleteChats deletes the chats' links; a chat without a user stands for
 // that chat id of every user of its app.
 func (s *Store) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
+	defer s.cache.Clear()
 	for _, c := range chats {
 		f := bson.D{{Key: "appId", Value: c.AppID}, {Key: "chatId", Value: c.ChatID}}
 		if c.UserID != "" {
@@ -282,6 +307,7 @@ func (s *Store) DeleteChats(ctx context.Context, chats []sandbox.Scope) error {
 
 // DeleteApp deletes every link of the app's chats.
 func (s *Store) DeleteApp(ctx context.Context, appID string) error {
+	defer s.cache.Clear()
 	if _, err := s.links.DeleteMany(ctx, bson.D{{Key: "appId", Value: appID}}); err != nil {
 		return fmt.Errorf("delete preview links: %w", err)
 	}
