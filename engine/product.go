@@ -134,6 +134,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,
 			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},
 		Files:   &files.Handler{Sandboxes: svc.Manager, Access: access, Storage: storage, Procs: svc.Manager, Links: svc.Previews},
+		Usage:   svc.Sampler,
 		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Access: access, Auth: accounts, Log: log},
 		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &admin.Skills{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},

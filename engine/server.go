@@ -106,6 +106,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Engine, err e
 	if err := reg.Register(poolCollector{svc.Manager}); err != nil {
 		return nil, fmt.Errorf("register the warm pool metrics: %w", err)
 	}
+	if err := reg.Register(sandboxCollector{svc.Sampler}); err != nil {
+		return nil, fmt.Errorf("register the sandboxes' metrics: %w", err)
+	}
 	if e.Workers, err = NewWorkers(svc, cfg, log, reg); err != nil {
 		return nil, err
 	}

@@ -71,6 +71,9 @@ type Services struct {
 	Approvals *approval.Store
 	// Previews keeps the chats' preview links (L2).
 	Previews *preview.Store
+	// Sampler reads the running sandboxes' metrics while someone looks
+	// (L4).
+	Sampler *sandbox.Sampler
 	// Workspace keeps the chats' uploaded and intermediate files, Skills
 	// the installed skills, on the engine's host (K1–K4).
 	Workspace *workspace.Store
@@ -225,6 +228,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	}
 	// Before the database closes: the record refreshes still running.
 	s.closers = append(s.closers, s.Manager.Close)
+	s.Sampler = &sandbox.Sampler{Manager: s.Manager, List: func(ctx context.Context) ([]sandbox.Instance, error) {
+		return store.ByProvider(ctx, s.Provider.Name())
+	}}
+	s.closers = append(s.closers, s.Sampler.Close)
 	if s.ExecTools, err = exectool.Load(cfg.Files.ExecTools...); err != nil {
 		return nil, fmt.Errorf("load the exec tools (FLOWBOX_EXEC_TOOLS, engine serve -tools): %w", err)
 	}

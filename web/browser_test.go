@@ -731,6 +731,10 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("admin row %s = %q, want %q", c.role, got, c.want)
 			}
 		}
+		// What it uses, sampled while the page is open (L4).
+		if got := run(t, tb, poll[string](`(row) => document.querySelector(row + " [data-role=memory]")?.textContent ?? ""`, chromedp.WithPollingArgs(row))); !strings.Contains(got, "iB") {
+			t.Errorf("the sandbox's memory is shown as %q", got)
+		}
 		e.screenshot(t, tb, "admin.png")
 		tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/admin?lang=zh"), chromedp.WaitVisible(chromedp.CSS(row)))
 		e.phoneFits(t, tb, "admin-phone-zh.png")

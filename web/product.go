@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -31,6 +32,23 @@ type SandboxAdmin interface {
 	DeleteSandbox(ctx context.Context, sandboxID string) error
 }
 
+// Usage is the latest metrics of the running sandboxes (sandbox.Sampler).
+type Usage interface {
+	Look(ctx context.Context) map[string]sandbox.Sample
+}
+
+// sandboxUsage serves GET /admin/api/sandboxes/metrics: the latest
+// metrics of every running sandbox, by id, sampled while someone looks.
+func (p *Product) sandboxUsage(c *gin.Context) {
+	if p.Usage == nil {
+		c.JSON(http.StatusOK, gin.H{"metrics": gin.H{}})
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 10*time.Second)
+	defer cancel()
+	c.JSON(http.StatusOK, gin.H{"metrics": p.Usage.Look(ctx)})
+}
+
 // Product is the user-facing part of the engine: accounts, the chat API,
 // apps and chats, the sandbox file API and the pages. Its routes are
 // listed in New (router.go) with every other route.
@@ -43,6 +61,9 @@ type Product struct {
 	Files    *files.Handler
 	// Preview serves the chats' preview links (L2).
 	Preview *preview.Handler
+	// Usage reads the running sandboxes' metrics for the admin page
+	// (L4); nil: the page shows none.
+	Usage   Usage
 	Uploads *files.Uploads
 	Skills  *admin.Skills
 	Tools   *admin.Tools

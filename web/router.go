@@ -108,6 +108,7 @@ func New(cfg Config) http.Handler {
 	admins.GET("", p.UI.Admin)
 	admins.GET("/users", p.UI.UserList)
 	admins.GET("/audit", p.UI.Audit)
+	admins.GET("/api/sandboxes/metrics", p.sandboxUsage)
 	admins.POST("/api/sandboxes/:id/stop", p.sandboxAction(p.Admin.StopSandbox))
 	admins.POST("/api/sandboxes/:id/delete", p.sandboxAction(p.Admin.DeleteSandbox))
 	admins.GET("/api/users", p.Users.List)

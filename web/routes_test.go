@@ -504,6 +504,7 @@ func (f *fixture) routes() []route {
 		{method: "GET", path: "/admin", want: adminOnly, def: 200},
 		{method: "GET", path: "/admin/users", want: adminOnly, def: 200},
 		{method: "GET", path: web.QueuesPath + "/api/queues", want: adminOnly, def: 200},
+		{method: "GET", path: "/admin/api/sandboxes/metrics", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/sandboxes/" + f.sandboxID + "/stop", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/sandboxes/" + f.victim + "/delete", want: adminOnly, def: 200},
 		{method: "POST", path: "/admin/api/sandboxes/0000000000000000/stop", want: adminOnly, def: 404},

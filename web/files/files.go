@@ -247,7 +247,7 @@ func SendFile(c *gin.Context, files sandbox.Files, at string) {
 }
 
 // Status serves POST /api/core/ai/sandbox/status: whether the chat has a
-// sandbox, without creating one.
+// sandbox, without creating one, and what it uses while it runs (L4).
 func (h *Handler) Status(c *gin.Context) {
 	_, scope, ok := h.bind(c, 64<<10, false)
 	if !ok {
@@ -262,7 +262,16 @@ func (h *Handler) Status(c *gin.Context) {
 		api.Fail(c, err, "the sandbox could not do it")
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"exists": true, "status": inst.Status, "lastActiveAt": inst.LastActiveAt, "provider": inst.Provider})
+	out := gin.H{"exists": true, "status": inst.Status, "lastActiveAt": inst.LastActiveAt, "provider": inst.Provider}
+	// What it uses (L4), while it runs and the provider reads it.
+	if mr, ok := h.Sandboxes.(interface {
+		Metrics(ctx context.Context, scope sandbox.Scope) (sandbox.Metrics, error)
+	}); ok && inst.Status == sandbox.StatusRunning {
+		if m, err := mr.Metrics(c.Request.Context(), scope); err == nil {
+			out["metrics"] = m
+		}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // isBinary reports data that is not text: invalid UTF-8 or NUL bytes.

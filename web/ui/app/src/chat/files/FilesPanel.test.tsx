@@ -33,6 +33,10 @@ beforeEach(() => {
   vi.stubGlobal("fetch", async (url: string, init: RequestInit) => {
     // The background processes (Processes.test.tsx): none here.
     if (url.endsWith("/api/core/ai/sandbox/processes")) return json(200, { processes: [] });
+    // The sandbox's state and use (UsageLine): not running here.
+    if (url.endsWith("/api/core/ai/sandbox/status")) return json(200, { exists: false });
+    // The preview links (Previews.test.tsx): none here.
+    if (url.endsWith("/api/core/ai/sandbox/previews")) return json(200, { previews: [] });
     const body = JSON.parse(String(init.body));
     calls.push({ url, body });
     if (body.action === "list") {

@@ -2,7 +2,9 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { FileError, download, listFiles, parentOf, readFile, uploadDirFor, workspaceRoot, writeFile } from "./api";
 import type { Entry, Where } from "./api";
 import { UploadChips, useUploads } from "./Attachments";
+import { Previews } from "./Previews";
 import { Processes } from "./Processes";
+import { UsageLine } from "./UsageLine";
 import "./files.css";
 
 export interface FilesPanelProps {
@@ -232,7 +234,9 @@ export function FilesPanel(props: FilesPanelProps) {
           <UploadChips id="files-uploads" label={t("uploadHere")} chips={uploads.chips} t={t} remove={uploads.remove} />
         </>
       )}
+      <UsageLine where={where} t={t} />
       <Processes where={where} mode={mode} refresh={props.refresh} t={t} />
+      <Previews where={where} mode={mode} refresh={props.refresh} t={t} />
       <div className={"status" + (status && !status.ok ? " error" : "")} data-role="file-status" role="status">
         {status?.text ?? uploads.status}
       </div>

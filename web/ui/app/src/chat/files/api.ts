@@ -201,3 +201,47 @@ export async function readProcess(w: Where, id: string, offset: number): Promise
 export async function stopProcess(w: Where, id: string): Promise<Process> {
   return (await post<{ process: Process }>(w, processes, { action: "stop", id })).process;
 }
+
+// Preview is a preview link of the chat's sandbox (L2): path leads to
+// the port (for the chat's owner, signed in, unless shared); open, when
+// the engine gave one, works at once for the caller.
+export interface Preview {
+  port: number;
+  path: string;
+  open?: string;
+  shared: boolean;
+  createdAt: string;
+  expiresAt: string;
+  expired: boolean;
+}
+
+const previews = "/api/core/ai/sandbox/previews";
+
+export async function listPreviews(w: Where): Promise<Preview[]> {
+  return (await post<{ previews: Preview[] | null }>(w, previews, { action: "list" })).previews ?? [];
+}
+
+// openPreview returns the chat's link to port, made when there is none.
+export async function openPreview(w: Where, port: number): Promise<Preview> {
+  return (await post<{ preview: Preview }>(w, previews, { action: "open", port })).preview;
+}
+
+export async function sharePreview(w: Where, port: number, shared: boolean): Promise<Preview> {
+  return (await post<{ preview: Preview }>(w, previews, { action: "update", port, shared })).preview;
+}
+
+export async function revokePreview(w: Where, port: number): Promise<void> {
+  await post(w, previews, { action: "revoke", port });
+}
+
+// SandboxStatus is whether the chat has a sandbox, its state, and what it
+// uses while it runs (L4).
+export interface SandboxStatus {
+  exists: boolean;
+  status?: string;
+  metrics?: import("../../pages/usage").Usage;
+}
+
+export async function sandboxStatus(w: Where): Promise<SandboxStatus> {
+  return post(w, "/api/core/ai/sandbox/status", {});
+}

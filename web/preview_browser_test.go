@@ -1,0 +1,106 @@
+package web_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/internal/llm/llmtest"
+)
+
+// previewPage is the site the agent serves in TestPreviewBrowser: its
+// script fetches a file beside it, talks to the server's WebSocket and
+// tries to read the cookies, and writes what happened.
+const previewPage = `<meta charset="utf-8"><h1>hello preview</h1><p id="f">-</p><p id="w">-</p><p id="c">-</p>
+<script>
+const say = (id, text) => { document.getElementById(id).textContent = text; };
+fetch("data.json").then((r) => r.json()).then((d) => say("f", "fetched " + d.v)).catch((e) => say("f", "fetch failed: " + e));
+const u = new URL("../ws", location.href);
+u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+const ws = new WebSocket(u);
+ws.onopen = () => ws.send("hi");
+ws.onmessage = (e) => say("w", e.data);
+ws.onerror = () => say("w", "websocket failed");
+try { say("c", "cookies: " + document.cookie); } catch (e) { say("c", "cookies blocked"); }
+</script>
+`
+
+// TestPreviewBrowser (L2): the chat's files panel lists the agent's link;
+// its owner opens it in Chromium and the page works in its opaque origin
+// (its own requests and WebSocket go through, the engine's cookies stay
+// out of reach); the panel on a desktop and a phone in Chinese.
+func TestPreviewBrowser(t *testing.T) {
+	t.Parallel()
+	server, err := os.ReadFile("testdata/preview/server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id, tool, args string) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(id, tool, args)}}
+	}
+	setup := "mkdir -p site && cat > site/index.html <<'EOF'\n" + previewPage + "EOF\necho '{\"v\": 42}' > site/data.json && cat > server.py <<'EOF'\n" + string(server) + "EOF\n"
+	model := llmtest.New(t,
+		call("c1", "sandbox_shell", mustJSON(t, map[string]string{"command": setup})),
+		call("c2", "sandbox_process", `{"action":"start","command":"exec python3 /workspace/server.py 8765"}`),
+		call("c3", "sandbox_shell", `{"command":"for i in $(seq 200); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' 2>/dev/null && echo up && break; sleep 0.05; done"}`),
+		call("c4", "sandbox_process", `{"action":"link","port":8765}`),
+		llmtest.Reply{Text: "Your site is up: open it from the Preview links."})
+	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
+	alice := srv.Login(t, "alice", browserUsers["alice"])
+	graph := apps.DemoGraph()
+	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "Site", "public": false, "graph": graph}, 201).JSON(t, &app)
+
+	tb := e.signIn(t, "alice")
+	chatID := e.openChat(t, tb, app.ID)
+	tb.ask(t, "build me a site")
+	row := `#files [data-preview="8765"]`
+	tb.do(t, chromedp.WaitVisible(chromedp.CSS(row)))
+	if got := tb.text(t, row+` [data-role=preview-state]`); got != "only you" {
+		t.Errorf("the link is shown %q, want only you", got)
+	}
+	// One more, for a port nothing listens on yet.
+	tb.setValue(t, `#files [data-role=preview-port]`, "5173")
+	tb.do(t, chromedp.Click(chromedp.CSS(`#files [data-role=preview-open]`)), chromedp.WaitVisible(chromedp.CSS(`#files [data-preview="5173"]`)))
+	// What the sandbox uses, while it runs (L4).
+	if got := run(t, tb, poll[string](`() => document.querySelector('#files [data-role=usage-memory]')?.textContent ?? ""`)); !strings.Contains(got, "iB") {
+		t.Errorf("the panel shows the sandbox's memory as %q", got)
+	}
+	e.screenshot(t, tb, "previews.png")
+	href := run(t, tb, chromedp.Evaluate[string](`document.querySelector('#files [data-preview="8765"] a').getAttribute("href")`))
+	if !strings.HasPrefix(href, "/preview/") {
+		t.Fatalf("the link is %q", href)
+	}
+
+	// The owner opens it (as the link's new tab would): sent on with a
+	// grant, to a page that works in its own origin.
+	tb.do(t, chromedp.Navigate(e.url+href+"site/"))
+	got := run(t, tb, poll[string](`() => { const w = document.getElementById("w"); return w && w.textContent !== "-" && document.getElementById("f").textContent !== "-" ? [document.getElementById("f").textContent, w.textContent, document.getElementById("c").textContent].join(" | ") : ""; }`))
+	if got != "fetched 42 | echo: hi | cookies blocked" {
+		t.Errorf("the page says %q", got)
+	}
+	if loc := run(t, tb, chromedp.Evaluate[string](`location.pathname`)); !strings.Contains(loc, "~") {
+		t.Errorf("the page is at %q, without the owner's grant", loc)
+	}
+
+	// On a phone, in Chinese.
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+app.ID+"/chat/"+chatID+"?lang=zh"),
+		chromedp.WaitVisible(chromedp.CSS(`.files-toggle`)), chromedp.Click(chromedp.CSS(`.files-toggle`)),
+		chromedp.WaitVisible(chromedp.CSS(row)))
+	if got := tb.text(t, row+` [data-role=preview-state]`); got != "仅自己" {
+		t.Errorf("on the phone the link is shown %q", got)
+	}
+	tb.js(t, `(document.querySelector('#files [data-role=previews]').scrollIntoView({ block: "center" }), "")`)
+	e.viewShot(t, tb, "previews-phone-zh.png")
+	tb.do(t, chromedp.EmulateViewport(1280, 800))
+}
