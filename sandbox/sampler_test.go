@@ -21,7 +21,9 @@ func TestSamplerFollowsRunningSandboxes(t *testing.T) {
 		}
 	}
 	s := &sandbox.Sampler{Manager: m, Every: 50 * time.Millisecond, Idle: 500 * time.Millisecond,
-		List: func(ctx context.Context) ([]sandbox.Instance, error) { return e.store.ByProvider(ctx, e.provider.Name()) }}
+		List: func(ctx context.Context) ([]sandbox.Instance, error) {
+			return e.store.ByProvider(ctx, e.provider.Name())
+		}}
 	got := s.Look(ctx(t))
 	if _, ok := got[a.SandboxID()]; !ok || len(got) != 2 {
 		t.Fatalf("the first look: %v, want both sandboxes", got)
