@@ -103,3 +103,27 @@ func ArgvFor(req ExecRequest, shell, stateDir, workDir string, st ShellState) []
 	}
 	return ShellArgv(shell, stateDir, workDir, req.Command, st)
 }
+
+// InteractiveRC is the start-up file of a terminal's interactive shell
+// (L1): it restores the state as ShellScript does, and saves it after
+// every command line (bash's PROMPT_COMMAND) and when the shell ends, so
+// that the agent's next command starts where the person left the
+// terminal. A shell without PROMPT_COMMAND (busybox's sh) saves at its
+// end alone. Like the prelude, it is rendered from validated data.
+func InteractiveRC(stateDir, workDir string, st ShellState) string {
+	return "set -- " + ShellQuote(stateDir) + " " + ShellQuote(workDir) + " '' " + ShellQuote(st.Prelude()) + "\n" +
+		shellRestore + `__fb_keep() {
+	__fb_rc=$?
+	{
+		if [ "$PWD" != "$__fb_l" ]; then printf '%s\n' "$PWD" 1<> "$__fb_s/cwd"; __fb_l=$PWD; fi
+		case $__fb_e in env.a) __fb_e=env.b ;; *) __fb_e=env.a ;; esac
+		{ export -p; echo return; } 1<> "$__fb_s/$__fb_e" &&
+			echo "$__fb_e" 1<> "$__fb_s/env.now"
+	} >/dev/null 2>&1
+	return $__fb_rc
+}
+trap __fb_keep EXIT
+trap 'exit 129' HUP
+if [ -n "$BASH_VERSION" ]; then PROMPT_COMMAND=__fb_keep PS1='\w \$ '; else PS1='$ '; fi
+`
+}

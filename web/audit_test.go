@@ -33,15 +33,18 @@ import (
 )
 
 // auditPage is the admin API's answer.
+// auditRecord is one record as the audit API gives it.
+type auditRecord struct {
+	ID, Kind, ActorID, ActorKind, ToolCallID, AppID, ChatID, UserID, SandboxID string
+	Tool, Command, Op, Path, Decision, Rule, Reason, Status, Error             string
+	ExitCode                                                                   int
+	StdoutBytes, StderrBytes, Bytes                                            int64
+	TimedOut, Truncated                                                        bool
+	Time                                                                       time.Time
+}
+
 type auditPage struct {
-	Records []struct {
-		ID, Kind, ActorID, ActorKind, ToolCallID, AppID, ChatID, UserID, SandboxID string
-		Tool, Command, Op, Path, Decision, Rule, Reason, Status, Error             string
-		ExitCode                                                                   int
-		StdoutBytes, StderrBytes, Bytes                                            int64
-		TimedOut, Truncated                                                        bool
-		Time                                                                       time.Time
-	} `json:"records"`
+	Records []auditRecord `json:"records"`
 	NextCursor string `json:"nextCursor"`
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/flowbox/flowbox/web/files"
 	"github.com/flowbox/flowbox/web/preview"
 	"github.com/flowbox/flowbox/web/sandboxapi"
+	"github.com/flowbox/flowbox/web/terminal"
 	"github.com/flowbox/flowbox/web/ui"
 	"github.com/flowbox/flowbox/web/visitor"
 )
@@ -61,6 +62,8 @@ type Product struct {
 	Files    *files.Handler
 	// Preview serves the chats' preview links (L2).
 	Preview *preview.Handler
+	// Terminal serves the chats' web terminals (L1).
+	Terminal *terminal.Handler
 	// Usage reads the running sandboxes' metrics for the admin page
 	// (L4); nil: the page shows none.
 	Usage   Usage

@@ -192,6 +192,9 @@ func New(cfg Config) http.Handler {
 	users.POST("/core/ai/sandbox/status", p.Files.Status)
 	users.POST("/core/ai/sandbox/processes", p.Files.Processes)
 	users.POST("/core/ai/sandbox/previews", p.Files.Previews)
+	// The chat's terminal (L1): a WebSocket, for the chat's owner and
+	// admins; its Origin must be this engine's.
+	users.GET("/core/ai/sandbox/terminal", p.Terminal.Serve)
 	// Files a user gives the agent (K2), kept on the host.
 	users.POST("/uploads/:chatId", p.Uploads.Upload)
 	users.GET("/uploads/:chatId/files", p.Uploads.List)

@@ -446,6 +446,9 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: "/api/core/ai/sandbox/status", body: file("", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/processes", body: file("list", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
 		{method: "POST", path: "/api/core/ai/sandbox/previews", body: file("list", nil), want: with(chatRead, map[string]int{userNoCSRF: 403}), def: 200},
+		// The terminal: its owner and admins get to the WebSocket's
+		// handshake (426 to a request that is none).
+		{method: "GET", path: "/api/core/ai/sandbox/terminal?appId=" + f.shared + "&chatId=" + f.chat + "&userId=" + f.carol, want: with(chatWrite, map[string]int{userNoCSRF: http.StatusUpgradeRequired, wrongCSRF: http.StatusUpgradeRequired}), def: http.StatusUpgradeRequired},
 		// Preview links: the token is the credential (web/preview_test.go).
 		{method: "GET", path: "/preview/no-such-token", open: true, want: public, def: 404},
 		{method: "GET", path: "/preview/no-such-token/page", open: true, want: public, def: 404},

@@ -127,6 +127,9 @@ type Product struct {
 	// SecureCookies marks session cookies HTTPS-only.
 	// FLOWBOX_SECURE_COOKIES (default: true in production mode).
 	SecureCookies bool
+	// Terminal lets chats' owners and admins open a terminal into the
+	// chat's sandbox (L1). FLOWBOX_TERMINAL (default true).
+	Terminal bool
 	// ApprovalTimeout is how long a command an ask rule matched waits for
 	// its chat's owner to approve it; then it counts as rejected
 	// ("expired"). FLOWBOX_APPROVAL_TIMEOUT (default 30m).
@@ -333,6 +336,7 @@ func Parse(getenv func(string) string) (Config, error) {
 		LLMBaseURL:    str("FLOWBOX_LLM_BASE_URL", ""),
 		LLMAPIKey:     str("FLOWBOX_LLM_API_KEY", ""),
 		SecureCookies: boolean("FLOWBOX_SECURE_COOKIES", c.Mode == "production"),
+		Terminal:      boolean("FLOWBOX_TERMINAL", true),
 		LoginBurst:    int(integer("FLOWBOX_LOGIN_BURST", 10)),
 		// A duration, as the other timeouts.
 		ApprovalTimeout: duration("FLOWBOX_APPROVAL_TIMEOUT", 30*time.Minute),

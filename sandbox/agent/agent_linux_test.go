@@ -54,7 +54,10 @@ func startAgentWith(t testing.TB, cfg Config) agentEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		cfg.Socket, cfg.Shell, cfg.StateDir, cfg.WorkDir = e.sock, "/bin/sh", e.state, e.work
+		if cfg.Shell == "" {
+			cfg.Shell = "/bin/sh"
+		}
+		cfg.Socket, cfg.StateDir, cfg.WorkDir = e.sock, e.state, e.work
 		cfg.Env = append(slices.Clip(cfg.Env), runMark)
 		done <- Serve(ctx, cfg)
 	}()

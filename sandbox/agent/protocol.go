@@ -113,6 +113,21 @@
 // end of sending (a half close) is passed on to the other; the
 // connection ends when both ended, or when the agent does.
 //
+// # Terminals
+//
+// A request with "op" "pty", "cols" and "rows" starts an interactive
+// shell on a new pseudo-terminal of that size (L1): the configured
+// shell, which restores the persistent shell's state and saves it after
+// each command line and when it ends (sandbox.InteractiveRC), in a
+// session of its own. The agent answers a done frame once it runs, then
+// stdout frames of what the terminal shows, and an exit frame when the
+// shell ends. The client sends stdin frames of keystrokes and
+//
+//	10 resize  cols and rows, two big-endian uint16
+//
+// A cancel frame, any other frame or the connection's end hangs the
+// terminal up: its processes get SIGHUP, and SIGKILL two seconds later.
+//
 // # Over TCP
 //
 // An agent that listens on TCP (a Kubernetes pod's, reached over the
@@ -189,6 +204,8 @@ const (
 	// File operations.
 	frameData byte = 8
 	frameDone byte = 9
+	// Terminals, from the client.
+	frameResize byte = 10
 )
 
 // File operations (the request's "op").
@@ -209,8 +226,15 @@ const (
 	opProcStop  = "proc_stop"
 )
 
-// opDial connects to a port in the sandbox (see Ports).
-const opDial = "dial"
+// opDial connects to a port in the sandbox (see Ports); opPTY starts a
+// terminal (see Terminals).
+const (
+	opDial = "dial"
+	opPTY  = "pty"
+)
+
+// MaxTerminalSize bounds a terminal's columns and rows.
+const MaxTerminalSize = 1000
 
 func isProcOp(op string) bool {
 	switch op {
@@ -315,6 +339,9 @@ type wireRequest struct {
 	End    bool   `json:"end,omitempty"`
 	// Port: for "dial", the TCP port to connect to.
 	Port int `json:"port,omitempty"`
+	// Cols and Rows: for "pty", the terminal's size.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
 }
 
 func frameHeader(typ byte, n int) [5]byte {

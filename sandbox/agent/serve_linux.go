@@ -267,6 +267,9 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	case req.Op == opDial:
 		s.dial(ctx, req, conn, br, w)
 		return
+	case req.Op == opPTY:
+		s.terminal(ctx, req, br, w)
+		return
 	case isProcOp(req.Op):
 		s.procOp(req, br, w)
 		return
@@ -351,6 +354,13 @@ func readRequest(br *bufio.Reader) (wireRequest, error) {
 		}
 		if req.Max < 0 || req.Offset < 0 {
 			return wireRequest{}, errors.New("malformed request: negative max or offset")
+		}
+	case opPTY:
+		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 {
+			return wireRequest{}, errors.New("malformed request: pty takes its size alone")
+		}
+		if req.Cols < 1 || req.Rows < 1 || req.Cols > MaxTerminalSize || req.Rows > MaxTerminalSize {
+			return wireRequest{}, fmt.Errorf("malformed request: a terminal of %dx%d (each between 1 and %d)", req.Cols, req.Rows, MaxTerminalSize)
 		}
 	case opDial:
 		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 {

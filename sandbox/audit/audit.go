@@ -31,6 +31,10 @@ const (
 	// KindEgress: a connection a sandbox opened through the egress proxy
 	// (sandbox/egress); Command is "METHOD host:port".
 	KindEgress Kind = "egress"
+	// KindTerminal: a terminal session a person opened in a sandbox
+	// (L1), recorded when it ends: Time its start, DurationMs its
+	// length, Bytes the keystrokes sent, StdoutBytes what it showed.
+	KindTerminal Kind = "terminal"
 )
 
 // Decision is what the chain decided before the call ran.

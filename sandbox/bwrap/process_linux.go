@@ -111,3 +111,11 @@ func (n namespacePorts) DialPort(ctx context.Context, id string, port int) (net.
 	}
 	return conn, err
 }
+
+var _ sandbox.TerminalProvider = (*Provider)(nil)
+
+// Terminals run in the sandbox's namespace, which a terminal starts when
+// it has none (as a background process does).
+func (p *Provider) Terminals() sandbox.Terminals {
+	return agent.Terminals(func(ctx context.Context, id string) (*agent.Conn, error) { return p.processConn(ctx, id, true) })
+}

@@ -34,3 +34,8 @@ var _ sandbox.PortProvider = (*Provider)(nil)
 // Ports are reached through the container's agent, from inside its
 // network namespace.
 func (p *Provider) Ports() sandbox.Ports { return agent.Ports(p.processConn) }
+
+var _ sandbox.TerminalProvider = (*Provider)(nil)
+
+// Terminals are started by the container's agent.
+func (p *Provider) Terminals() sandbox.Terminals { return agent.Terminals(p.processConn) }

@@ -26,3 +26,8 @@ var _ sandbox.PortProvider = (*Provider)(nil)
 // from inside the pod: nothing of the pod listens on the cluster's
 // network for them.
 func (p *Provider) Ports() sandbox.Ports { return agent.Ports(p.checkedDial) }
+
+var _ sandbox.TerminalProvider = (*Provider)(nil)
+
+// Terminals are started by the agent of the sandbox's run-mode pod.
+func (p *Provider) Terminals() sandbox.Terminals { return agent.Terminals(p.checkedDial) }

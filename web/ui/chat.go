@@ -38,6 +38,7 @@ type pageData struct {
 	UserID     string          `json:"userId,omitempty"`
 	CanDelete  bool            `json:"canDelete"`
 	RunDetails bool            `json:"runDetails"`
+	Terminal   bool            `json:"terminal,omitempty"`
 	Variables  json.RawMessage `json:"variables,omitempty"`
 	Items      []pageItem      `json:"items"`
 	// Earlier is the seq of the first item shown when the chat has
@@ -168,7 +169,9 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		// The nodes' inputs and outputs are the app's inner workings: for
 		// those who build it.
 		RunDetails: !view.Visitor && u.Access.CanEditApp(api.Caller(c), a),
-		Items:      []pageItem{}}
+		// The terminal runs what is typed: the chat's owner and admins.
+		Terminal: u.Terminal && !view.Visitor && (own || p.Admin()) && view.Files != "",
+		Items:    []pageItem{}}
 	if view.Files == "read" || view.Files == "write" {
 		data.Files = view.Files
 	}

@@ -40,6 +40,9 @@ type UI struct {
 	Limits *Limits
 	// Pool, when set, gives the warm pool's figures the admin page shows.
 	Pool PoolStats
+	// Terminal: the chat page offers its terminal (L1) to the chat's
+	// owner and admins.
+	Terminal bool
 }
 
 // Lang is the reader's language: ?lang= (kept in a cookie), the cookie,

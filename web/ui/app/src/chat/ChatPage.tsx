@@ -1,9 +1,11 @@
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { Translate } from "../i18n";
 import { apply, emptyRun, type NodeRun, type Run } from "../sse";
 import { chatAPI } from "./api";
 import { Composer } from "./Composer";
 import { FilesPanel } from "./files/FilesPanel";
+// The terminal (xterm.js) loads when it is first opened.
+const TerminalPane = lazy(() => import("./terminal/TerminalPane").then((m) => ({ default: m.TerminalPane })));
 import { AttachButton, Attachments, DropZone, useAttachments } from "./files/Attachments";
 import { ChatList } from "./ChatList";
 import { RunDetails } from "./RunDetails";
@@ -41,6 +43,8 @@ export interface PageData {
   variables?: Variable[];
   /** the seq of the first item held, when the chat has earlier ones */
   earlier?: number;
+  /** the terminal into the chat's sandbox is offered (L1) */
+  terminal?: boolean;
 }
 
 // The last deferAbove items of the history render their answers at once;
@@ -64,6 +68,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   const [error, setError] = useState("");
   const [refresh, setRefresh] = useState(0);
   const [filesOpen, setFilesOpen] = useState(false);
+  const [termOpen, setTermOpen] = useState(false);
   const [listOpen, setListOpen] = useState(false);
   const [title, setTitle] = useState(data.title || data.chatId);
   const [runs, setRuns] = useState(0);
@@ -184,12 +189,22 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
               {t("deleteChat")}
             </button>
           )}
+          {data.terminal && (
+            <button type="button" className="secondary terminal-toggle" aria-expanded={termOpen} aria-controls="terminal" onClick={() => setTermOpen((o) => !o)}>
+              {t("terminal")}
+            </button>
+          )}
           {data.files && (
             <button type="button" className="secondary files-toggle" aria-expanded={filesOpen} onClick={() => setFilesOpen((o) => !o)}>
               {t("files")}
             </button>
           )}
         </header>
+        {termOpen && (
+          <Suspense fallback={<p className="hint">{t("terminal")}…</p>}>
+            <TerminalPane appId={data.appId} chatId={data.chatId} userId={data.userId} t={t} onClose={() => setTermOpen(false)} />
+          </Suspense>
+        )}
         {data.own && !!data.variables?.length && <ChatVariables vars={data.variables} typed={vars.typed} set={vars.set} t={t} />}
         <div id="messages" className="messages">
           {history.length === 0 && turns.length === 0 && (

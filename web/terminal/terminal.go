@@ -1,0 +1,343 @@
+// Package terminal serves the chat's web terminal (L1): a WebSocket at
+// GET /api/core/ai/sandbox/terminal that carries a terminal in the
+// chat's sandbox (sandbox.Terminal) to the browser's xterm.js.
+//
+// One terminal per chat sandbox: a second page that opens it takes it
+// over, and a page that reconnects within Grace returns to the same
+// shell with its recent screen replayed. Messages: binary ones are bytes
+// (keystrokes in, what the terminal shows out); text ones are JSON,
+// {"type":"resize","cols":N,"rows":M} in, {"type":"exit","code":N} and
+// {"type":"error","message":...} out.
+//
+// Only the chat's owner and admins open it: the command policy cannot
+// judge keystrokes. It must never attach a person to another chat's
+// terminal.
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/web/api"
+)
+
+// Sandboxes is the part of sandbox.Manager the terminal uses.
+type Sandboxes interface {
+	OpenTerminal(ctx context.Context, scope sandbox.Scope, cols, rows int) (sandbox.Terminal, error)
+	Used(ctx context.Context, scope sandbox.Scope)
+}
+
+// Record is what the engine keeps of a terminal session (the audit).
+type Record struct {
+	Scope    sandbox.Scope
+	Opener   string // the user who opened it
+	Start    time.Time
+	End      time.Time
+	BytesIn  int64 // keystrokes
+	BytesOut int64 // what it showed
+	ExitCode int   // -1: hung up
+}
+
+// Handler serves the terminals.
+type Handler struct {
+	Sandboxes Sandboxes
+	Access    api.ChatAccess
+	// Off turns terminals off (FLOWBOX_TERMINAL=off).
+	Off bool
+	// Grace is how long a terminal waits for its page to come back
+	// (default 60 s); Kept how much of its latest output is replayed
+	// then (default 256 KiB).
+	Grace time.Duration
+	Kept  int
+	// Ended is told of each session's end (the audit); nil: none.
+	Ended func(Record)
+	Log   *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// session is a terminal and the page attached to it, if any.
+type session struct {
+	h    *Handler
+	rec  Record
+	term sandbox.Terminal
+
+	mu     sync.Mutex
+	screen []byte
+	ws     *websocket.Conn
+	gen    int // bumped by each attachment
+	ended  bool
+	timer  *time.Timer
+}
+
+func (h *Handler) grace() time.Duration {
+	if h.Grace > 0 {
+		return h.Grace
+	}
+	return time.Minute
+}
+
+func (h *Handler) kept() int {
+	if h.Kept > 0 {
+		return h.Kept
+	}
+	return 256 << 10
+}
+
+func (h *Handler) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+// Serve serves GET /api/core/ai/sandbox/terminal?appId=&chatId=[&userId=]&cols=&rows=.
+func (h *Handler) Serve(c *gin.Context) {
+	if h.Off {
+		api.Error(c, http.StatusForbidden, "terminals are turned off on this engine (FLOWBOX_TERMINAL=off)")
+		return
+	}
+	appID, chatID := c.Query("appId"), c.Query("chatId")
+	if appID == "" || chatID == "" {
+		api.Error(c, http.StatusBadRequest, "appId and chatId are required")
+		return
+	}
+	cols, _ := strconv.Atoi(c.DefaultQuery("cols", "80"))
+	rows, _ := strconv.Atoi(c.DefaultQuery("rows", "24"))
+	if cols < 1 || rows < 1 || cols > 1000 || rows > 1000 {
+		api.Error(c, http.StatusBadRequest, "cols and rows must be between 1 and 1000")
+		return
+	}
+	p := api.Caller(c)
+	user, problem := h.Access.Whose(p, c.Query("userId"), "")
+	if problem != "" {
+		api.Error(c, http.StatusBadRequest, problem)
+		return
+	}
+	owner, err := h.Access.ChatOwner(c.Request.Context(), p, appID, user, chatID, true)
+	if err == nil && owner != p.UserID && !p.Admin() {
+		err = api.ErrNoAccess
+	}
+	if err != nil {
+		if errors.Is(err, api.ErrNoAccess) {
+			api.Error(c, http.StatusNotFound, fmt.Sprintf("no chat %q of yours", chatID))
+		} else {
+			api.Error(c, http.StatusInternalServerError, "could not check access to the chat; retry later")
+		}
+		return
+	}
+	scope := sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID}
+	// The Origin must be this engine's: another site's page cannot
+	// open a terminal with the user's cookie.
+	ws, err := websocket.Accept(c.Writer, c.Request, nil)
+	if err != nil {
+		return // Accept answered
+	}
+	ws.SetReadLimit(1 << 20)
+	s, err := h.session(c.Request.Context(), scope, p.UserID, cols, rows)
+	if err != nil {
+		msg := "the terminal could not be started; retry later"
+		if f, ok := api.FailureOf(err); ok {
+			msg = f.Message
+		} else {
+			h.log().Warn("terminal: start", "sandboxId", scope.SandboxID(), "err", err)
+		}
+		writeJSON(ws, map[string]any{"type": "error", "message": msg})
+		ws.Close(websocket.StatusInternalError, "no terminal")
+		return
+	}
+	s.attach(ws, cols, rows)
+}
+
+// session returns the chat's running terminal, or starts one.
+func (h *Handler) session(ctx context.Context, scope sandbox.Scope, opener string, cols, rows int) (*session, error) {
+	key := scope.SandboxID()
+	h.mu.Lock()
+	if s, ok := h.sessions[key]; ok {
+		h.mu.Unlock()
+		return s, nil
+	}
+	h.mu.Unlock()
+	term, err := h.Sandboxes.OpenTerminal(ctx, scope, cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{h: h, term: term, rec: Record{Scope: scope, Opener: opener, Start: time.Now().UTC(), ExitCode: -1}}
+	h.mu.Lock()
+	if h.sessions == nil {
+		h.sessions = map[string]*session{}
+	}
+	if other, ok := h.sessions[key]; ok {
+		// Another page started one meanwhile: use it.
+		h.mu.Unlock()
+		term.Close()
+		return other, nil
+	}
+	h.sessions[key] = s
+	h.mu.Unlock()
+	go s.pump()
+	return s, nil
+}
+
+// pump copies what the terminal shows to the attached page, keeps the
+// latest of it for a page that comes back, and counts the terminal as
+// the sandbox's use.
+func (s *session) pump() {
+	used := time.NewTicker(15 * time.Second)
+	defer used.Stop()
+	out := make(chan []byte, 16)
+	go func() {
+		defer close(out)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := s.term.Read(buf)
+			if n > 0 {
+				out <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	s.h.Sandboxes.Used(context.Background(), s.rec.Scope)
+	for {
+		select {
+		case p, ok := <-out:
+			if !ok {
+				s.end()
+				return
+			}
+			s.mu.Lock()
+			s.rec.BytesOut += int64(len(p))
+			s.screen = append(s.screen, p...)
+			if over := len(s.screen) - s.h.kept(); over > 0 {
+				s.screen = append(s.screen[:0], s.screen[over:]...)
+			}
+			ws := s.ws
+			s.mu.Unlock()
+			if ws != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_ = ws.Write(ctx, websocket.MessageBinary, p)
+				cancel()
+			}
+		case <-used.C:
+			s.h.Sandboxes.Used(context.Background(), s.rec.Scope)
+		}
+	}
+}
+
+// end closes the session once its terminal ended, and tells the page.
+func (s *session) end() {
+	s.h.mu.Lock()
+	if s.h.sessions[s.rec.Scope.SandboxID()] == s {
+		delete(s.h.sessions, s.rec.Scope.SandboxID())
+	}
+	s.h.mu.Unlock()
+	s.mu.Lock()
+	s.ended = true
+	ws := s.ws
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	rec := s.rec
+	rec.End = time.Now().UTC()
+	if t, ok := s.term.(interface{ ExitCode() int }); ok {
+		rec.ExitCode = t.ExitCode()
+	}
+	s.mu.Unlock()
+	s.term.Close()
+	if ws != nil {
+		writeJSON(ws, map[string]any{"type": "exit", "code": rec.ExitCode})
+		ws.Close(websocket.StatusNormalClosure, "the terminal ended")
+	}
+	if s.h.Ended != nil {
+		s.h.Ended(rec)
+	}
+}
+
+// attach makes ws the session's page, replaying its recent screen, and
+// serves its messages until it goes; then the terminal waits Grace for
+// a page to come back.
+func (s *session) attach(ws *websocket.Conn, cols, rows int) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		writeJSON(ws, map[string]any{"type": "exit", "code": -1})
+		ws.Close(websocket.StatusNormalClosure, "the terminal ended")
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	prev := s.ws
+	s.ws = ws
+	s.gen++
+	gen := s.gen
+	screen := append([]byte(nil), s.screen...)
+	s.mu.Unlock()
+	if prev != nil {
+		prev.Close(websocket.StatusPolicyViolation, "the terminal was opened in another page")
+	}
+	ctx := context.Background()
+	if len(screen) > 0 {
+		_ = ws.Write(ctx, websocket.MessageBinary, screen)
+	}
+	_ = s.term.Resize(cols, rows)
+	for {
+		typ, data, err := ws.Read(ctx)
+		if err != nil {
+			break
+		}
+		switch typ {
+		case websocket.MessageBinary:
+			if _, err := s.term.Write(data); err != nil {
+				break
+			}
+			s.mu.Lock()
+			s.rec.BytesIn += int64(len(data))
+			s.mu.Unlock()
+		case websocket.MessageText:
+			var m struct {
+				Type       string
+				Cols, Rows int
+			}
+			if json.Unmarshal(data, &m) == nil && m.Type == "resize" {
+				_ = s.term.Resize(m.Cols, m.Rows)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || s.ended {
+		return // another page took it, or it ended
+	}
+	s.ws = nil
+	s.timer = time.AfterFunc(s.h.grace(), func() {
+		s.mu.Lock()
+		stale := s.gen == gen && s.ws == nil
+		s.mu.Unlock()
+		if stale {
+			s.term.Close() // hangs up; pump ends the session
+		}
+	})
+}
+
+func writeJSON(ws *websocket.Conn, v any) {
+	b, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ws.Write(ctx, websocket.MessageText, b)
+}

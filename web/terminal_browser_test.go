@@ -1,0 +1,93 @@
+package web_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/flowbox/flowbox/apps"
+	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/internal/llm"
+	"github.com/flowbox/flowbox/internal/llm/llmtest"
+)
+
+// screenText is what the page's terminal shows, line by line.
+const screenText = `(() => { const t = window.flowboxTerminal; if (!t) return ""; const b = t.buffer.active; let s = ""; for (let i = 0; i < b.length; i++) s += b.getLine(i).translateToString(true) + "\n"; return s; })()`
+
+// TestTerminalBrowser (L1): the chat's owner opens the terminal in
+// Chromium and types cd and export; the agent's next command starts
+// there; a reload reconnects to the same shell with its screen; on a
+// phone, in Chinese.
+func TestTerminalBrowser(t *testing.T) {
+	t.Parallel()
+	model := llmtest.New(t,
+		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo \"$(pwd) $A\""}`)}},
+		llmtest.Reply{Text: "Checked."})
+	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
+	alice := srv.Login(t, "alice", browserUsers["alice"])
+	graph := apps.DemoGraph()
+	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "Shell", "public": false, "graph": graph}, 201).JSON(t, &app)
+
+	tb := e.signIn(t, "alice")
+	chatID := e.openChat(t, tb, app.ID)
+	screenHas := func(want string) string {
+		t.Helper()
+		var s string
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if s = tb.js(t, screenText); strings.Contains(s, want) {
+				return s
+			}
+		}
+		t.Fatalf("the terminal never showed %q; it shows %q", want, s)
+		return ""
+	}
+	// Typing: the text as the keyboard's input, then Enter.
+	typeLine := func(line string) {
+		t.Helper()
+		tb.do(t, chromedp.Focus(chromedp.CSS(`#terminal .xterm-helper-textarea`)))
+		if _, err := chromedp.Call(tb.ctx, input.InsertText, input.InsertTextParams{Text: line}); err != nil {
+			t.Fatal(err)
+		}
+		tb.do(t, chromedp.KeyEvent(kb.Enter))
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`.terminal-toggle`)), chromedp.WaitVisible(chromedp.CSS(`#terminal[data-state=open]`)))
+	screenHas("# ")
+	typeLine("cd /tmp; export A=1; echo typed-$A")
+	screenHas("typed-1")
+	screenHas("/tmp # ")
+	e.screenshot(t, tb, "terminal.png")
+
+	tb.ask(t, "where am I?")
+	_, responses := toolStatuses(t, alice, app.ID, chatID)
+	if len(responses) != 1 || !strings.Contains(responses[0], `/tmp 1\n`) {
+		t.Errorf("the agent's command after the terminal saw %v, want /tmp 1", responses)
+	}
+
+	// A reload returns to the same shell, its screen replayed.
+	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.terminal-toggle`)),
+		chromedp.Click(chromedp.CSS(`.terminal-toggle`)), chromedp.WaitVisible(chromedp.CSS(`#terminal[data-state=open]`)))
+	screenHas("typed-1")
+	typeLine("echo again-$A")
+	screenHas("again-1")
+
+	// On a phone, in Chinese.
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+app.ID+"/chat/"+chatID+"?lang=zh"),
+		chromedp.WaitVisible(chromedp.CSS(`.terminal-toggle`)), chromedp.Click(chromedp.CSS(`.terminal-toggle`)),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal[data-state=open]`)))
+	screenHas("again-1")
+	if got := tb.text(t, `.terminal-toggle`); got != "终端" {
+		t.Errorf("the terminal's button says %q", got)
+	}
+	e.viewShot(t, tb, "terminal-phone-zh.png")
+	tb.do(t, chromedp.EmulateViewport(1280, 800))
+}
