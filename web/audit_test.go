@@ -44,8 +44,8 @@ type auditRecord struct {
 }
 
 type auditPage struct {
-	Records []auditRecord `json:"records"`
-	NextCursor string `json:"nextCursor"`
+	Records    []auditRecord `json:"records"`
+	NextCursor string        `json:"nextCursor"`
 }
 
 func getAudit(t *testing.T, c *enginetest.Client, path string, q url.Values) auditPage {
