@@ -118,8 +118,13 @@ func (s *server) terminal(ctx context.Context, req wireRequest, br *bufio.Reader
 	select {
 	case <-drained:
 	case <-time.After(drainTimeout):
+		// A process the kill could not reach may hold the terminal.
 		_ = ptmx.SetReadDeadline(time.Unix(1, 0))
-		<-drained
+		select {
+		case <-drained:
+		case <-time.After(drainTimeout):
+			s.log.Warn("agent: a terminal's output does not end; answering without it", "pid", pid)
+		}
 	}
 	w.finish(frameExit, exitPayload(Result{ExitCode: exitCode(cmd.ProcessState)}))
 }

@@ -79,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"Background", testBackground},
 		{"Metrics", testMetrics},
 		{"Ports", testPorts},
+		{"Terminal", testTerminal},
 	}
 	names := map[string]bool{}
 	for _, tc := range tests {

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { useCallback, useEffect, useRef, useState, type FormEvent } from "react";
 import { stamp } from "../../pages/format";
 import { listPreviews, openPreview, revokePreview, sharePreview } from "./api";
 import type { Preview, Where } from "./api";
@@ -11,14 +11,19 @@ export function Previews({ where, mode, refresh, t }: { where: Where; mode: "rea
   const [list, setList] = useState<Preview[]>([]);
   const [error, setError] = useState("");
   const [port, setPort] = useState("");
+  // seq orders the list's changes: a listing that started before the
+  // latest change is not shown over it.
+  const seq = useRef(0);
   const load = useCallback(async () => {
+    const mine = ++seq.current;
     try {
       const got = await listPreviews(where);
+      if (mine !== seq.current) return;
       // Keep the ready-to-open paths the engine gave this page.
       setList((old) => got.map((p) => ({ ...p, open: old.find((o) => o.port === p.port && o.path === p.path)?.open })));
       setError("");
     } catch (err) {
-      setError((err as Error).message);
+      if (mine === seq.current) setError((err as Error).message);
     }
   }, [where]);
   useEffect(() => {
@@ -43,6 +48,7 @@ export function Previews({ where, mode, refresh, t }: { where: Where; mode: "rea
     }
     try {
       const p = await openPreview(where, n);
+      seq.current++;
       setList((old) => [...old.filter((o) => o.port !== p.port), p].sort((a, b) => a.port - b.port));
       setPort("");
       setError("");
