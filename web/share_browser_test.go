@@ -93,6 +93,10 @@ func TestBrowserPublishToVisitors(t *testing.T) {
 	if n := run(t, first, chromedp.Evaluate[int](`document.querySelectorAll('header nav a, #logout').length`)); n != 0 {
 		t.Errorf("a visitor's page shows %d links of signed-in users", n)
 	}
+	// No terminal for visitors (L1; the link's API has no such route).
+	if n := run(t, first, chromedp.Evaluate[int](`document.querySelectorAll('.terminal-toggle').length`)); n != 0 {
+		t.Errorf("a visitor's page offers the terminal")
+	}
 	chatID := path.Base(first.location())
 	first.ask(t, "$ echo visitor-data > found.txt && cat found.txt")
 	if out := first.js(t, `document.querySelector('#messages .tool-card [data-role="stdout"]').textContent`); !strings.Contains(out, "visitor-data") {
