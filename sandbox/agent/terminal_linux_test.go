@@ -71,8 +71,9 @@ func TestTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.until("set-done")
-	// The prompt after it is drawn once the state is saved.
-	s.until("/tmp")
+	// The prompt after it is drawn once the state is saved (the work
+	// directory's own prompt holds "/tmp" too: wait for this one).
+	s.until("/tmp # ")
 	if _, out := e.run(t, `echo "$(pwd) $A"`, time.Minute); strings.TrimSpace(out.stdout.String()) != "/tmp 1" {
 		t.Errorf("the next command sees %q, want /tmp 1", out.stdout.String())
 	}
