@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/apps/share"
 	"github.com/flowbox/flowbox/auth"
@@ -20,7 +18,6 @@ import (
 	"github.com/flowbox/flowbox/nodes/runapp"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
-	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web"
 	"github.com/flowbox/flowbox/web/account"
 	"github.com/flowbox/flowbox/web/admin"
@@ -140,7 +137,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Files: &files.Handler{Sandboxes: svc.Manager, Access: access, Storage: storage, Procs: svc.Manager, Links: svc.Previews},
 		Usage: svc.Sampler,
 		Terminal: &terminal.Handler{Sandboxes: svc.Manager, Access: access, Off: !cfg.Product.Terminal, Log: log,
-			Ended: func(r terminal.Record) { svc.AuditWriter.Write(context.Background(), terminalAudit(r)) }},
+			Ended: func(r terminal.Record) { svc.AuditWriter.Write(context.Background(), r.Audit()) }},
 		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Access: access, Auth: accounts, Log: log},
 		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &admin.Skills{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
@@ -198,16 +195,4 @@ func ownerAccess(accounts *auth.Store, access *api.Access) func(ctx context.Cont
 		}
 		return access.CanUseApp(owner, called), access.CanEditApp(owner, called), nil
 	}
-}
-
-// terminalAudit is the audit record of a terminal session that ended.
-func terminalAudit(r terminal.Record) audit.Record {
-	status := audit.StatusSuccess
-	if r.ExitCode != 0 {
-		status = audit.StatusFailed
-	}
-	return audit.Record{ID: bson.NewObjectID(), Time: r.Start, DurationMs: r.End.Sub(r.Start).Milliseconds(), Instance: audit.DefaultInstance(),
-		Kind: audit.KindTerminal, ActorID: r.Opener, ActorKind: "user", Via: "terminal",
-		AppID: r.Scope.AppID, ChatID: r.Scope.ChatID, UserID: r.Scope.UserID, SandboxID: r.Scope.SandboxID(),
-		Tool: "terminal", Decision: audit.Allowed, Status: status, ExitCode: r.ExitCode, Bytes: r.BytesIn, StdoutBytes: r.BytesOut}
 }

@@ -27,8 +27,10 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web/api"
 )
 
@@ -47,6 +49,19 @@ type Record struct {
 	BytesIn  int64 // keystrokes
 	BytesOut int64 // what it showed
 	ExitCode int   // -1: hung up
+}
+
+// Audit is the session's audit record (kind terminal): who opened it,
+// when, for how long, the bytes each way and how its shell ended.
+func (r Record) Audit() audit.Record {
+	status := audit.StatusSuccess
+	if r.ExitCode != 0 {
+		status = audit.StatusFailed
+	}
+	return audit.Record{ID: bson.NewObjectID(), Time: r.Start, DurationMs: r.End.Sub(r.Start).Milliseconds(), Instance: audit.DefaultInstance(),
+		Kind: audit.KindTerminal, ActorID: r.Opener, ActorKind: "user", Via: "terminal",
+		AppID: r.Scope.AppID, ChatID: r.Scope.ChatID, UserID: r.Scope.UserID, SandboxID: r.Scope.SandboxID(),
+		Tool: "terminal", Decision: audit.Allowed, Status: status, ExitCode: r.ExitCode, Bytes: r.BytesIn, StdoutBytes: r.BytesOut}
 }
 
 // Handler serves the terminals.
@@ -296,6 +311,7 @@ func (s *session) attach(ws *websocket.Conn, cols, rows int) {
 		_ = ws.Write(ctx, websocket.MessageBinary, screen)
 	}
 	_ = s.term.Resize(cols, rows)
+read:
 	for {
 		typ, data, err := ws.Read(ctx)
 		if err != nil {
@@ -304,7 +320,7 @@ func (s *session) attach(ws *websocket.Conn, cols, rows int) {
 		switch typ {
 		case websocket.MessageBinary:
 			if _, err := s.term.Write(data); err != nil {
-				break
+				break read // the shell is gone: pump ends the session
 			}
 			s.mu.Lock()
 			s.rec.BytesIn += int64(len(data))
