@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,16 +62,9 @@ func (s *server) terminal(ctx context.Context, req wireRequest, br *bufio.Reader
 	}()
 	_ = w.write(frameDone, nil)
 
-	hangup := make(chan struct{})
-	var once bool
-	hangUp := func() {
-		if !once {
-			once = true
-			close(hangup)
-		}
-	}
 	// Keystrokes and sizes; anything else, or the connection's end,
-	// hangs up.
+	// hangs up (unless the shell has ended: its pid may be reused once
+	// it is reaped).
 	go func() {
 		buf := make([]byte, MaxFrame)
 		for {
@@ -78,7 +72,7 @@ func (s *server) terminal(ctx context.Context, req wireRequest, br *bufio.Reader
 			switch {
 			case err != nil:
 				select {
-				case <-hangup:
+				case <-exited:
 				default:
 					s.hangupSoon(pid)
 				}
@@ -100,13 +94,13 @@ func (s *server) terminal(ctx context.Context, req wireRequest, br *bufio.Reader
 	}()
 	stop := context.AfterFunc(ctx, func() { s.hangupSoon(pid) })
 	defer stop()
+	out := &ptyOutput{f: ptmx}
 	drained := make(chan struct{})
 	go func() {
-		w.copyFrom(ptmx, frameStdout)
+		w.copyFrom(out, frameStdout)
 		close(drained)
 	}()
 	<-exited
-	hangUp()
 	// What the shell left in its session ends with it.
 	if err := killTree(inSession(pid)); err != nil {
 		s.log.Error("agent: a terminal's processes survive it", "pid", pid, "err", err)
@@ -115,18 +109,41 @@ func (s *server) terminal(ctx context.Context, req wireRequest, br *bufio.Reader
 	if err := finishCommand(pid); err != nil {
 		s.log.Error("agent: orphaned processes survive", "err", err)
 	}
+	out.end()
 	select {
 	case <-drained:
 	case <-time.After(drainTimeout):
-		// A process the kill could not reach may hold the terminal.
-		_ = ptmx.SetReadDeadline(time.Unix(1, 0))
-		select {
-		case <-drained:
-		case <-time.After(drainTimeout):
-			s.log.Warn("agent: a terminal's output does not end; answering without it", "pid", pid)
-		}
+		// The page does not read what is left.
+		s.log.Warn("agent: a terminal's output does not end; answering without it", "pid", pid)
 	}
 	w.finish(frameExit, exitPayload(Result{ExitCode: exitCode(cmd.ProcessState)}))
+}
+
+// ptyOutput reads a terminal's output. On Linux the read fails (EIO)
+// once the last process holding the terminal's other side has closed
+// it; under gVisor (runsc 2022-12) it blocks instead, whatever has
+// closed. So once the shell has ended and its session is killed, when
+// what is left to read is already queued, each read waits tailQuiet at
+// most: the output ends as soon as it has been read.
+type ptyOutput struct {
+	f     *os.File
+	ended atomic.Bool
+}
+
+// tailQuiet is how long an ended terminal's output may pause.
+const tailQuiet = 100 * time.Millisecond
+
+func (o *ptyOutput) Read(p []byte) (int, error) {
+	if o.ended.Load() {
+		_ = o.f.SetReadDeadline(time.Now().Add(tailQuiet))
+	}
+	return o.f.Read(p)
+}
+
+// end bounds the reads from now on, the one waiting now included.
+func (o *ptyOutput) end() {
+	o.ended.Store(true)
+	_ = o.f.SetReadDeadline(time.Now().Add(tailQuiet))
 }
 
 // hangupSoon hangs a terminal up: SIGHUP to its session's processes (the
