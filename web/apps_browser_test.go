@@ -66,7 +66,7 @@ func TestAppPagesBrowser(t *testing.T) {
 	chats := "/apps/" + appID + "/chats"
 	tb.do(t, chromedp.Navigate(e.url+chats), chromedp.WaitVisible(chromedp.ID("chats-empty")))
 	tb.do(t, chromedp.Click(chromedp.ID("new-chat")), chromedp.WaitVisible(chromedp.ID("chat-form")))
-	chatID := tb.location()[strings.LastIndex(tb.location(), "/")+1:]
+	chatID := tb.chatID(t)
 	tb.send(t, "Where is my parcel?")
 	run(t, tb, poll[bool](`() => { const a = document.querySelector("#messages .msg.assistant .text"); return a !== null && a.textContent.trim() !== ""; }`))
 

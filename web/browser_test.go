@@ -38,6 +38,7 @@ import (
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/engine"
 	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/internal/llm/llmtest"
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/nodes/toolcall"
 	"github.com/flowbox/flowbox/sandbox"
@@ -94,6 +95,17 @@ func newBrowserEnvWith(t testing.TB, opts enginetest.Options) *browserEnv {
 	svc := env.Engine.Services
 	return &browserEnv{url: env.URL, engine: env.Engine, manager: svc.Manager, provider: svc.Provider,
 		apps: env.Engine.Apps, chats: env.Engine.Chats, browser: startChromium(t, chromium), shots: shots}
+}
+
+// newScriptedBrowser is newBrowserEnv with a scripted model that answers
+// with replies, and alice's app named name whose agent talks to it; it
+// returns alice's API client too.
+func newScriptedBrowser(t *testing.T, name string, replies ...llmtest.Reply) (*browserEnv, *enginetest.Client, string) {
+	t.Helper()
+	model := llmtest.New(t, replies...)
+	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
+	alice := (&enginetest.Env{URL: e.url, Engine: e.engine}).Login(t, "alice", browserUsers["alice"])
+	return e, alice, scriptedApp(t, alice, name, nil)
 }
 
 // chromiumBinary finds Debian's Chromium: its headless shell (the package
@@ -216,10 +228,28 @@ func (tb *tab) do(t testing.TB, steps ...chromedp.Action[chromedp.Void]) {
 }
 
 func (tb *tab) location() string {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(tb.ctx), 2*time.Second)
-	defer cancel()
-	loc, _ := chromedp.Run(ctx, chromedp.Location())
-	return loc
+	// On a busy machine a call may take a while: a few tries, each
+	// bounded, so that a tab that hangs does not hang the test.
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(tb.ctx), 5*time.Second)
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		cancel()
+		if err == nil || try == 5 {
+			return loc
+		}
+	}
+}
+
+// chatID is the id of the chat the tab shows (its page's URL ends with
+// it); the test fails if it shows none.
+func (tb *tab) chatID(t *testing.T) string {
+	t.Helper()
+	loc := tb.location()
+	id := path.Base(loc)
+	if !strings.Contains(loc, "/chat/") || id == "new" {
+		t.Fatalf("the tab shows %q, not a chat", loc)
+	}
+	return id
 }
 
 // where says, for a failed step, which page the tab shows and how the
@@ -328,11 +358,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 func (e *browserEnv) openChat(t *testing.T, tb *tab, appID string) string {
 	t.Helper()
 	tb.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/chat/new"), chromedp.WaitVisible(chromedp.ID("chat-form")))
-	chatID := path.Base(tb.location())
-	if chatID == "" || chatID == "new" {
-		t.Fatalf("the new chat has no id: %q", chatID)
-	}
-	return chatID
+	return tb.chatID(t)
 }
 
 // send fills the composer with message and sends it.

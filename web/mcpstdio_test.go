@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
@@ -44,20 +43,13 @@ func TestStdioMCPThroughChat(t *testing.T) {
 	// registered command installs it in the workspace and runs it.
 	expect(t, admin, "POST", "/admin/api/mcp-servers", map[string]any{"id": "local", "name": "Local counter", "transport": "stdio",
 		"command": []string{"/bin/sh", "-c", "install -m 755 /workspace/uploads/mcp-echo /workspace/mcp-echo && exec /workspace/mcp-echo"}}, 201)
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)
-	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["mcp:local"]`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, admin, "POST", "/api/apps", map[string]any{"name": "stdio", "public": false, "graph": graph}, 201).JSON(t, &app)
-	if r := upload(t, admin, "/api/uploads/c-stdio?appId="+app.ID, part{name: "mcp-echo", content: server}); r.Status != 200 && r.Status != 201 {
+	appID := scriptedApp(t, admin, "stdio", map[string]string{"useAgentSandbox": `true`, "tools": `["mcp:local"]`})
+	if r := upload(t, admin, "/api/uploads/c-stdio?appId="+appID, part{name: "mcp-echo", content: server}); r.Status != 200 && r.Status != 201 {
 		t.Fatalf("upload the server: %d %s", r.Status, r.Body)
 	}
 
 	for i, want := range []string{"Counted once.", "Counted twice."} {
-		_, answer := sendTurn(t, admin, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "c-stdio", "messages": message("count")}, 200)
+		_, answer := sendTurn(t, admin, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "c-stdio", "messages": message("count")}, 200)
 		if answer != want {
 			t.Fatalf("turn %d: answer %q, want %q", i+1, answer, want)
 		}
@@ -100,7 +92,7 @@ func TestStdioMCPThroughChat(t *testing.T) {
 		Records []struct{ Op, Tool, Command, Status string }
 	}
 	waitUntil(t, "the audit has both calls", func() bool {
-		admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).JSON(t, &records)
+		admin.Do(t, "GET", "/admin/api/audit?app="+appID, nil).JSON(t, &records)
 		calls := 0
 		for _, r := range records.Records {
 			if r.Op == "mcp:local/count" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,10 +27,7 @@ import (
 //
 //	go test -run '^$' -bench Preview -benchtime 300x ./web/
 func BenchmarkPreview(b *testing.B) {
-	server, err := os.ReadFile("testdata/preview/server.py")
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := newPreviewServer(b)
 	env := enginetest.Start(b, enginetest.Options{})
 	ctx := context.Background()
 	user := env.CreateUser(b, "bench-preview", auth.RoleUser)
@@ -44,9 +40,9 @@ func BenchmarkPreview(b *testing.B) {
 		}
 		return res
 	}
-	exec("mkdir -p site && echo '<h1>hello preview</h1>' > site/index.html && cat > server.py <<'EOF'\n"+string(server)+"EOF\n", false)
-	exec("exec python3 server.py 8765", true)
-	exec("for i in $(seq 200); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' 2>/dev/null && exit 0; sleep 0.05; done; exit 1", false)
+	exec("mkdir -p site && echo '<h1>hello preview</h1>' > site/index.html && "+srv.write, false)
+	exec(srv.start, true)
+	exec(srv.wait, false)
 	link, err := links.Issue(ctx, scope, 8765)
 	if err != nil {
 		b.Fatal(err)

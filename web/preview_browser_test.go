@@ -1,15 +1,11 @@
 package web_test
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowbox/flowbox/apps"
-	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 )
@@ -37,32 +33,20 @@ try { say("c", "cookies: " + document.cookie); } catch (e) { say("c", "cookies b
 // out of reach); the panel on a desktop and a phone in Chinese.
 func TestPreviewBrowser(t *testing.T) {
 	t.Parallel()
-	server, err := os.ReadFile("testdata/preview/server.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newPreviewServer(t)
 	call := func(id, tool, args string) llmtest.Reply {
 		return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(id, tool, args)}}
 	}
-	setup := "mkdir -p site && cat > site/index.html <<'EOF'\n" + previewPage + "EOF\necho '{\"v\": 42}' > site/data.json && cat > server.py <<'EOF'\n" + string(server) + "EOF\n"
-	model := llmtest.New(t,
+	setup := "mkdir -p site && cat > site/index.html <<'EOF'\n" + previewPage + "EOF\necho '{\"v\": 42}' > site/data.json && " + srv.write
+	e, _, appID := newScriptedBrowser(t, "Site",
 		call("c1", "sandbox_shell", mustJSON(t, map[string]string{"command": setup})),
-		call("c2", "sandbox_process", `{"action":"start","command":"exec python3 /workspace/server.py 8765"}`),
-		call("c3", "sandbox_shell", `{"command":"for i in $(seq 200); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' 2>/dev/null && echo up && break; sleep 0.05; done"}`),
+		call("c2", "sandbox_process", mustJSON(t, map[string]string{"action": "start", "command": srv.start})),
+		call("c3", "sandbox_shell", mustJSON(t, map[string]string{"command": srv.wait})),
 		call("c4", "sandbox_process", `{"action":"link","port":8765}`),
 		llmtest.Reply{Text: "Your site is up: open it from the Preview links."})
-	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
-	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
-	alice := srv.Login(t, "alice", browserUsers["alice"])
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "Site", "public": false, "graph": graph}, 201).JSON(t, &app)
 
 	tb := e.signIn(t, "alice")
-	chatID := e.openChat(t, tb, app.ID)
+	chatID := e.openChat(t, tb, appID)
 	tb.ask(t, "build me a site")
 	row := `#files [data-preview="8765"]`
 	tb.do(t, chromedp.WaitVisible(chromedp.CSS(row)))
@@ -94,7 +78,7 @@ func TestPreviewBrowser(t *testing.T) {
 	}
 
 	// On a phone, in Chinese.
-	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+app.ID+"/chat/"+chatID+"?lang=zh"),
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+appID+"/chat/"+chatID+"?lang=zh"),
 		chromedp.WaitVisible(chromedp.CSS(`.files-toggle`)), chromedp.Click(chromedp.CSS(`.files-toggle`)),
 		chromedp.WaitVisible(chromedp.CSS(row)))
 	if got := tb.text(t, row+` [data-role=preview-state]`); got != "仅自己" {

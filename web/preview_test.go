@@ -11,7 +11,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
@@ -29,18 +28,15 @@ import (
 // to a stopped sandbox starts it again.
 func TestPreviewLinks(t *testing.T) {
 	t.Parallel()
-	server, err := os.ReadFile("testdata/preview/server.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newPreviewServer(t)
 	call := func(id, tool, args string) llmtest.Reply {
 		return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(id, tool, args)}}
 	}
-	setup := "mkdir -p site && echo '<h1>hello preview</h1>' > site/index.html && cat > /workspace/server.py <<'EOF'\n" + string(server) + "EOF\n"
+	setup := "mkdir -p site && echo '<h1>hello preview</h1>' > site/index.html && " + srv.write
 	model := llmtest.New(t,
 		call("c1", "sandbox_shell", mustJSON(t, map[string]string{"command": setup})),
-		call("c2", "sandbox_process", `{"action":"start","command":"exec python3 /workspace/server.py 8765"}`),
-		call("c3", "sandbox_shell", `{"command":"for i in $(seq 200); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' 2>/dev/null && echo up && break; sleep 0.05; done"}`),
+		call("c2", "sandbox_process", mustJSON(t, map[string]string{"action": "start", "command": srv.start})),
+		call("c3", "sandbox_shell", mustJSON(t, map[string]string{"command": srv.wait})),
 		call("c4", "sandbox_process", `{"action":"link","port":8765}`),
 		call("c5", "sandbox_process", `{"action":"link","port":8766}`),
 		llmtest.Reply{Text: "open it"},
@@ -51,15 +47,10 @@ func TestPreviewLinks(t *testing.T) {
 	env.CreateUser(t, "eve", auth.RoleUser)
 	eve := env.Login(t, "eve", enginetest.Password("eve"))
 	anon := env.Anonymous()
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, dana, "POST", "/api/apps", map[string]any{"name": "site", "graph": graph}, http.StatusCreated).JSON(t, &app)
-	chatID, _ := sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "pv-1", "messages": message("serve it")}, 200)
+	appID := scriptedApp(t, dana, "site", nil)
+	chatID, _ := sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "pv-1", "messages": message("serve it")}, 200)
 
-	statuses, responses := toolStatuses(t, dana, app.ID, chatID)
+	statuses, responses := toolStatuses(t, dana, appID, chatID)
 	if len(statuses) != 5 || !strings.Contains(responses[2], "up") {
 		t.Fatalf("tool calls %v %v", statuses, responses)
 	}
@@ -131,7 +122,7 @@ func TestPreviewLinks(t *testing.T) {
 
 	// Tokens of another port or chat, or a made-up grant, are refused.
 	var other struct{ Preview shownPreview }
-	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "open", "appId": app.ID, "chatId": chatID, "port": 8766}, 200).JSON(t, &other)
+	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "open", "appId": appID, "chatId": chatID, "port": 8766}, 200).JSON(t, &other)
 	if r := anon.Do(t, "GET", other.Preview.Open, nil); r.Status != http.StatusBadGateway || !strings.Contains(string(r.Body), "Nothing listens on port 8766") {
 		t.Errorf("port 8766: %d %s", r.Status, clip(r.Body))
 	}
@@ -144,20 +135,20 @@ func TestPreviewLinks(t *testing.T) {
 			t.Errorf("%s: %d, want refused", bad, r.Status)
 		}
 	}
-	expect(t, eve, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "list", "appId": app.ID, "chatId": chatID}, 404)
-	expect(t, eve, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "update", "appId": app.ID, "chatId": chatID, "port": 8765, "shared": true}, 404)
+	expect(t, eve, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "list", "appId": appID, "chatId": chatID}, 404)
+	expect(t, eve, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "update", "appId": appID, "chatId": chatID, "port": 8765, "shared": true}, 404)
 
 	// Shared, anyone with the link may use it; revoked, nobody.
-	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "update", "appId": app.ID, "chatId": chatID, "port": 8765, "shared": true}, 200)
+	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "update", "appId": appID, "chatId": chatID, "port": 8765, "shared": true}, 200)
 	if r := anon.Do(t, "GET", link+"site/", nil); r.Status != 200 || !strings.Contains(string(r.Body), "hello preview") {
 		t.Errorf("a shared link: %d %s", r.Status, clip(r.Body))
 	}
 	var list struct{ Previews []shownPreview }
-	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "list", "appId": app.ID, "chatId": chatID}, 200).JSON(t, &list)
+	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "list", "appId": appID, "chatId": chatID}, 200).JSON(t, &list)
 	if len(list.Previews) != 2 {
 		t.Errorf("listed %+v, want the links to 8765 and 8766", list.Previews)
 	}
-	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "revoke", "appId": app.ID, "chatId": chatID, "port": 8765}, 200)
+	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "revoke", "appId": appID, "chatId": chatID, "port": 8765}, 200)
 	if r := anon.Do(t, "GET", link+"site/", nil); r.Status != http.StatusNotFound {
 		t.Errorf("a revoked link: %d", r.Status)
 	}
@@ -165,11 +156,11 @@ func TestPreviewLinks(t *testing.T) {
 	// Wake-on-request: a request to a stopped sandbox starts it, and
 	// says that nothing listens (its server ended with the stop).
 	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
-	id := sandbox.Scope{AppID: app.ID, UserID: danaID, ChatID: chatID}.SandboxID()
+	id := sandbox.Scope{AppID: appID, UserID: danaID, ChatID: chatID}.SandboxID()
 	expect(t, admin, "POST", "/admin/api/sandboxes/"+id+"/stop", nil, 200)
 	status := func() string {
 		var s struct{ Status string }
-		expect(t, dana, "POST", "/api/core/ai/sandbox/status", map[string]any{"appId": app.ID, "chatId": chatID}, 200).JSON(t, &s)
+		expect(t, dana, "POST", "/api/core/ai/sandbox/status", map[string]any{"appId": appID, "chatId": chatID}, 200).JSON(t, &s)
 		return s.Status
 	}
 	if s := status(); s != string(sandbox.StatusStopped) {
@@ -189,4 +180,23 @@ type shownPreview struct {
 	Path   string
 	Open   string
 	Shared bool
+}
+
+// previewServer is testdata/preview/server.py as a sandbox's commands:
+// write puts it at /workspace/server.py, start serves the work
+// directory's site/ on port 8765 (a background command), and wait
+// prints "up" once it listens (exit 1 after 10 s).
+type previewServer struct{ write, start, wait string }
+
+func newPreviewServer(t testing.TB) previewServer {
+	t.Helper()
+	server, err := os.ReadFile("testdata/preview/server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return previewServer{
+		write: "cat > /workspace/server.py <<'EOF'\n" + string(server) + "EOF\n",
+		start: "exec python3 /workspace/server.py 8765",
+		wait:  `for i in $(seq 200); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8765))' 2>/dev/null && echo up && exit 0; sleep 0.05; done; exit 1`,
+	}
 }

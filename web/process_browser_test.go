@@ -1,14 +1,11 @@
 package web_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowbox/flowbox/apps"
-	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 )
@@ -18,22 +15,13 @@ import (
 // and stops it, on a desktop and on a phone in Chinese.
 func TestBackgroundProcessBrowser(t *testing.T) {
 	t.Parallel()
-	model := llmtest.New(t,
+	e, _, appID := newScriptedBrowser(t, "Server",
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("call_srv", "sandbox_process",
 			`{"action":"start","command":"echo serving on port 8000; exec sleep 7451"}`)}},
 		llmtest.Reply{Text: "The server runs in the background."})
-	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
-	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
-	alice := srv.Login(t, "alice", browserUsers["alice"])
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "Server", "public": false, "graph": graph}, 201).JSON(t, &app)
 
 	tb := e.signIn(t, "alice")
-	chatID := e.openChat(t, tb, app.ID)
+	chatID := e.openChat(t, tb, appID)
 	tb.ask(t, "start the server")
 	proc := `#files [data-process="p1"]`
 	tb.do(t, chromedp.WaitVisible(chromedp.CSS(proc)))
@@ -51,7 +39,7 @@ func TestBackgroundProcessBrowser(t *testing.T) {
 	e.screenshot(t, tb, "processes.png")
 
 	// On a phone, in Chinese: the panel is a sheet, opened from the chat.
-	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+app.ID+"/chat/"+chatID+"?lang=zh"),
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+appID+"/chat/"+chatID+"?lang=zh"),
 		chromedp.WaitVisible(chromedp.CSS(`.files-toggle`)), chromedp.Click(chromedp.CSS(`.files-toggle`)),
 		chromedp.WaitVisible(chromedp.CSS(proc)))
 	if got := tb.text(t, proc+` [data-role=state]`); got != "运行中" {

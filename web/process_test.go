@@ -2,13 +2,11 @@ package web_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
@@ -55,22 +53,17 @@ func TestBackgroundProcessTool(t *testing.T) {
 	dana := env.Login(t, "dana", enginetest.Password("dana"))
 	env.CreateUser(t, "eve", auth.RoleUser)
 	eve := env.Login(t, "eve", enginetest.Password("eve"))
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, dana, "POST", "/api/apps", map[string]any{"name": "servers", "graph": graph}, http.StatusCreated).JSON(t, &app)
+	appID := scriptedApp(t, dana, "servers", nil)
 	// A chat without a sandbox has no processes, and asking starts none.
-	if r := expect(t, dana, "POST", "/api/core/ai/sandbox/processes", map[string]any{"action": "list", "appId": app.ID, "chatId": "bg-1"}, 200); string(r.Body) != `{"processes":[]}` {
+	if r := expect(t, dana, "POST", "/api/core/ai/sandbox/processes", map[string]any{"action": "list", "appId": appID, "chatId": "bg-1"}, 200); string(r.Body) != `{"processes":[]}` {
 		t.Errorf("before the chat's first turn: %s", r.Body)
 	}
-	chatID, _ := sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "bg-1", "messages": message("start it")}, 200)
+	chatID, _ := sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "bg-1", "messages": message("start it")}, 200)
 
 	// The chat's panel lists it and shows its output; nobody else's.
 	procs := "/api/core/ai/sandbox/processes"
 	var listed struct{ Processes []sandbox.Process }
-	expect(t, dana, "POST", procs, map[string]any{"action": "list", "appId": app.ID, "chatId": chatID}, 200).JSON(t, &listed)
+	expect(t, dana, "POST", procs, map[string]any{"action": "list", "appId": appID, "chatId": chatID}, 200).JSON(t, &listed)
 	if len(listed.Processes) != 1 || listed.Processes[0].ID != "p1" || !listed.Processes[0].Running {
 		t.Errorf("the panel lists %+v, want p1 running", listed.Processes)
 	}
@@ -78,18 +71,18 @@ func TestBackgroundProcessTool(t *testing.T) {
 		Output string
 		Next   int64
 	}
-	expect(t, dana, "POST", procs, map[string]any{"action": "read", "appId": app.ID, "chatId": chatID, "id": "p1"}, 200).JSON(t, &read)
+	expect(t, dana, "POST", procs, map[string]any{"action": "read", "appId": appID, "chatId": chatID, "id": "p1"}, 200).JSON(t, &read)
 	if read.Output != "7441 /tmp\n" || read.Next != int64(len(read.Output)) {
 		t.Errorf("the panel reads %q up to %d", read.Output, read.Next)
 	}
-	expect(t, dana, "POST", procs, map[string]any{"action": "read", "appId": app.ID, "chatId": chatID, "id": "p9"}, 404)
-	expect(t, dana, "POST", procs, map[string]any{"action": "kill", "appId": app.ID, "chatId": chatID, "id": "p1"}, 400)
-	expect(t, eve, "POST", procs, map[string]any{"action": "list", "appId": app.ID, "chatId": chatID}, 404)
-	expect(t, eve, "POST", procs, map[string]any{"action": "stop", "appId": app.ID, "chatId": chatID, "id": "p1"}, 404)
+	expect(t, dana, "POST", procs, map[string]any{"action": "read", "appId": appID, "chatId": chatID, "id": "p9"}, 404)
+	expect(t, dana, "POST", procs, map[string]any{"action": "kill", "appId": appID, "chatId": chatID, "id": "p1"}, 400)
+	expect(t, eve, "POST", procs, map[string]any{"action": "list", "appId": appID, "chatId": chatID}, 404)
+	expect(t, eve, "POST", procs, map[string]any{"action": "stop", "appId": appID, "chatId": chatID, "id": "p1"}, 404)
 
-	sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": chatID, "messages": message("feed it, read it, stop it")}, 200)
+	sendTurn(t, dana, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": chatID, "messages": message("feed it, read it, stop it")}, 200)
 
-	statuses, responses := toolStatuses(t, dana, app.ID, chatID)
+	statuses, responses := toolStatuses(t, dana, appID, chatID)
 	if len(statuses) != 11 {
 		t.Fatalf("%d tool calls recorded (%v), want 11", len(statuses), statuses)
 	}

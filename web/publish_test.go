@@ -45,6 +45,23 @@ func newApp(t *testing.T, c *enginetest.Client, name string) string {
 	return app.ID
 }
 
+// scriptedApp makes an app of the client's caller whose agent talks to
+// the scripted model (llmtest) the engine was started with; inputs sets
+// more of the agent node's inputs, each as JSON.
+func scriptedApp(t *testing.T, c *enginetest.Client, name string, inputs map[string]string) string {
+	t.Helper()
+	graph := apps.DemoGraph()
+	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
+	for k, v := range inputs {
+		graph.Nodes[1].Inputs[k] = json.RawMessage(v)
+	}
+	var app struct {
+		ID string `json:"appId"`
+	}
+	expect(t, c, "POST", "/api/apps", map[string]any{"name": name, "public": false, "graph": graph}, 201).JSON(t, &app)
+	return app.ID
+}
+
 // sendTurn sends one user message to the chat API at path and returns the
 // chat id and the answer.
 func sendTurn(t *testing.T, c *enginetest.Client, path string, body map[string]any, want int) (chatID, answer string) {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
@@ -493,21 +492,15 @@ func TestDestructiveTools(t *testing.T) {
 	env.CreateUser(t, "dt-alice", auth.RoleUser)
 	alice := env.Login(t, "dt-alice", enginetest.Password("dt-alice"))
 
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["wipe", "peek"]`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "wiper", "public": false, "graph": graph}, 201).JSON(t, &app)
+	appID := scriptedApp(t, alice, "wiper", map[string]string{"tools": `["wipe", "peek"]`})
 
 	// The chat: the call waits for a person, who sees the tool and its
 	// params, and runs once approved.
-	tr := asks(t, alice, app.ID, "", "wipe the cache")
+	tr := asks(t, alice, appID, "", "wipe the cache")
 	if tr.Question.Rule != "destructiveTools" || tr.Question.Command != `exec:wipe {"what":"cache"}` {
 		t.Errorf("question %+v", tr.Question)
 	}
-	if done := completion(t, alice, answerBody(app.ID, tr.ChatID, tr.Question.ApprovalID, "approve", nil)); done.Answer != "Wiped." {
+	if done := completion(t, alice, answerBody(appID, tr.ChatID, tr.Question.ApprovalID, "approve", nil)); done.Answer != "Wiped." {
 		t.Errorf("after the approval: %q", done.Answer)
 	}
 	if reqs := model.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "wiped cache") {
@@ -518,7 +511,7 @@ func TestDestructiveTools(t *testing.T) {
 	var key struct {
 		Key string `json:"key"`
 	}
-	expect(t, alice, "POST", "/api/apps/"+app.ID+"/keys", map[string]any{"name": "program"}, 201).JSON(t, &key)
+	expect(t, alice, "POST", "/api/apps/"+appID+"/keys", map[string]any{"name": "program"}, 201).JSON(t, &key)
 	prog := env.Bearer(key.Key)
 	var s sessionView
 	expect(t, prog, "POST", "/api/sandbox/v1/sessions", map[string]any{}, 201).JSON(t, &s)
@@ -561,14 +554,8 @@ func TestShellToolIsOneTool(t *testing.T) {
 	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
 	user := env.CreateUser(t, "one-tool", auth.RoleUser)
 	c := env.Login(t, "one-tool", enginetest.Password("one-tool"))
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, c, "POST", "/api/apps", map[string]any{"name": "one tool", "public": false, "graph": graph}, 201).JSON(t, &app)
-	if _, answer := sendTurn(t, c, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "c-one", "messages": message("go")}, 200); answer != "Done." {
+	appID := scriptedApp(t, c, "one tool", map[string]string{"useAgentSandbox": `true`})
+	if _, answer := sendTurn(t, c, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "c-one", "messages": message("go")}, 200); answer != "Done." {
 		t.Fatalf("answer %q", answer)
 	}
 	reqs := model.Requests()

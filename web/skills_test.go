@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
@@ -51,20 +50,13 @@ func TestSkillRunsOnAnUpload(t *testing.T) {
 	installSkill(t, admin, "markdown-report")
 
 	// The app allows one of the two skills.
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)
-	graph.Nodes[1].Inputs["skills"] = json.RawMessage(`["csv-analyzer"]`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, admin, "POST", "/api/apps", map[string]any{"name": "analyst", "public": false, "graph": graph}, 201).JSON(t, &app)
+	appID := scriptedApp(t, admin, "analyst", map[string]string{"useAgentSandbox": `true`, "skills": `["csv-analyzer"]`})
 
 	csv := "region,amount\nnorth,10\nsouth,30.5\nnorth,20\n"
-	if r := upload(t, admin, "/api/uploads/c-sales?appId="+app.ID, part{"sales.csv", []byte(csv)}); r.Status != 201 {
+	if r := upload(t, admin, "/api/uploads/c-sales?appId="+appID, part{"sales.csv", []byte(csv)}); r.Status != 201 {
 		t.Fatalf("upload: %d %s", r.Status, r.Body)
 	}
-	_, answer := sendTurn(t, admin, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "c-sales",
+	_, answer := sendTurn(t, admin, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "c-sales",
 		"messages": []map[string]any{{"role": "user", "content": []map[string]any{
 			{"type": "text", "text": "What is in my table?"}, {"type": "file_url", "name": "sales.csv", "url": "sales.csv"}}}}}, 200)
 	if answer != "The table has 3 rows." {
@@ -122,7 +114,7 @@ func TestSkillRunsOnAnUpload(t *testing.T) {
 	}
 
 	// The result is in the chat's intermediate files, for the user.
-	dl := expect(t, admin, "POST", "/api/core/ai/sandbox/download", map[string]any{"appId": app.ID, "chatId": "c-sales",
+	dl := expect(t, admin, "POST", "/api/core/ai/sandbox/download", map[string]any{"appId": appID, "chatId": "c-sales",
 		"path": "/workspace/intermediate/sales-summary.json"}, 200)
 	var summary struct {
 		Rows    int
@@ -137,6 +129,6 @@ func TestSkillRunsOnAnUpload(t *testing.T) {
 
 	// The audit shows the script's run as a command of the agent.
 	waitUntil(t, "the audit has the script's run", func() bool {
-		return strings.Contains(string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).Body), "analyze.py")
+		return strings.Contains(string(admin.Do(t, "GET", "/admin/api/audit?app="+appID, nil).Body), "analyze.py")
 	})
 }

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/flowbox/flowbox/apps"
-	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
 )
@@ -25,21 +22,12 @@ const screenText = `(() => { const t = window.flowboxTerminal; if (!t) return ""
 // phone, in Chinese.
 func TestTerminalBrowser(t *testing.T) {
 	t.Parallel()
-	model := llmtest.New(t,
+	e, alice, appID := newScriptedBrowser(t, "Shell",
 		llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call("c1", "sandbox_shell", `{"command":"echo \"$(pwd) $A\""}`)}},
 		llmtest.Reply{Text: "Checked."})
-	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL}})
-	srv := &enginetest.Env{URL: e.url, Engine: e.engine}
-	alice := srv.Login(t, "alice", browserUsers["alice"])
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "Shell", "public": false, "graph": graph}, 201).JSON(t, &app)
 
 	tb := e.signIn(t, "alice")
-	chatID := e.openChat(t, tb, app.ID)
+	chatID := e.openChat(t, tb, appID)
 	screenHas := func(want string) string {
 		t.Helper()
 		var s string
@@ -68,7 +56,7 @@ func TestTerminalBrowser(t *testing.T) {
 	e.screenshot(t, tb, "terminal.png")
 
 	tb.ask(t, "where am I?")
-	_, responses := toolStatuses(t, alice, app.ID, chatID)
+	_, responses := toolStatuses(t, alice, appID, chatID)
 	if len(responses) != 1 || !strings.Contains(responses[0], `/tmp 1\n`) {
 		t.Errorf("the agent's command after the terminal saw %v, want /tmp 1", responses)
 	}
@@ -81,7 +69,7 @@ func TestTerminalBrowser(t *testing.T) {
 	screenHas("again-1")
 
 	// On a phone, in Chinese.
-	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+app.ID+"/chat/"+chatID+"?lang=zh"),
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/"+appID+"/chat/"+chatID+"?lang=zh"),
 		chromedp.WaitVisible(chromedp.CSS(`.terminal-toggle`)), chromedp.Click(chromedp.CSS(`.terminal-toggle`)),
 		chromedp.WaitVisible(chromedp.CSS(`#terminal[data-state=open]`)))
 	screenHas("again-1")

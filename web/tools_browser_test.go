@@ -17,7 +17,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
@@ -57,18 +56,12 @@ func TestToolsBrowser(t *testing.T) {
 	// Alice's app runs on the scripted model; it chose the stdio server
 	// before the admin disabled it.
 	alice := srv.Login(t, "alice", browserUsers["alice"])
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["mcp:local"]`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, alice, "POST", "/api/apps", map[string]any{"name": "Tool user", "public": false, "graph": graph}, 201).JSON(t, &app)
+	appID := scriptedApp(t, alice, "Tool user", map[string]string{"tools": `["mcp:local"]`})
 
 	// The builder lists the exec tools and the enabled servers; the
 	// chosen server that is no longer offered stays listed, marked.
 	tb := e.signIn(t, "alice")
-	tb.do(t, chromedp.Navigate(e.url+"/apps/"+app.ID+"/flow"))
+	tb.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/flow"))
 	openTools := func() {
 		t.Helper()
 		tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.react-flow__node[data-id="agent"]`)))
@@ -119,7 +112,7 @@ func TestToolsBrowser(t *testing.T) {
 			}
 		}
 	}
-	expect(t, alice, "GET", "/api/apps/"+app.ID, nil, 200).JSON(t, &stored)
+	expect(t, alice, "GET", "/api/apps/"+appID, nil, 200).JSON(t, &stored)
 	var chosen []string
 	for _, n := range stored.Graph.Nodes {
 		if n.Type == "tools" {
@@ -135,7 +128,7 @@ func TestToolsBrowser(t *testing.T) {
 	// A chat: the model calls both tools in one round; each card shows
 	// its tool, arguments, status and result, live and from the history.
 	tb = e.signIn(t, "alice")
-	e.openChat(t, tb, app.ID)
+	e.openChat(t, tb, appID)
 	tb.ask(t, "Shout hello and echo ping")
 	reqs := model.Requests()
 	if len(reqs) != 2 {

@@ -7,7 +7,6 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/internal/llm"
 	"github.com/flowbox/flowbox/internal/llm/llmtest"
@@ -98,15 +96,8 @@ func TestExecAndMCPTools(t *testing.T) {
 		t.Errorf("the builder's choices: %s", choices.Body)
 	}
 
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["useAgentSandbox"] = json.RawMessage(`true`)
-	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["shout", "where_am_i", "mcp:team"]`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, admin, "POST", "/api/apps", map[string]any{"name": "tools", "public": false, "graph": graph}, 201).JSON(t, &app)
-	_, answer := sendTurn(t, admin, "/api/v1/chat/completions", map[string]any{"appId": app.ID, "chatId": "c-tools", "messages": message("go")}, 200)
+	appID := scriptedApp(t, admin, "tools", map[string]string{"useAgentSandbox": `true`, "tools": `["shout", "where_am_i", "mcp:team"]`})
+	_, answer := sendTurn(t, admin, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "c-tools", "messages": message("go")}, 200)
 	if answer != "All done." {
 		t.Errorf("answer %q", answer)
 	}
@@ -156,7 +147,7 @@ func TestExecAndMCPTools(t *testing.T) {
 			ToolCalls []struct{ ToolName, Status string }
 		}
 	}
-	expect(t, admin, "GET", "/api/apps/"+app.ID+"/chats/c-tools", nil, 200).JSON(t, &chat)
+	expect(t, admin, "GET", "/api/apps/"+appID+"/chats/c-tools", nil, 200).JSON(t, &chat)
 	statuses := map[string]string{}
 	for _, it := range chat.Items {
 		for _, c := range it.ToolCalls {
@@ -172,11 +163,11 @@ func TestExecAndMCPTools(t *testing.T) {
 	// The host tool's call is audited under its operation; the sandbox
 	// tool's command went through the sandbox's chain.
 	waitUntil(t, "the audit has both tools", func() bool {
-		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).Body)
+		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+appID, nil).Body)
 		return strings.Contains(body, `"op":"text.shout"`) && strings.Contains(body, `"tool":"where_am_i"`) && strings.Contains(body, `"op":"where_am_i"`) &&
 			strings.Contains(body, `"op":"mcp:team/echo"`)
 	})
-	if body := string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID, nil).Body); strings.Contains(body, "sk-proj-Ab3d") {
+	if body := string(admin.Do(t, "GET", "/admin/api/audit?app="+appID, nil).Body); strings.Contains(body, "sk-proj-Ab3d") {
 		t.Errorf("the audit holds the secret the model sent to the MCP tool")
 	}
 }
@@ -205,22 +196,16 @@ func TestHostToolsFollowThePolicy(t *testing.T) {
 	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_LLM_BASE_URL": model.BaseURL,
 		"FLOWBOX_EXEC_TOOLS": file, "FLOWBOX_POLICY_FILE": policy}})
 	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
-	graph := apps.DemoGraph()
-	graph.Nodes[1].Inputs["model"] = json.RawMessage(`"scripted-model"`)
-	graph.Nodes[1].Inputs["tools"] = json.RawMessage(`["count_words", "listen"]`)
-	var app struct {
-		ID string `json:"appId"`
-	}
-	expect(t, admin, "POST", "/api/apps", map[string]any{"name": "host tools", "public": false, "graph": graph}, 201).JSON(t, &app)
+	appID := scriptedApp(t, admin, "host tools", map[string]string{"tools": `["count_words", "listen"]`})
 
-	tr := completion(t, admin, map[string]any{"appId": app.ID, "chatId": "c-host", "messages": message("count")})
+	tr := completion(t, admin, map[string]any{"appId": appID, "chatId": "c-host", "messages": message("count")})
 	if tr.Question == nil || tr.Question.Rule != "ask-python" || !strings.HasPrefix(tr.Question.Command, "python3 -c ") {
 		t.Fatalf("the host tool did not ask: %+v (answer %q)", tr.Question, tr.Answer)
 	}
 	if len(model.Requests()) != 1 {
 		t.Fatalf("the model was asked again before the approval")
 	}
-	done := completion(t, admin, answerBody(app.ID, "c-host", tr.Question.ApprovalID, "approve", nil))
+	done := completion(t, admin, answerBody(appID, "c-host", tr.Question.ApprovalID, "approve", nil))
 	if done.Answer != "Three words." {
 		t.Errorf("after the approval: %q", done.Answer)
 	}
@@ -238,7 +223,7 @@ func TestHostToolsFollowThePolicy(t *testing.T) {
 		t.Errorf("the forbidden tool gave %s", got)
 	}
 	waitUntil(t, "the audit has the refusal", func() bool {
-		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+app.ID+"&decision=refused", nil).Body)
+		body := string(admin.Do(t, "GET", "/admin/api/audit?app="+appID+"&decision=refused", nil).Body)
 		return strings.Contains(body, `"rule":"no-nc"`) && strings.Contains(body, `"tool":"listen"`)
 	})
 }
