@@ -138,7 +138,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Usage: svc.Sampler,
 		Terminal: &terminal.Handler{Sandboxes: svc.Manager, Access: access, Off: !cfg.Product.Terminal, Log: log,
 			Ended: func(r terminal.Record) { svc.AuditWriter.Write(context.Background(), r.Audit()) }},
-		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Access: access, Auth: accounts, Log: log},
+		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Files: svc.Manager, Access: access, Auth: accounts, Log: log},
 		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &admin.Skills{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
 		Sandbox: &sandboxapi.API{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,

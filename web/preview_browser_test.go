@@ -27,17 +27,31 @@ try { say("c", "cookies: " + document.cookie); } catch (e) { say("c", "cookies b
 </script>
 `
 
+// reportPage is an HTML file the agent writes in TestPreviewBrowser, to
+// be opened rendered: its style sheet and script are files beside it, and
+// the script fetches a third and tries to read the cookies.
+const reportPage = `<meta charset="utf-8"><link rel="stylesheet" href="report.css"><h1>Quarterly report</h1>
+<p id="f">-</p><p id="c">-</p><script src="report.js"></script>
+`
+
+const reportScript = `const say = (id, text) => { document.getElementById(id).textContent = text; };
+fetch("data.json").then((r) => r.json()).then((d) => say("f", "fetched " + d.v)).catch((e) => say("f", "fetch failed: " + e));
+try { say("c", "cookies: " + document.cookie); } catch (e) { say("c", "cookies blocked"); }
+`
+
 // TestPreviewBrowser (L2): the chat's files panel lists the agent's link;
 // its owner opens it in Chromium and the page works in its opaque origin
 // (its own requests and WebSocket go through, the engine's cookies stay
-// out of reach); the panel on a desktop and a phone in Chinese.
+// out of reach); the same page as a workspace file, opened rendered from
+// the panel; the panel on a desktop and a phone in Chinese.
 func TestPreviewBrowser(t *testing.T) {
 	t.Parallel()
 	srv := newPreviewServer(t)
 	call := func(id, tool, args string) llmtest.Reply {
 		return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(id, tool, args)}}
 	}
-	setup := "mkdir -p site && cat > site/index.html <<'EOF'\n" + previewPage + "EOF\necho '{\"v\": 42}' > site/data.json && " + srv.write
+	setup := "mkdir -p site && cat > site/index.html <<'EOF'\n" + previewPage + "EOF\ncat > site/report.html <<'EOF'\n" + reportPage +
+		"EOF\ncat > site/report.js <<'EOF'\n" + reportScript + "EOF\necho 'h1 { color: rgb(200, 0, 0) }' > site/report.css && echo '{\"v\": 42}' > site/data.json && " + srv.write
 	e, _, appID := newScriptedBrowser(t, "Site",
 		call("c1", "sandbox_shell", mustJSON(t, map[string]string{"command": setup})),
 		call("c2", "sandbox_process", mustJSON(t, map[string]string{"action": "start", "command": srv.start})),
@@ -75,6 +89,30 @@ func TestPreviewBrowser(t *testing.T) {
 	}
 	if loc := run(t, tb, chromedp.Evaluate[string](`location.pathname`)); !strings.Contains(loc, "~") {
 		t.Errorf("the page is at %q, without the owner's grant", loc)
+	}
+
+	// An HTML file of the workspace, opened rendered from the files panel
+	// (FastGPT's HTML preview): in a sandboxed frame, through the link to
+	// the workspace's files, its relative fetch served from the
+	// workspace, the engine's cookies out of its reach.
+	tb.do(t, chromedp.Navigate(e.url+"/apps/"+appID+"/chat/"+chatID),
+		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/site"] a`)),
+		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/site"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="/workspace/site/report.html"] a`)),
+		chromedp.Click(chromedp.CSS(`#files li[data-path="/workspace/site/report.html"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#files [data-role=render-file]`)),
+		chromedp.Click(chromedp.CSS(`#files [data-role=render-file]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#files iframe[data-role=rendered][data-loaded]`)))
+	tb.js(t, `(document.querySelector('#files iframe[data-role=rendered]').scrollIntoView({ block: "center" }), "")`)
+	e.viewShot(t, tb, "html-file-rendered.png")
+	rendered := run(t, tb, chromedp.Evaluate[string](`document.querySelector('#files iframe[data-role=rendered]').getAttribute("src")`))
+	if !strings.HasPrefix(rendered, "/preview/") || !strings.HasSuffix(rendered, "/site/report.html") {
+		t.Fatalf("the file is rendered from %q", rendered)
+	}
+	tb.do(t, chromedp.Navigate(e.url+rendered))
+	got = run(t, tb, poll[string](`() => { const f = document.getElementById("f"); return f && f.textContent !== "-" ? [getComputedStyle(document.querySelector("h1")).color, f.textContent, document.getElementById("c").textContent].join(" | ") : ""; }`))
+	if got != "rgb(200, 0, 0) | fetched 42 | cookies blocked" {
+		t.Errorf("the rendered file says %q", got)
 	}
 
 	// On a phone, in Chinese.

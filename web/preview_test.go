@@ -32,7 +32,7 @@ func TestPreviewLinks(t *testing.T) {
 	call := func(id, tool, args string) llmtest.Reply {
 		return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(id, tool, args)}}
 	}
-	setup := "mkdir -p site && echo '<h1>hello preview</h1>' > site/index.html && " + srv.write
+	setup := "mkdir -p site && echo '<h1>hello preview</h1>' > site/index.html && echo 'h1 { color: red }' > site/style.css && " + srv.write
 	model := llmtest.New(t,
 		call("c1", "sandbox_shell", mustJSON(t, map[string]string{"command": setup})),
 		call("c2", "sandbox_process", mustJSON(t, map[string]string{"action": "start", "command": srv.start})),
@@ -138,6 +138,40 @@ func TestPreviewLinks(t *testing.T) {
 	expect(t, eve, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "list", "appId": appID, "chatId": chatID}, 404)
 	expect(t, eve, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "update", "appId": appID, "chatId": chatID, "port": 8765, "shared": true}, 404)
 
+	// The link to the workspace's files (an HTML file opened rendered):
+	// files are read, not run, from /workspace alone, under a policy that
+	// loads nothing from elsewhere; for the owner alone until shared.
+	previews := "/api/core/ai/sandbox/previews"
+	var files struct{ Preview shownPreview }
+	expect(t, dana, "POST", previews, map[string]any{"action": "open", "appId": appID, "chatId": chatID, "files": true}, 200).JSON(t, &files)
+	if !files.Preview.Files || files.Preview.Port != 0 || files.Preview.Open == "" {
+		t.Fatalf("the files link: %+v", files.Preview)
+	}
+	expect(t, eve, "POST", previews, map[string]any{"action": "open", "appId": appID, "chatId": chatID, "files": true}, 404)
+	expect(t, dana, "POST", previews, map[string]any{"action": "open", "appId": appID, "chatId": chatID, "files": true, "port": 8765}, 400)
+	if r := anon.Do(t, "GET", files.Preview.Path+"site/", nil); r.Status != http.StatusForbidden {
+		t.Errorf("the owner's files link without a grant: %d", r.Status)
+	}
+	open := files.Preview.Open
+	if r := anon.Do(t, "GET", open+"site/", nil); r.Status != 200 || !strings.Contains(string(r.Body), "hello preview") ||
+		r.Header.Get("Content-Security-Policy") != preview.FilesPolicy || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("site/ through the files link: %d %q %q %s", r.Status, r.Header.Get("Content-Security-Policy"), r.Header.Get("Content-Type"), clip(r.Body))
+	}
+	if r := anon.Do(t, "GET", open+"site/style.css", nil); r.Status != 200 || string(r.Body) != "h1 { color: red }\n" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/css") {
+		t.Errorf("site/style.css: %d %q %q", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	if r := anon.Do(t, "GET", open+"site", nil); r.Status != http.StatusFound || r.Header.Get("Location") != open+"site/" {
+		t.Errorf("the folder site: %d to %q", r.Status, r.Header.Get("Location"))
+	}
+	for _, p := range []string{"nothing.html", "site/../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd"} {
+		if r := anon.Do(t, "GET", open+p, nil); r.Status == 200 || strings.Contains(string(r.Body), "root:") {
+			t.Errorf("%s: %d %s", p, r.Status, clip(r.Body))
+		}
+	}
+	if r := anon.Do(t, "POST", open+"site/index.html", nil); r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("a POST to a file: %d", r.Status)
+	}
+
 	// Shared, anyone with the link may use it; revoked, nobody.
 	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "update", "appId": appID, "chatId": chatID, "port": 8765, "shared": true}, 200)
 	if r := anon.Do(t, "GET", link+"site/", nil); r.Status != 200 || !strings.Contains(string(r.Body), "hello preview") {
@@ -145,8 +179,8 @@ func TestPreviewLinks(t *testing.T) {
 	}
 	var list struct{ Previews []shownPreview }
 	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "list", "appId": appID, "chatId": chatID}, 200).JSON(t, &list)
-	if len(list.Previews) != 2 {
-		t.Errorf("listed %+v, want the links to 8765 and 8766", list.Previews)
+	if len(list.Previews) != 3 {
+		t.Errorf("listed %+v, want the links to the files, 8765 and 8766", list.Previews)
 	}
 	expect(t, dana, "POST", "/api/core/ai/sandbox/previews", map[string]any{"action": "revoke", "appId": appID, "chatId": chatID, "port": 8765}, 200)
 	if r := anon.Do(t, "GET", link+"site/", nil); r.Status != http.StatusNotFound {
@@ -177,6 +211,7 @@ func TestPreviewLinks(t *testing.T) {
 // shownPreview is a preview link as the previews API shows it.
 type shownPreview struct {
 	Port   int
+	Files  bool
 	Path   string
 	Open   string
 	Shared bool

@@ -203,26 +203,30 @@ func TestWorkspaceZipDocker(t *testing.T) {
 			name = runtime
 		}
 		t.Run(name, func(t *testing.T) {
-			cli := dockertest.Client(t)
-			if runtime != "" {
-				dockertest.Runtime(t, runtime)
-			}
-			if err := dockertest.EnsureImage(context.Background(), cli); err != nil {
-				t.Fatal(err)
-			}
-			env := enginetest.Start(t, enginetest.Options{Env: map[string]string{
-				"FLOWBOX_SANDBOX_PROVIDER":    "docker",
-				"FLOWBOX_DOCKER_HOST":         os.Getenv("DOCKER_HOST"),
-				"FLOWBOX_DOCKER_IMAGE":        dockertest.Image,
-				"FLOWBOX_DOCKER_SHELL":        dockertest.Shell,
-				"FLOWBOX_DOCKER_RUNTIME":      runtime,
-				"FLOWBOX_DOCKER_AGENT_BINARY": testenv.AgentBinary(t),
-			}})
-			if got := env.Engine.Services.Provider.Name(); got != "docker" {
-				t.Fatalf("the provider is %s, want docker", got)
-			}
-			checkWorkspaceZip(t, env)
+			checkWorkspaceZip(t, enginetest.Start(t, enginetest.Options{Env: dockerEnv(t, runtime)}))
 		})
+	}
+}
+
+// dockerEnv is the configuration of an engine whose sandboxes are the
+// test daemon's containers (dockertest's busybox image, the agent built
+// for the tests) under runtime ("": Docker's default, runc).
+func dockerEnv(t testing.TB, runtime string) map[string]string {
+	t.Helper()
+	cli := dockertest.Client(t)
+	if runtime != "" {
+		dockertest.Runtime(t, runtime)
+	}
+	if err := dockertest.EnsureImage(context.Background(), cli); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"FLOWBOX_SANDBOX_PROVIDER":    "docker",
+		"FLOWBOX_DOCKER_HOST":         os.Getenv("DOCKER_HOST"),
+		"FLOWBOX_DOCKER_IMAGE":        dockertest.Image,
+		"FLOWBOX_DOCKER_SHELL":        dockertest.Shell,
+		"FLOWBOX_DOCKER_RUNTIME":      runtime,
+		"FLOWBOX_DOCKER_AGENT_BINARY": testenv.AgentBinary(t),
 	}
 }
 

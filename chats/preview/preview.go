@@ -1,6 +1,7 @@
 // Package preview keeps a chat's preview links (L2): links the engine
 // serves, /preview/{token}/..., that lead to a TCP port a process of the
-// chat's sandbox listens on.
+// chat's sandbox listens on, or (port Files) to the files of its
+// workspace, so that an HTML file the agent wrote opens rendered.
 //
 // There is one link per (sandbox, port): asking again gives the same one
 // until it expires or is revoked. Its token names the sandbox and the
@@ -32,6 +33,18 @@ import (
 
 	"github.com/flowbox/flowbox/sandbox"
 )
+
+// Files is the port of a link to the workspace's files: its path
+// /preview/{token}/site/index.html is the file /workspace/site/index.html.
+const Files = 0
+
+// checkPort refuses a port outside 1-65535 other than Files.
+func checkPort(port int) error {
+	if port == Files {
+		return nil
+	}
+	return sandbox.CheckPort(port)
+}
 
 // Collection holds the links.
 const Collection = "preview_links"
@@ -122,7 +135,7 @@ func secret() string {
 // Issue returns the chat's live link to port, or makes one that lasts
 // DefaultTTL.
 func (s *Store) Issue(ctx context.Context, scope sandbox.Scope, port int) (Link, error) {
-	if err := sandbox.CheckPort(port); err != nil {
+	if err := checkPort(port); err != nil {
 		return Link{}, err
 	}
 	k := key(scope, port)

@@ -59,7 +59,9 @@ type fileRequest struct {
 	Offset int64  `json:"offset"`
 	// A preview link (previews.go): its port, whether it is shared and
 	// how long it lasts from now.
-	Port     int   `json:"port"`
+	Port int `json:"port"`
+	// Files: the link to the workspace's files rather than to a port.
+	Files    bool  `json:"files"`
 	Shared   *bool `json:"shared"`
 	TTLHours int   `json:"ttlHours"`
 }

@@ -32,13 +32,17 @@ type PreviewJSON struct {
 	Path    string `json:"path"`
 	Open    string `json:"open,omitempty"`
 	Expired bool   `json:"expired"`
+	// Files: the link serves the workspace's files (path + "site/index.html"
+	// is /workspace/site/index.html), not a port.
+	Files bool `json:"files"`
 }
 
 // Previews serves POST /api/core/ai/sandbox/previews (L2): a chat's
 // preview links, to those who may see its files: "list" them, "open" the
 // one of a port (made when there is none; the answer's open path works at
 // once), and as writes "update" one (shared, ttlHours) or "revoke" it. It
-// starts no sandbox.
+// starts no sandbox. With files instead of a port, the same for the link
+// to the workspace's files (an HTML file opened rendered).
 func (h *Handler) Previews(c *gin.Context) {
 	action := ""
 	req, scope, ok := h.bindAs(c, func(r fileRequest) string {
@@ -56,15 +60,22 @@ func (h *Handler) Previews(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if action != "list" {
+	switch {
+	case action == "list":
+	case req.Files && req.Port != 0:
+		api.Error(c, http.StatusBadRequest, "give either files or a port, not both")
+		return
+	case req.Files:
+		req.Port = preview.Files
+	default:
 		if err := sandbox.CheckPort(req.Port); err != nil {
-			api.Error(c, http.StatusBadRequest, fmt.Sprintf("%q needs the port, between 1 and 65535", action))
+			api.Error(c, http.StatusBadRequest, fmt.Sprintf("%q needs the port, between 1 and 65535, or files: true", action))
 			return
 		}
 	}
 	now := time.Now()
 	show := func(l preview.Link) PreviewJSON {
-		return PreviewJSON{Link: l, Path: l.Path(), Expired: !now.Before(l.ExpiresAt)}
+		return PreviewJSON{Link: l, Path: l.Path(), Expired: !now.Before(l.ExpiresAt), Files: l.Port == preview.Files}
 	}
 	var out any
 	var err error
@@ -111,7 +122,11 @@ func (h *Handler) Previews(c *gin.Context) {
 	}
 	switch {
 	case errors.Is(err, preview.ErrNotFound):
-		api.Error(c, http.StatusNotFound, fmt.Sprintf("this chat has no preview link to port %d", req.Port))
+		if req.Port == preview.Files {
+			api.Error(c, http.StatusNotFound, "this chat has no link to its workspace's files")
+		} else {
+			api.Error(c, http.StatusNotFound, fmt.Sprintf("this chat has no preview link to port %d", req.Port))
+		}
 	case err != nil:
 		if _, known := api.FailureOf(err); !known {
 			slog.Error("the chat's preview links", "action", action, "err", err)

@@ -1,7 +1,9 @@
 // Package preview serves preview links (L2, docs/WORKSPACE.md "Preview
 // links"): /preview/{token}/... leads, through the sandbox's agent, to a
 // TCP port a process of a chat's sandbox listens on, for HTTP and
-// WebSocket alike. The sandbox keeps no network interface for it.
+// WebSocket alike. The sandbox keeps no network interface for it. A link
+// to the workspace's files (chats/preview.Files) serves them instead, to
+// read (files.go).
 //
 // The pages behind a link come from the agent's programs, which the
 // engine does not trust: every answer carries a Content-Security-Policy
@@ -48,10 +50,17 @@ type Ports interface {
 	DialPort(ctx context.Context, scope sandbox.Scope, port int) (net.Conn, error)
 }
 
+// Files is the part of sandbox.Manager that links to the workspace's
+// files read with.
+type Files interface {
+	Files(ctx context.Context, scope sandbox.Scope, actor sandbox.Actor) (sandbox.Files, error)
+}
+
 // Handler serves /preview/{token}/...
 type Handler struct {
 	Links  Links
 	Ports  Ports
+	Files  Files
 	Access api.ChatAccess
 	Auth   api.Authenticator
 	Log    *slog.Logger
@@ -129,6 +138,10 @@ func (h *Handler) Serve(c *gin.Context) {
 	}
 	if !link.Shared && !link.Granted(grant, time.Now()) {
 		h.enter(c, link, rest)
+		return
+	}
+	if link.Port == preview.Files {
+		h.serveFile(c, link, "/preview/"+seg, rest)
 		return
 	}
 	if c.Request.Method == http.MethodOptions && c.GetHeader("Origin") == "null" && c.GetHeader("Access-Control-Request-Method") != "" {

@@ -23,21 +23,29 @@ beforeEach(() => {
   tree = {
     "/workspace": [
       { name: "notes.md", path: "/workspace/notes.md", type: "file", size: 5 },
+      { name: "my page.html", path: "/workspace/my page.html", type: "file", size: 30 },
       { name: "out", path: "/workspace/out", type: "directory", size: 0 },
       { name: "skills", path: "/workspace/skills", type: "directory", size: 0, readOnly: true },
     ],
     "/workspace/out": [{ name: "chart.png", path: "/workspace/out/chart.png", type: "file", size: 900 }],
     "/workspace/skills": [{ name: "SKILL.md", path: "/workspace/skills/SKILL.md", type: "file", size: 7, readOnly: true }],
   };
-  contents = { "/workspace/notes.md": "hello", "/workspace/skills/SKILL.md": "# skill" };
+  contents = { "/workspace/my page.html": "<h1>hi</h1><img src=a.png>", "/workspace/notes.md": "hello", "/workspace/skills/SKILL.md": "# skill" };
   vi.stubGlobal("fetch", async (url: string, init: RequestInit) => {
     // The background processes (Processes.test.tsx): none here.
     if (url.endsWith("/api/core/ai/sandbox/processes")) return json(200, { processes: [] });
     // The sandbox's state and use (UsageLine): not running here.
     if (url.endsWith("/api/core/ai/sandbox/status")) return json(200, { exists: false });
-    // The preview links (Previews.test.tsx): none here.
-    if (url.endsWith("/api/core/ai/sandbox/previews")) return json(200, { previews: [] });
     const body = JSON.parse(String(init.body));
+    // The preview links (Previews.test.tsx): none listed here; the link
+    // to the workspace's files opens with a grant.
+    if (url.endsWith("/api/core/ai/sandbox/previews")) {
+      if (body.action === "open" && body.files === true) {
+        calls.push({ url, body });
+        return json(200, { preview: { port: 0, files: true, path: "/preview/sb-0-s3cr3t/", open: "/preview/sb-0-s3cr3t~g1/", shared: false, expired: false } });
+      }
+      return json(200, { previews: [] });
+    }
     calls.push({ url, body });
     if (body.action === "list") {
       const wait = hold?.(body.path);
@@ -77,7 +85,7 @@ const click = (c: HTMLElement, text: string) =>
 
 test("lists the workspace and navigates into a folder and back up", async () => {
   const { container } = panel({ apiBase: "/s/abc", userId: "u2" });
-  await waitFor(() => expect(names(container)).toEqual(["notes.md", "out/", "skills/"]));
+  await waitFor(() => expect(names(container)).toEqual(["notes.md", "my page.html", "out/", "skills/"]));
   expect(container.querySelector('[data-role="cwd"]')!.textContent).toBe("/workspace");
   expect(calls[0].url).toBe("/s/abc/api/core/ai/sandbox/file");
   expect(calls[0].body).toMatchObject({ action: "list", appId: "app1", chatId: "chat1", userId: "u2", path: "/workspace" });
@@ -87,7 +95,7 @@ test("lists the workspace and navigates into a folder and back up", async () => 
   expect(container.querySelector('[data-role="cwd"]')!.textContent).toBe("/workspace/out");
 
   click(container, "..");
-  await waitFor(() => expect(names(container)).toEqual(["notes.md", "out/", "skills/"]));
+  await waitFor(() => expect(names(container)).toEqual(["notes.md", "my page.html", "out/", "skills/"]));
 });
 
 test("no editor until a file is opened; opening and saving one", async () => {
@@ -245,4 +253,28 @@ test("uploading from the panel goes into the uploads and lists them; a refusal s
   expect(container.querySelector('[data-role="cwd"]')!.textContent).toBe("/workspace/uploads");
   const left = [...container.querySelectorAll("#files-uploads .attachment")];
   expect(left.map((c) => c.textContent)).toEqual(["b.exeb.exe was not uploaded: executables are not accepted×"]);
+});
+
+test("an HTML file shows rendered in a sandboxed frame through the files link, and its source again", async () => {
+  const { container } = panel();
+  await waitFor(() => expect(names(container)).toContain("my page.html"));
+  // Other files have no rendered view.
+  click(container, "notes.md");
+  await editorOf(container);
+  expect(container.querySelector('[data-role="render-file"]')).toBeNull();
+  click(container, "my page.html");
+  await waitFor(() => expect(container.querySelector('[data-role="open-path"]')?.textContent).toBe("/workspace/my page.html"));
+  fireEvent.click(container.querySelector('[data-role="render-file"]')!);
+  const frame = await waitFor(() => {
+    const f = container.querySelector<HTMLIFrameElement>('iframe[data-role="rendered"]');
+    if (!f) throw new Error("no frame yet");
+    return f;
+  });
+  expect(calls.find((c) => c.body.action === "open")?.body).toMatchObject({ action: "open", files: true, appId: "app1", chatId: "chat1" });
+  expect(frame.getAttribute("src")).toBe("/preview/sb-0-s3cr3t~g1/my%20page.html");
+  expect(frame.getAttribute("sandbox")).toBe("allow-scripts allow-forms allow-popups allow-modals");
+  expect(container.querySelector("textarea")).toBeNull();
+  expect(container.querySelector("#save-file")).toBeNull();
+  fireEvent.click(container.querySelector('[data-role="render-file"]')!);
+  expect((await editorOf(container)).value).toBe("<h1>hi</h1><img src=a.png>");
 });

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { FileError, download, listFiles, parentOf, readFile, uploadDirFor, workspaceRoot, writeFile } from "./api";
+import { FileError, download, filesPort, isHTML, listFiles, openPreview, parentOf, readFile, renderedURL, uploadDirFor, workspaceRoot, writeFile } from "./api";
 import type { Entry, Where } from "./api";
 import { UploadChips, useUploads } from "./Attachments";
 import { Previews } from "./Previews";
@@ -49,6 +49,8 @@ export function FilesPanel(props: FilesPanelProps) {
   const [open, setOpen] = useState<Open | null>(null);
   const [status, setStatus] = useState<Status>(null);
   const [saving, setSaving] = useState(false);
+  // rendered is where the open HTML file shows rendered, when it does
+  const [rendered, setRendered] = useState<string | null>(null);
   // shown counts listings, so that an answer overtaken by a later
   // listing (a click while the chat refreshes) is dropped
   const shown = useRef(0);
@@ -84,6 +86,7 @@ export function FilesPanel(props: FilesPanelProps) {
   const openFile = async (e: Entry) => {
     const seq = ++opened.current;
     setStatus(null);
+    setRendered(null);
     const readOnly = mode === "read" || !!e.readOnly;
     try {
       const content = await readFile(where, e.path);
@@ -112,6 +115,19 @@ export function FilesPanel(props: FilesPanelProps) {
       setStatus({ text: t("filesNotSaved").replace("{path}", open.path).replace("{reason}", (err as Error).message), ok: false });
     } finally {
       setSaving(false);
+    }
+  };
+
+  // render shows the open HTML file as a page, through the link to the
+  // workspace's files (its relative links lead to the workspace's files).
+  const render = async () => {
+    if (!open) return;
+    const seq = opened.current;
+    try {
+      const p = await openPreview(where, filesPort);
+      if (seq === opened.current) setRendered(renderedURL(p, open.path));
+    } catch (err) {
+      setStatus({ text: (err as Error).message, ok: false });
     }
   };
 
@@ -250,11 +266,32 @@ export function FilesPanel(props: FilesPanelProps) {
               </span>
             )}
             {open.dirty && <span className="hint">{t("filesUnsaved")}</span>}
+            {isHTML(open.path) && !open.binary && (
+              <button type="button" className="secondary" data-role="render-file" onClick={() => (rendered ? setRendered(null) : render())}>
+                {rendered ? t("filesSource") : t("filesRendered")}
+              </button>
+            )}
             <button type="button" className="secondary" data-role="close-file" onClick={() => setOpen(null)}>
               {t("filesCloseFile")}
             </button>
           </div>
-          {open.binary ? (
+          {rendered ? (
+            <div className="file-rendered">
+              <iframe
+                src={rendered}
+                title={open.path}
+                sandbox="allow-scripts allow-forms allow-popups allow-modals"
+                data-role="rendered"
+                onLoad={(e) => (e.currentTarget.dataset.loaded = "true")}
+              />
+              <p className="hint">
+                {t("filesRenderedNote")}{" "}
+                <a href={rendered} target="_blank" rel="noopener noreferrer" data-role="rendered-tab">
+                  {t("filesRenderedTab")}
+                </a>
+              </p>
+            </div>
+          ) : open.binary ? (
             <p className="hint" data-role="binary">
               {t("filesBinary")}{" "}
               <button type="button" className="secondary" data-role="download-open" onClick={() => fetchDown(open.path, open.path.split("/").pop() ?? "", false)}>
@@ -270,7 +307,7 @@ export function FilesPanel(props: FilesPanelProps) {
               onChange={(e) => setOpen({ ...open, content: e.target.value, dirty: true })}
             />
           )}
-          {!open.readOnly && (
+          {!open.readOnly && !rendered && (
             <p>
               <button type="button" id="save-file" className="secondary" disabled={saving} onClick={save}>
                 {t("saveFile")}

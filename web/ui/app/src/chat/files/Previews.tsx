@@ -1,10 +1,11 @@
 import { useCallback, useEffect, useRef, useState, type FormEvent } from "react";
 import { stamp } from "../../pages/format";
-import { listPreviews, openPreview, revokePreview, sharePreview } from "./api";
+import { filesPort, listPreviews, openPreview, revokePreview, sharePreview } from "./api";
 import type { Preview, Where } from "./api";
 
 // Previews are the chat's preview links (L2): a server the agent runs in
-// the sandbox, opened by its port in a new tab. Each link says whether it
+// the sandbox, opened by its port in a new tab, and the link to the
+// workspace's files that an HTML file opened rendered made. Each link says whether it
 // is the owner's alone or shared, and until when; in write mode it can be
 // shared, unshared and revoked. A port is opened from the form.
 export function Previews({ where, mode, refresh, t }: { where: Where; mode: "read" | "write"; refresh: number; t: (key: string) => string }) {
@@ -81,10 +82,10 @@ export function Previews({ where, mode, refresh, t }: { where: Where; mode: "rea
             <li key={p.port} data-preview={p.port} data-state={p.expired ? "expired" : p.shared ? "shared" : "private"}>
               <div className="process-head">
                 {p.expired ? (
-                  <code>:{p.port}</code>
+                  <code>{p.port === filesPort ? t("previewFiles") : ":" + p.port}</code>
                 ) : (
                   <a href={p.open ?? p.path} target="_blank" rel="noopener noreferrer" data-role="preview-link">
-                    :{p.port}
+                    {p.port === filesPort ? t("previewFiles") : ":" + p.port}
                   </a>
                 )}
                 <span className={"badge " + (p.expired ? "ended" : p.shared ? "running" : "")} data-role="preview-state">

@@ -204,9 +204,12 @@ export async function stopProcess(w: Where, id: string): Promise<Process> {
 
 // Preview is a preview link of the chat's sandbox (L2): path leads to
 // the port (for the chat's owner, signed in, unless shared); open, when
-// the engine gave one, works at once for the caller.
+// the engine gave one, works at once for the caller. The link of port
+// filesPort (files: true) serves the workspace's files: path +
+// "site/index.html" is /workspace/site/index.html.
 export interface Preview {
   port: number;
+  files?: boolean;
   path: string;
   open?: string;
   shared: boolean;
@@ -221,18 +224,34 @@ export async function listPreviews(w: Where): Promise<Preview[]> {
   return (await post<{ previews: Preview[] | null }>(w, previews, { action: "list" })).previews ?? [];
 }
 
+export const filesPort = 0;
+
+// target names a link's port, or the workspace's files, in a request.
+const target = (port: number) => (port === filesPort ? { files: true } : { port });
+
 // openPreview returns the chat's link to port, made when there is none.
 export async function openPreview(w: Where, port: number): Promise<Preview> {
-  return (await post<{ preview: Preview }>(w, previews, { action: "open", port })).preview;
+  return (await post<{ preview: Preview }>(w, previews, { action: "open", ...target(port) })).preview;
 }
 
 export async function sharePreview(w: Where, port: number, shared: boolean): Promise<Preview> {
-  return (await post<{ preview: Preview }>(w, previews, { action: "update", port, shared })).preview;
+  return (await post<{ preview: Preview }>(w, previews, { action: "update", ...target(port), shared })).preview;
 }
 
 export async function revokePreview(w: Where, port: number): Promise<void> {
-  await post(w, previews, { action: "revoke", port });
+  await post(w, previews, { action: "revoke", ...target(port) });
 }
+
+// renderedURL is where a workspace file opens rendered: the files link's
+// path (with the caller's grant when the engine gave one) and the file's
+// path below /workspace.
+export function renderedURL(p: Preview, path: string): string {
+  const base = p.open ?? p.path;
+  return base + path.replace(/^\/workspace\/?/, "").split("/").map(encodeURIComponent).join("/");
+}
+
+// isHTML tells a file that opens rendered.
+export const isHTML = (path: string) => /\.html?$/i.test(path);
 
 // SandboxStatus is whether the chat has a sandbox, its state, and what it
 // uses while it runs (L4).
