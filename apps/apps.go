@@ -41,6 +41,10 @@ type App struct {
 	OwnerID string `bson:"ownerId" json:"ownerId"`
 	// Public apps may be chatted with by every signed-in user.
 	Public bool `bson:"public" json:"public"`
+	// TerminalOff turns the web terminal (L1) off for the app's chats:
+	// by default a chat's owner may open one (share links' visitors only
+	// where their link allows it); admins may always.
+	TerminalOff bool `bson:"terminalOff,omitempty" json:"terminalOff"`
 	// Graph is the draft: what the owner saved last.
 	Graph     nodes.Graph `bson:"-" json:"graph"`
 	GraphJSON string      `bson:"graph" json:"-"`
@@ -160,7 +164,7 @@ func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
 	now = now.UTC()
 	defer s.forget(a.ID)
 	_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: a.ID}}, bson.D{
-		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
+		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "terminalOff", Value: a.TerminalOff}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
 		{Key: "$setOnInsert", Value: bson.D{{Key: "createdAt", Value: now}}},
 	}, options.UpdateOne().SetUpsert(true))
 	if err != nil {

@@ -159,6 +159,7 @@ func New(cfg Config) http.Handler {
 	accounts.POST("/apps", p.Apps.Create)
 	accounts.GET("/apps/:appId", p.Apps.Get)
 	accounts.PUT("/apps/:appId", p.Apps.Update)
+	accounts.PATCH("/apps/:appId", p.Apps.Patch)
 	accounts.DELETE("/apps/:appId", p.Apps.Delete)
 	// A workflow as a file (W6): export (owner and admins), and import of
 	// Flowbox's files or FastGPT's workflow JSON as a new app.
@@ -236,6 +237,7 @@ func New(cfg Config) http.Handler {
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)
 	visitors.POST("/core/ai/sandbox/processes", p.Files.Processes)
 	visitors.POST("/core/ai/sandbox/previews", p.Files.Previews)
+	visitors.GET("/core/ai/sandbox/terminal", p.Terminal.Serve)
 	visitors.POST("/uploads/:chatId", p.Uploads.Upload)
 	visitors.GET("/uploads/:chatId/files", p.Uploads.List)
 	visitors.DELETE("/uploads/:chatId/files", p.Uploads.Delete)

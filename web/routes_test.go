@@ -408,6 +408,8 @@ func (f *fixture) routes() []route {
 			want: with(userWrite, map[string]int{userSession: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "PUT", path: "/api/apps/" + f.private, body: appBody("private", false),
 			want: with(userWrite, map[string]int{userSession: 404, userKey: 404, otherUser: 404}), def: 200},
+		{method: "PATCH", path: "/api/apps/" + f.shared, body: jsonBody(map[string]any{"terminalOff": false}),
+			want: with(userWrite, map[string]int{userSession: 403, userKey: 403, otherUser: 403}), def: 200},
 		{method: "GET", path: "/api/apps/" + f.shared + "/chats", want: with(userRead, map[string]int{appKey: 200, appKeyOther: 404}), def: 200},
 		{method: "GET", path: "/api/apps/" + f.private + "/chats", want: with(userRead, map[string]int{userSession: 404, userNoCSRF: 404, userKey: 404, otherUser: 404, appKey: 404, appKeyOther: 200}), def: 200},
 		{method: "GET", path: chatPath, want: chatRead, def: 200},
@@ -614,6 +616,9 @@ func (f *fixture) routes() []route {
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/status", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/processes", open: true, body: visitorFile("list", nil), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/previews", open: true, body: visitorFile("list", nil), want: visitorOnly, def: 401},
+		// The fixture's link opens no terminals.
+		{method: "GET", path: shareAPI + "/core/ai/sandbox/terminal?appId=" + f.shared + "&chatId=" + f.visited + "&userId=" + url.QueryEscape(f.visitorID), open: true,
+			want: map[string]int{linkVisitor: 403, visitorOther: 404}, def: 401},
 		{method: "POST", path: shareAPI + "/uploads/" + f.visited + "?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, upload: true,
 			body: func(*fixture, string) any { return []byte("x") }, want: map[string]int{linkVisitor: 201, visitorOther: 404}, def: 401},
 		{method: "GET", path: shareAPI + "/uploads/" + f.visited + "/files?appId=" + f.shared + "&userId=" + url.QueryEscape(f.visitorID), open: true, want: visitorOnly, def: 401},

@@ -19,8 +19,14 @@ import (
 // dialTerminal opens the chat's terminal as c, with origin as the page's
 // Origin ("" for the engine's own).
 func dialTerminal(ctx context.Context, env *enginetest.Env, c *enginetest.Client, appID, chatID, origin string) (*websocket.Conn, *http.Response, error) {
+	return dialTerminalAt(ctx, env, c, "", appID, chatID, origin)
+}
+
+// dialTerminalAt is dialTerminal below base: a share link's path for its
+// visitors.
+func dialTerminalAt(ctx context.Context, env *enginetest.Env, c *enginetest.Client, base, appID, chatID, origin string) (*websocket.Conn, *http.Response, error) {
 	h := http.Header{}
-	u, _ := url.Parse(env.URL)
+	u, _ := url.Parse(env.URL + base + "/api/")
 	for _, ck := range c.HTTP.Jar.Cookies(u) {
 		h.Add("Cookie", ck.Name+"="+ck.Value)
 	}
@@ -29,7 +35,7 @@ func dialTerminal(ctx context.Context, env *enginetest.Env, c *enginetest.Client
 	}
 	h.Set("Origin", origin)
 	q := url.Values{"appId": {appID}, "chatId": {chatID}, "cols": {"80"}, "rows": {"24"}}
-	return websocket.Dial(ctx, "ws"+strings.TrimPrefix(env.URL, "http")+"/api/core/ai/sandbox/terminal?"+q.Encode(), &websocket.DialOptions{HTTPHeader: h})
+	return websocket.Dial(ctx, "ws"+strings.TrimPrefix(env.URL, "http")+base+"/api/core/ai/sandbox/terminal?"+q.Encode(), &websocket.DialOptions{HTTPHeader: h})
 }
 
 // readUntil reads the terminal's output until it holds want.
@@ -50,8 +56,9 @@ func readUntil(ctx context.Context, t testing.TB, ws *websocket.Conn, want strin
 
 // TestTerminalAccess (L1): the chat's owner opens its terminal; another
 // user cannot, nor can another site's page with the owner's cookie; the
-// session is audited when it ends; an engine with terminals off opens
-// none.
+// session is audited when it ends; an app's builder turns them off and
+// on; a share link's visitor opens one where the link allows it; an
+// engine with terminals off opens none.
 func TestTerminalAccess(t *testing.T) {
 	t.Parallel()
 	env := enginetest.Start(t, enginetest.Options{})
@@ -105,6 +112,50 @@ func TestTerminalAccess(t *testing.T) {
 		r := page.Records[i]
 		return r.ActorID == "u:tm-dana" && r.ExitCode == 5 && r.Bytes > 10 && r.StdoutBytes > 10, ""
 	})
+
+	// The app's builder turns terminals off, then on again.
+	appID := newApp(t, dana, "tm-app")
+	expect(t, dana, "PATCH", "/api/apps/"+appID, map[string]any{"terminalOff": true}, 200)
+	if r := dana.Do(t, "GET", "/api/core/ai/sandbox/terminal?appId="+appID+"&chatId=tm-2", nil); r.Status != http.StatusForbidden ||
+		!strings.Contains(string(r.Body), "turned terminals off") {
+		t.Errorf("a terminal of an app that turned them off: %d %s", r.Status, r.Body)
+	}
+	var got struct {
+		TerminalOff bool
+		Graph       struct{ Nodes []any }
+	}
+	expect(t, dana, "GET", "/api/apps/"+appID, nil, 200).JSON(t, &got)
+	if !got.TerminalOff || len(got.Graph.Nodes) == 0 {
+		t.Errorf("after the switch the app is %+v", got)
+	}
+	if readPageData(t, string(expect(t, dana, "GET", "/apps/"+appID+"/chat/tm-2", nil, 200).Body)).Terminal {
+		t.Error("the chat page offers a terminal the app turned off")
+	}
+	expect(t, dana, "PATCH", "/api/apps/"+appID, map[string]any{"terminalOff": false}, 200)
+	if ws, _, err := dialTerminal(ctx, env, dana, appID, "tm-2", ""); err != nil {
+		t.Errorf("a terminal after the app turned them on again: %v", err)
+	} else {
+		ws.CloseNow()
+	}
+
+	// Share links: a terminal needs files read-write; a visitor of a link
+	// that allows it opens one into their own chat's sandbox.
+	expect(t, dana, "POST", "/api/apps/"+appID+"/links", map[string]any{"name": "read", "files": "read", "terminal": true}, 400)
+	var l link
+	expect(t, dana, "POST", "/api/apps/"+appID+"/links", map[string]any{"name": "shell", "files": "write", "terminal": true}, 201).JSON(t, &l)
+	visitor := visit(t, env, l.URL)
+	if !readPageData(t, string(expect(t, visitor, "GET", l.URL+"/chat/tm-v1", nil, 200).Body)).Terminal {
+		t.Error("the visitor's chat page offers no terminal, though the link allows it")
+	}
+	vs, _, err := dialTerminalAt(ctx, env, visitor, l.URL, appID, "tm-v1", "")
+	if err != nil {
+		t.Fatalf("a visitor's terminal: %v", err)
+	}
+	if err := vs.Write(ctx, websocket.MessageBinary, []byte("echo visitor-$((6*7))\r")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(ctx, t, vs, "visitor-42")
+	vs.CloseNow()
 
 	off := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_TERMINAL": "false"}})
 	off.CreateUser(t, "tm-dana", auth.RoleUser)

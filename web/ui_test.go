@@ -147,6 +147,7 @@ type chatPageData struct {
 	Files      string `json:"files"`
 	ShowTools  bool   `json:"showTools"`
 	RunDetails bool   `json:"runDetails"`
+	Terminal   bool   `json:"terminal"`
 	Variables  []struct {
 		Key string `json:"key"`
 	} `json:"variables"`

@@ -92,6 +92,10 @@ type Link struct {
 	// output); off, they see the answers only.
 	ShowTools bool  `bson:"showTools" json:"showTools"`
 	Files     Files `bson:"files" json:"files"`
+	// Terminal lets visitors open a terminal into their chat's sandbox
+	// (L1), where the app allows terminals; it needs Files write, since a
+	// terminal reads and changes every file.
+	Terminal bool `bson:"terminal,omitempty" json:"terminal"`
 	// HookURL, when set, is the identity hook: visitors open the link
 	// with ?token=..., the engine POSTs {"token"} there and the answer's
 	// uid names the visitor. Without it every browser is a visitor of
@@ -123,6 +127,7 @@ type Spec struct {
 	MaxRuns       int       `json:"maxRuns"`
 	ShowTools     bool      `json:"showTools"`
 	Files         Files     `json:"files"`
+	Terminal      bool      `json:"terminal"`
 	HookURL       string    `json:"hookUrl"`
 }
 
@@ -200,6 +205,8 @@ func (s *Store) check(spec Spec) (Spec, error) {
 		return spec, fmt.Errorf("%w: maxRuns is 0 (no cap) to %d", ErrInvalid, MaxRuns)
 	case !slices.Contains([]Files{FilesHidden, FilesReadOnly, FilesReadWrite}, spec.Files):
 		return spec, fmt.Errorf("%w: files is %q, %q or %q, not %q", ErrInvalid, FilesHidden, FilesReadOnly, FilesReadWrite, spec.Files)
+	case spec.Terminal && spec.Files != FilesReadWrite:
+		return spec, fmt.Errorf("%w: a terminal reads and changes every file of the sandbox: a link with terminal needs files %q", ErrInvalid, FilesReadWrite)
 	}
 	if spec.HookURL != "" {
 		u, err := url.Parse(spec.HookURL)
@@ -217,7 +224,7 @@ func (s *Store) Create(ctx context.Context, appID, createdBy string, spec Spec) 
 		return Link{}, err
 	}
 	l := Link{ID: random(12), AppID: appID, Name: spec.Name, CreatedBy: createdBy, CreatedAt: s.Now().UTC(),
-		RatePerMinute: spec.RatePerMinute, MaxRuns: spec.MaxRuns, ShowTools: spec.ShowTools, Files: spec.Files, HookURL: spec.HookURL}
+		RatePerMinute: spec.RatePerMinute, MaxRuns: spec.MaxRuns, ShowTools: spec.ShowTools, Files: spec.Files, Terminal: spec.Terminal, HookURL: spec.HookURL}
 	if !spec.ExpiresAt.IsZero() {
 		l.ExpiresAt = spec.ExpiresAt.UTC()
 	}

@@ -80,6 +80,9 @@ type appBody struct {
 	Name   string      `json:"name"`
 	Public bool        `json:"public"`
 	Graph  nodes.Graph `json:"graph"`
+	// TerminalOff, when sent, turns terminals off or on for the app's
+	// chats; when left out the app keeps its setting (on for a new app).
+	TerminalOff *bool `json:"terminalOff"`
 }
 
 // visible loads the app at :appId if the caller may see it; otherwise it
@@ -140,6 +143,9 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 		return
 	}
 	app.Name, app.Public, app.Graph = strings.TrimSpace(body.Name), body.Public, body.Graph
+	if body.TerminalOff != nil {
+		app.TerminalOff = *body.TerminalOff
+	}
 	if h.CheckGraph != nil {
 		if problems := h.CheckGraph(app.Graph); len(problems) > 0 {
 			refuseGraph(c, &nodes.ValidationError{Problems: problems})
@@ -171,6 +177,43 @@ func (h *Apps) Update(c *gin.Context) {
 	if app, ok := h.editable(c); ok {
 		h.save(c, app, http.StatusOK)
 	}
+}
+
+// Patch changes the settings sent (name, public, terminalOff) and keeps
+// the rest, the graph included: the Publish page's switches use it.
+func (h *Apps) Patch(c *gin.Context) {
+	app, ok := h.editable(c)
+	if !ok {
+		return
+	}
+	var body struct {
+		Name        *string `json:"name"`
+		Public      *bool   `json:"public"`
+		TerminalOff *bool   `json:"terminalOff"`
+	}
+	if err := api.DecodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
+		api.Error(c, http.StatusBadRequest, `send the settings to change: {"name": "...", "public": true, "terminalOff": false}, each optional: `+err.Error())
+		return
+	}
+	if body.Name != nil {
+		if strings.TrimSpace(*body.Name) == "" {
+			api.Error(c, http.StatusBadRequest, "an app needs a name")
+			return
+		}
+		app.Name = strings.TrimSpace(*body.Name)
+	}
+	if body.Public != nil {
+		app.Public = *body.Public
+	}
+	if body.TerminalOff != nil {
+		app.TerminalOff = *body.TerminalOff
+	}
+	if err := h.Apps.Put(c.Request.Context(), app, h.Now()); err != nil {
+		api.Error(c, http.StatusInternalServerError, "could not save the app; retry later")
+		return
+	}
+	saved, _ := h.Apps.Get(c.Request.Context(), app.ID)
+	c.JSON(http.StatusOK, saved)
 }
 
 // Delete records the deletion of the app's sandboxes and removes the app;

@@ -151,7 +151,7 @@ func (h *Publishing) CreateLink(c *gin.Context) {
 	}
 	var spec share.Spec
 	if err := api.DecodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &spec); err != nil {
-		api.Error(c, http.StatusBadRequest, `send {"name": "...", "expiresAt": RFC 3339 (optional), "ratePerMinute": 0, "maxRuns": 0, "showTools": true, "files": "hidden"|"read"|"write", "hookUrl": "" (optional)}: `+err.Error())
+		api.Error(c, http.StatusBadRequest, `send {"name": "...", "expiresAt": RFC 3339 (optional), "ratePerMinute": 0, "maxRuns": 0, "showTools": true, "files": "hidden"|"read"|"write", "terminal": false, "hookUrl": "" (optional)}: `+err.Error())
 		return
 	}
 	p, _ := api.PrincipalOf(c)

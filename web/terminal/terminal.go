@@ -29,6 +29,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/web/api"
@@ -64,10 +65,17 @@ func (r Record) Audit() audit.Record {
 		Tool: "terminal", Decision: audit.Allowed, Status: status, ExitCode: r.ExitCode, Bytes: r.BytesIn, StdoutBytes: r.BytesOut}
 }
 
+// Apps reads an app's setting: its builder may turn terminals off.
+type Apps interface {
+	Get(ctx context.Context, id string) (apps.App, error)
+}
+
 // Handler serves the terminals.
 type Handler struct {
 	Sandboxes Sandboxes
 	Access    api.ChatAccess
+	// Apps, when set, is asked whether the app turned terminals off.
+	Apps Apps
 	// Off turns terminals off (FLOWBOX_TERMINAL=off).
 	Off bool
 	// Grace is how long a terminal waits for its page to come back
@@ -152,6 +160,21 @@ func (h *Handler) Serve(c *gin.Context) {
 			api.Error(c, http.StatusInternalServerError, "could not check access to the chat; retry later")
 		}
 		return
+	}
+	if link, ok := api.LinkOf(c); ok && !link.Terminal {
+		api.Error(c, http.StatusForbidden, "this share link does not open terminals; its owner may make one that does")
+		return
+	}
+	if h.Apps != nil && !p.Admin() {
+		a, err := h.Apps.Get(c.Request.Context(), appID)
+		if err != nil {
+			api.Error(c, http.StatusInternalServerError, "could not read the app's settings; retry later")
+			return
+		}
+		if a.TerminalOff {
+			api.Error(c, http.StatusForbidden, "the app's builder turned terminals off for its chats")
+			return
+		}
 	}
 	scope := sandbox.Scope{AppID: appID, UserID: owner, ChatID: chatID}
 	// The Origin must be this engine's: another site's page cannot

@@ -133,6 +133,23 @@ type ChatView struct {
 	Visitor   bool
 	ShowTools bool
 	Files     string // hidden | read | write
+	// Terminal: the visitor's link lets them open terminals.
+	Terminal bool
+}
+
+// terminalFor tells whether the chat page offers its terminal, which
+// runs what is typed: to the chat's owner unless the app turned
+// terminals off, to a visitor only where their link allows it, to
+// admins always.
+func terminalFor(view ChatView, a apps.App, own, admin bool) bool {
+	switch {
+	case view.Visitor:
+		return own && view.Terminal && !a.TerminalOff
+	case admin:
+		return true
+	default:
+		return own && !a.TerminalOff && view.Files != ""
+	}
 }
 
 // Chat is a chat page: its history, the input, the files panel. "new"
@@ -169,8 +186,7 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		// The nodes' inputs and outputs are the app's inner workings: for
 		// those who build it.
 		RunDetails: !view.Visitor && u.Access.CanEditApp(api.Caller(c), a),
-		// The terminal runs what is typed: the chat's owner and admins.
-		Terminal: u.Terminal && !view.Visitor && (own || p.Admin()) && view.Files != "",
+		Terminal: u.Terminal && terminalFor(view, a, own, p.Admin()),
 		Items:    []pageItem{}}
 	if view.Files == "read" || view.Files == "write" {
 		data.Files = view.Files

@@ -220,5 +220,5 @@ func (h *Handler) Chat(c *gin.Context) {
 		return
 	}
 	h.UI.ChatPage(c, a, ui.ChatView{Base: link.URL(), Visitor: true, ShowTools: link.ShowTools,
-		Files: string(link.Files)})
+		Files: string(link.Files), Terminal: link.Terminal})
 }

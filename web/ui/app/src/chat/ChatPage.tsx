@@ -202,7 +202,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
         </header>
         {termOpen && (
           <Suspense fallback={<p className="hint">{t("terminal")}…</p>}>
-            <TerminalPane appId={data.appId} chatId={data.chatId} userId={data.userId} t={t} onClose={() => setTermOpen(false)} />
+            <TerminalPane apiBase={data.apiBase} appId={data.appId} chatId={data.chatId} userId={data.userId} t={t} onClose={() => setTermOpen(false)} />
           </Suspense>
         )}
         {data.own && !!data.variables?.length && <ChatVariables vars={data.variables} typed={vars.typed} set={vars.set} t={t} />}

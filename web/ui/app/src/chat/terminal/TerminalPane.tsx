@@ -9,8 +9,8 @@ import "./terminal.css";
 // size; when the connection drops it reconnects, and the engine replays
 // the recent screen of the same shell. Ctrl+Shift+C copies the
 // selection, Ctrl+Shift+V (or the browser's paste) pastes.
-export function TerminalPane(props: { appId: string; chatId: string; userId?: string; t: (key: string) => string; onClose: () => void }) {
-  const { appId, chatId, userId, t, onClose } = props;
+export function TerminalPane(props: { apiBase?: string; appId: string; chatId: string; userId?: string; t: (key: string) => string; onClose: () => void }) {
+  const { apiBase, appId, chatId, userId, t, onClose } = props;
   const box = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<"connecting" | "open" | "lost" | "ended">("connecting");
   const [note, setNote] = useState("");
@@ -33,7 +33,7 @@ export function TerminalPane(props: { appId: string; chatId: string; userId?: st
     const connect = () => {
       const q = new URLSearchParams({ appId, chatId, cols: String(term.cols), rows: String(term.rows) });
       if (userId) q.set("userId", userId);
-      const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/core/ai/sandbox/terminal?" + q;
+      const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + (apiBase ?? "") + "/api/core/ai/sandbox/terminal?" + q;
       const sock = new WebSocket(url);
       ws = sock;
       sock.binaryType = "arraybuffer";
@@ -99,7 +99,7 @@ export function TerminalPane(props: { appId: string; chatId: string; userId?: st
       ws?.close();
       term.dispose();
     };
-  }, [appId, chatId, userId, t]);
+  }, [apiBase, appId, chatId, userId, t]);
 
   return (
     <section className="terminal-pane card" id="terminal" data-state={state} aria-label={t("terminal")}>

@@ -17,6 +17,7 @@ interface Link {
   ratePerMinute?: number;
   showTools: boolean;
   files: string;
+  terminal?: boolean;
   hookUrl?: string;
 }
 
@@ -38,6 +39,7 @@ export function Links({ base, t }: { base: string; t: Translate }) {
       maxRuns: positive(f("maxRuns").value),
       showTools: f("showTools").checked,
       files: f("files").value,
+      terminal: f("terminal").checked,
       hookUrl: f("hookUrl").value.trim() || undefined,
     };
     try {
@@ -108,6 +110,12 @@ export function Links({ base, t }: { base: string; t: Translate }) {
         <label className="switch" htmlFor="new-link-tools">
           <input type="checkbox" id="new-link-tools" name="showTools" defaultChecked /> {t("publishShowTools")}
         </label>
+        <label className="switch" htmlFor="new-link-terminal">
+          <input type="checkbox" id="new-link-terminal" name="terminal" aria-describedby="new-link-terminal-hint" /> {t("publishTerminal")}
+        </label>
+        <p className="hint" id="new-link-terminal-hint">
+          {t("publishTerminalHint")}
+        </p>
         <p className="hint" id="new-link-hook-hint">
           {t("publishHookHint")}
         </p>
@@ -126,7 +134,7 @@ export function Links({ base, t }: { base: string; t: Translate }) {
             <td data-role="runs">{l.runs + " / " + (l.maxRuns && l.maxRuns > 0 ? l.maxRuns : t("noLimit"))}</td>
             <td data-role="rate">{rate(t, l.ratePerMinute)}</td>
             <td data-role="tools">{t(l.showTools ? "publishToolsShown" : "publishToolsHidden")}</td>
-            <td data-role="files">{files(l.files)}</td>
+            <td data-role="files">{files(l.files) + (l.terminal ? ", " + t("terminal") : "")}</td>
             <td data-role="hook">{l.hookUrl || t("publishNoHook")}</td>
             <td>
               <button type="button" className="secondary" data-link-action="revoke" aria-label={t("revoke") + " " + l.name} onClick={() => revoke(l)}>

@@ -1,4 +1,7 @@
+import type { Translate } from "../../i18n";
 import { ApiKeys } from "../ApiKeys";
+import { request, useLoaded } from "../http";
+import { Status, useStatus } from "../Status";
 import type { PageProps } from "../types";
 import { Links } from "./Links";
 
@@ -34,8 +37,37 @@ export function Publish({ data, t }: PageProps<BuilderData>) {
           }
           t={t}
         />
+        <TerminalSetting base={base} t={t} />
         <Links base={base} t={t} />
       </div>
     </>
+  );
+}
+
+// TerminalSetting is the app's switch for the web terminal in its chats
+// (L1): on by default for a chat's owner; share links' visitors need a
+// link that allows it too.
+function TerminalSetting({ base, t }: { base: string; t: Translate }) {
+  const { said, say, fail } = useStatus();
+  const [app, load] = useLoaded<{ terminalOff?: boolean }>(base, fail);
+  const toggle = async (on: boolean) => {
+    try {
+      await request("PATCH", base, { terminalOff: !on });
+      say(t(on ? "appTerminalOn" : "appTerminalOff"));
+    } catch (err) {
+      fail(err);
+    }
+    await load();
+  };
+  return (
+    <section id="terminal-setting" className="card">
+      <h3>{t("terminal")}</h3>
+      <label className="switch" htmlFor="app-terminal">
+        <input type="checkbox" id="app-terminal" checked={app ? !app.terminalOff : false} disabled={!app} onChange={(e) => toggle(e.currentTarget.checked)} />{" "}
+        {t("appTerminalSwitch")}
+      </label>
+      <p className="hint">{t("appTerminalHint")}</p>
+      <Status said={said} t={t} />
+    </section>
   );
 }

@@ -1,0 +1,45 @@
+import { cleanup, fireEvent, render, waitFor } from "@testing-library/react";
+import { translator } from "../../i18n";
+import { Publish } from "./Publish";
+
+// The engine is faked at fetch: the app, its keys and links, and the
+// settings the page changes.
+let sent: { method: string; path: string; body?: unknown }[];
+let app: { terminalOff: boolean };
+
+beforeEach(() => {
+  sent = [];
+  app = { terminalOff: true };
+  vi.stubGlobal("fetch", async (path: string, init: RequestInit) => {
+    const method = init.method ?? "GET";
+    const body = init.body ? JSON.parse(String(init.body)) : undefined;
+    sent.push({ method, path, body });
+    const json = (v: unknown) => new Response(JSON.stringify(v), { status: 200, headers: { "Content-Type": "application/json" } });
+    if (path === "/api/apps/a1" && method === "PATCH") {
+      app = { ...app, ...body };
+      return json(app);
+    }
+    if (path === "/api/apps/a1") return json(app);
+    if (path.endsWith("/keys")) return json({ keys: [] });
+    if (path.endsWith("/links")) return json({ links: [] });
+    return new Response("{}", { status: 404 });
+  });
+});
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+test("the app's terminal switch shows the app's setting and changes it alone", async () => {
+  const t = translator("en");
+  const { container } = render(<Publish data={{ appId: "a1", name: "Desk" }} t={t} lang="en" user={{ id: "u:dora" }} />);
+  const box = () => container.querySelector<HTMLInputElement>("#app-terminal")!;
+  await waitFor(() => expect(box().disabled).toBe(false));
+  expect(box().checked).toBe(false);
+  fireEvent.click(box());
+  await waitFor(() => expect(box().checked).toBe(true));
+  expect(sent.filter((s) => s.method === "PATCH")).toEqual([{ method: "PATCH", path: "/api/apps/a1", body: { terminalOff: false } }]);
+  expect(container.querySelector("#terminal-setting")?.textContent).toContain(t("appTerminalOn"));
+  // The link form offers the visitors' terminal, off by default.
+  expect(container.querySelector<HTMLInputElement>("#new-link-terminal")?.checked).toBe(false);
+});
