@@ -186,8 +186,8 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 		// The nodes' inputs and outputs are the app's inner workings: for
 		// those who build it.
 		RunDetails: !view.Visitor && u.Access.CanEditApp(api.Caller(c), a),
-		Terminal: u.Terminal && terminalFor(view, a, own, p.Admin()),
-		Items:    []pageItem{}}
+		Terminal:   u.Terminal && terminalFor(view, a, own, p.Admin()),
+		Items:      []pageItem{}}
 	if view.Files == "read" || view.Files == "write" {
 		data.Files = view.Files
 	}
