@@ -136,7 +136,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 			Publishing: appTransfer{keys: accounts, links: links, owners: svc.Owners}, Now: time.Now},
 		Files: &files.Handler{Sandboxes: svc.Manager, Access: access, Storage: storage, Procs: svc.Manager, Links: svc.Previews},
 		Usage: svc.Sampler,
-		Terminal: &terminal.Handler{Sandboxes: svc.Manager, Access: access, Apps: appStore, Off: !cfg.Product.Terminal, Log: log,
+		Terminal: &terminal.Handler{Sandboxes: svc.Manager, Access: access, Apps: appStore, Transcripts: svc.Policy, Off: !cfg.Product.Terminal, Log: log,
 			Ended: func(r terminal.Record) { svc.AuditWriter.Write(context.Background(), r.Audit()) }},
 		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Files: svc.Manager, Access: access, Auth: accounts, Log: log},
 		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},

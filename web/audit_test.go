@@ -36,7 +36,7 @@ import (
 // auditRecord is one record as the audit API gives it.
 type auditRecord struct {
 	ID, Kind, ActorID, ActorKind, ToolCallID, AppID, ChatID, UserID, SandboxID string
-	Tool, Command, Op, Path, Decision, Rule, Reason, Status, Error             string
+	Tool, Command, Op, Path, Decision, Rule, Reason, Status, Error, Transcript string
 	ExitCode                                                                   int
 	StdoutBytes, StderrBytes, Bytes                                            int64
 	TimedOut, Truncated                                                        bool

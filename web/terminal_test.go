@@ -57,8 +57,9 @@ func readUntil(ctx context.Context, t testing.TB, ws *websocket.Conn, want strin
 // TestTerminalAccess (L1): the chat's owner opens its terminal; another
 // user cannot, nor can another site's page with the owner's cookie; the
 // session is audited when it ends; an app's builder turns them off and
-// on; a share link's visitor opens one where the link allows it; an
-// engine with terminals off opens none.
+// on; a share link's visitor opens one where the link allows it; a
+// policy that asks for transcripts gets them, redacted; an engine with
+// terminals off opens none.
 func TestTerminalAccess(t *testing.T) {
 	t.Parallel()
 	env := enginetest.Start(t, enginetest.Options{})
@@ -156,6 +157,33 @@ func TestTerminalAccess(t *testing.T) {
 	}
 	readUntil(ctx, t, vs, "visitor-42")
 	vs.CloseNow()
+
+	// An app whose policy asks for transcripts: the session's record
+	// keeps what the terminal showed, redacted; other apps' keep none.
+	var tapp struct {
+		ID string `json:"appId"`
+	}
+	expect(t, dana, "POST", "/api/apps", map[string]any{"name": "tm-transcript", "graph": withPolicy(`{"terminal": {"transcript": true}}`)}, 201).JSON(t, &tapp)
+	ts, _, err := dialTerminal(ctx, env, dana, tapp.ID, "tm-3", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Write(ctx, websocket.MessageBinary, []byte("echo typed-$((6*7)) token=sk-proj-Ab3dE6gH9jK2mN5pQ8sT1vW4Ab3dE6gH9jK2mN5pQ8sT1vW4; exit\r")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(ctx, t, ts, "typed-42")
+	waitFor(t, "the transcript", func() (bool, string) {
+		page := getAudit(t, admin, "/admin/api/audit", url.Values{"chat": {"tm-3"}})
+		i := slices.IndexFunc(page.Records, func(r auditRecord) bool { return r.Kind == "terminal" })
+		if i < 0 {
+			return false, "no record"
+		}
+		tr := page.Records[i].Transcript
+		return strings.Contains(tr, "typed-42") && !strings.Contains(tr, "sk-proj-Ab3d") && strings.Contains(tr, "REDACTED"), tr
+	})
+	if page := getAudit(t, admin, "/admin/api/audit", url.Values{"chat": {"tm-1"}}); len(page.Records) == 0 || page.Records[0].Transcript != "" {
+		t.Errorf("a session of an app without transcripts: %+v", page.Records)
+	}
 
 	off := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_TERMINAL": "false"}})
 	off.CreateUser(t, "tm-dana", auth.RoleUser)

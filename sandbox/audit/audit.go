@@ -151,6 +151,10 @@ type Record struct {
 	PidsLimited bool `bson:"pidsLimited,omitempty"`
 	// Error is the error's text, redacted, when the call failed with one.
 	Error string `bson:"error,omitempty"`
+	// Transcript is a terminal session's (kind terminal) when the policy
+	// asks for one: what it showed, redacted (Truncated: cut at
+	// policy.MaxTranscript).
+	Transcript string `bson:"transcript,omitempty"`
 }
 
 // classify gives the decision, rule, reason and status of a call that

@@ -76,6 +76,7 @@ func Merge(base, app Policy) (Policy, error) {
 		}
 	}
 
+	out.Terminal.Transcript = base.Terminal.Transcript || app.Terminal.Transcript
 	out.Limits = base.Limits
 	lower := func(field string, b, a float64, set func()) {
 		switch {

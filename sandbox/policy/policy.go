@@ -78,7 +78,22 @@ type Policy struct {
 	// (package sandbox/redact's Config), carried as it is: this package
 	// neither reads nor merges it.
 	Redaction json.RawMessage `json:"redaction,omitempty"`
+	// Terminal is what the audit keeps of web terminal sessions (L1),
+	// which no rule judges.
+	Terminal TerminalAudit `json:"terminal,omitzero"`
 }
+
+// TerminalAudit: with Transcript, each terminal session's audit record
+// keeps what the terminal showed (the echo of what was typed included),
+// redacted as the app's command output is, up to MaxTranscript bytes. An
+// app may ask for it where the operator does not; it cannot turn the
+// operator's off.
+type TerminalAudit struct {
+	Transcript bool `json:"transcript,omitempty"`
+}
+
+// MaxTranscript bounds a terminal session's transcript: its first bytes.
+const MaxTranscript = 1 << 20
 
 // Rule matches simple commands. All of its set matchers must match.
 type Rule struct {

@@ -270,6 +270,24 @@ func (s *Resolver) Middleware() []sandbox.Middleware {
 	return []sandbox.Middleware{s.resolve(), judge, limit, redaction}
 }
 
+// TerminalTranscript is the redactor of a terminal session's transcript
+// in appID's chats when the app's policy or the operator's asks for
+// transcripts; nil when neither does. An app whose policy cannot be read
+// gets the operator's answer.
+func (s *Resolver) TerminalTranscript(ctx context.Context, appID string) *redact.Redactor {
+	ap, err := s.forApp(ctx, appID)
+	if err != nil {
+		if s.base.Terminal.Transcript {
+			return s.Redactor
+		}
+		return nil
+	}
+	if !ap.policy.Terminal.Transcript {
+		return nil
+	}
+	return s.redactorOf(ap, nil)
+}
+
 // RedactorFor is the app's redaction (the operator's when the app's
 // policy cannot be read).
 func (s *Resolver) RedactorFor(ctx context.Context, appID string) *redact.Redactor {

@@ -77,6 +77,7 @@ type auditRecord struct {
 	OOMKilled   bool      `json:"oomKilled,omitempty"`
 	PidsLimited bool      `json:"pidsLimited,omitempty"`
 	Error       string    `json:"error,omitempty"`
+	Transcript  string    `json:"transcript,omitempty"`
 }
 
 func wireAudit(r audit.Record) auditRecord {
@@ -87,7 +88,7 @@ func wireAudit(r audit.Record) auditRecord {
 		Tool: r.Tool, Command: r.Command, Op: r.Op, Path: r.Path,
 		Decision: string(r.Decision), Rule: r.Rule, Reason: r.Reason, Status: string(r.Status), ExitCode: r.ExitCode,
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, Bytes: r.Bytes, Truncated: r.Truncated, TimedOut: r.TimedOut,
-		OOMKilled: r.OOMKilled, PidsLimited: r.PidsLimited, Error: r.Error,
+		OOMKilled: r.OOMKilled, PidsLimited: r.PidsLimited, Error: r.Error, Transcript: r.Transcript,
 	}
 }
 

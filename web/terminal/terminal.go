@@ -15,6 +15,7 @@
 package terminal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,8 @@ import (
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/audit"
+	"github.com/flowbox/flowbox/sandbox/policy"
+	"github.com/flowbox/flowbox/sandbox/redact"
 	"github.com/flowbox/flowbox/web/api"
 )
 
@@ -50,6 +54,10 @@ type Record struct {
 	BytesIn  int64 // keystrokes
 	BytesOut int64 // what it showed
 	ExitCode int   // -1: hung up
+	// Transcript is what the terminal showed, redacted, when the policy
+	// asks for one (Truncated: its first policy.MaxTranscript bytes).
+	Transcript string
+	Truncated  bool
 }
 
 // Audit is the session's audit record (kind terminal): who opened it,
@@ -62,7 +70,8 @@ func (r Record) Audit() audit.Record {
 	return audit.Record{ID: bson.NewObjectID(), Time: r.Start, DurationMs: r.End.Sub(r.Start).Milliseconds(), Instance: audit.DefaultInstance(),
 		Kind: audit.KindTerminal, ActorID: r.Opener, ActorKind: "user", Via: "terminal",
 		AppID: r.Scope.AppID, ChatID: r.Scope.ChatID, UserID: r.Scope.UserID, SandboxID: r.Scope.SandboxID(),
-		Tool: "terminal", Decision: audit.Allowed, Status: status, ExitCode: r.ExitCode, Bytes: r.BytesIn, StdoutBytes: r.BytesOut}
+		Tool: "terminal", Decision: audit.Allowed, Status: status, ExitCode: r.ExitCode, Bytes: r.BytesIn, StdoutBytes: r.BytesOut,
+		Transcript: r.Transcript, Truncated: r.Truncated}
 }
 
 // Apps reads an app's setting: its builder may turn terminals off.
@@ -70,10 +79,18 @@ type Apps interface {
 	Get(ctx context.Context, id string) (apps.App, error)
 }
 
+// Transcripts tells whether an app's policy asks for terminal
+// transcripts, with the redactor to keep them with (nil: none).
+type Transcripts interface {
+	TerminalTranscript(ctx context.Context, appID string) *redact.Redactor
+}
+
 // Handler serves the terminals.
 type Handler struct {
-	Sandboxes Sandboxes
-	Access    api.ChatAccess
+	// Transcripts, when set, is asked at each session's start.
+	Transcripts Transcripts
+	Sandboxes   Sandboxes
+	Access      api.ChatAccess
 	// Apps, when set, is asked whether the app turned terminals off.
 	Apps Apps
 	// Off turns terminals off (FLOWBOX_TERMINAL=off).
@@ -96,6 +113,9 @@ type session struct {
 	h    *Handler
 	rec  Record
 	term sandbox.Terminal
+	// redactor keeps the transcript, when the policy asks for one.
+	redactor   *redact.Redactor
+	transcript bytes.Buffer // under mu
 
 	mu     sync.Mutex
 	screen []byte
@@ -213,6 +233,9 @@ func (h *Handler) session(ctx context.Context, scope sandbox.Scope, opener strin
 		return nil, err
 	}
 	s := &session{h: h, term: term, rec: Record{Scope: scope, Opener: opener, Start: time.Now().UTC(), ExitCode: -1}}
+	if h.Transcripts != nil {
+		s.redactor = h.Transcripts.TerminalTranscript(ctx, scope.AppID)
+	}
 	h.mu.Lock()
 	if h.sessions == nil {
 		h.sessions = map[string]*session{}
@@ -259,6 +282,11 @@ func (s *session) pump() {
 			}
 			s.mu.Lock()
 			s.rec.BytesOut += int64(len(p))
+			if s.redactor != nil {
+				keep := min(len(p), policy.MaxTranscript-s.transcript.Len())
+				s.transcript.Write(p[:keep])
+				s.rec.Truncated = s.rec.Truncated || keep < len(p)
+			}
 			s.screen = append(s.screen, p...)
 			if over := len(s.screen) - s.h.kept(); over > 0 {
 				s.screen = append(s.screen[:0], s.screen[over:]...)
@@ -291,6 +319,9 @@ func (s *session) end() {
 	}
 	rec := s.rec
 	rec.End = time.Now().UTC()
+	if s.redactor != nil {
+		rec.Transcript, _ = s.redactor.Redact(strings.ToValidUTF8(s.transcript.String(), "\uFFFD"))
+	}
 	if t, ok := s.term.(interface{ ExitCode() int }); ok {
 		rec.ExitCode = t.ExitCode()
 	}
