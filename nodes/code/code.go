@@ -240,8 +240,10 @@ func execError(ctx context.Context, lang language, err error) error {
 func resultError(lang language, res sandbox.ExecResult, timeout time.Duration) error {
 	switch {
 	case res.TimedOut:
-		// The app's policy may have set a shorter limit than the node's.
-		limit := res.Duration.Truncate(time.Second)
+		// The app's policy may have set a shorter limit than the node's;
+		// the run's own measure of its time may fall a little short of
+		// the limit that stopped it, hence the rounding.
+		limit := res.Duration.Round(time.Second)
 		if limit < time.Second || limit > timeout {
 			limit = timeout
 		}
