@@ -184,6 +184,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
             {data.appName || t("apps")}
           </a>
           <h1 className="chat-title">{title}</h1>
+          <div className="chat-actions">
           {data.canDelete && !data.visitor && (
             <button type="button" className="secondary" id="delete-chat" onClick={() => void deleteChat()}>
               {t("deleteChat")}
@@ -199,6 +200,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
               {t("files")}
             </button>
           )}
+          </div>
         </header>
         {termOpen && (
           <Suspense fallback={<p className="hint">{t("terminal")}…</p>}>
