@@ -152,6 +152,11 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 			return
 		}
 	}
+	h.put(c, app, status)
+}
+
+// put stores app and answers it as stored.
+func (h *Apps) put(c *gin.Context, app apps.App, status int) {
 	err := h.Apps.Put(c.Request.Context(), app, h.Now())
 	var invalid *nodes.ValidationError
 	switch {
@@ -208,12 +213,7 @@ func (h *Apps) Patch(c *gin.Context) {
 	if body.TerminalOff != nil {
 		app.TerminalOff = *body.TerminalOff
 	}
-	if err := h.Apps.Put(c.Request.Context(), app, h.Now()); err != nil {
-		api.Error(c, http.StatusInternalServerError, "could not save the app; retry later")
-		return
-	}
-	saved, _ := h.Apps.Get(c.Request.Context(), app.ID)
-	c.JSON(http.StatusOK, saved)
+	h.put(c, app, http.StatusOK)
 }
 
 // Delete records the deletion of the app's sandboxes and removes the app;

@@ -87,12 +87,12 @@ type Transcripts interface {
 
 // Handler serves the terminals.
 type Handler struct {
-	// Transcripts, when set, is asked at each session's start.
-	Transcripts Transcripts
-	Sandboxes   Sandboxes
-	Access      api.ChatAccess
+	Sandboxes Sandboxes
+	Access    api.ChatAccess
 	// Apps, when set, is asked whether the app turned terminals off.
 	Apps Apps
+	// Transcripts, when set, is asked at each session's start.
+	Transcripts Transcripts
 	// Off turns terminals off (FLOWBOX_TERMINAL=off).
 	Off bool
 	// Grace is how long a terminal waits for its page to come back
