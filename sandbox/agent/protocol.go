@@ -128,6 +128,16 @@
 // A cancel frame, any other frame or the connection's end hangs the
 // terminal up: its processes get SIGHUP, and SIGKILL two seconds later.
 //
+// # Metrics
+//
+// A request with "op" "metrics" alone reads what the sandbox uses now
+// (L4): its cgroups as the agent sees its own (cgroup v1 or v2 under
+// /sys/fs/cgroup), and the disk its workspace's and shell state's files
+// take. The agent answers a sandbox.Metrics as JSON in data frames, then
+// done. CPUPercent and DiskLimitBytes are the engine's to fill in. Like
+// every answer, the figures are the sandbox's word: they are for
+// display, and no limit is enforced from them.
+//
 // # Over TCP
 //
 // An agent that listens on TCP (a Kubernetes pod's, reached over the
@@ -227,10 +237,12 @@ const (
 )
 
 // opDial connects to a port in the sandbox (see Ports); opPTY starts a
-// terminal (see Terminals).
+// terminal (see Terminals); opMetrics reads what the sandbox uses (see
+// Metrics).
 const (
-	opDial = "dial"
-	opPTY  = "pty"
+	opDial    = "dial"
+	opPTY     = "pty"
+	opMetrics = "metrics"
 )
 
 // MaxTerminalSize bounds a terminal's columns and rows.

@@ -270,6 +270,13 @@ func (s *server) handle(ctx context.Context, conn net.Conn, tcp bool) {
 	case req.Op == opPTY:
 		s.terminal(ctx, req, br, w)
 		return
+	case req.Op == opMetrics:
+		if err := w.json(s.metrics()); err != nil {
+			w.finish(frameError, fileErrorPayload(err))
+			return
+		}
+		w.finish(frameDone, nil)
+		return
 	case isProcOp(req.Op):
 		s.procOp(req, br, w)
 		return
@@ -361,6 +368,10 @@ func readRequest(br *bufio.Reader) (wireRequest, error) {
 		}
 		if req.Cols < 1 || req.Rows < 1 || req.Cols > MaxTerminalSize || req.Rows > MaxTerminalSize {
 			return wireRequest{}, fmt.Errorf("malformed request: a terminal of %dx%d (each between 1 and %d)", req.Cols, req.Rows, MaxTerminalSize)
+		}
+	case opMetrics:
+		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 || req.Path != "" || req.Max != 0 || req.Proc != "" || req.Port != 0 {
+			return wireRequest{}, errors.New("malformed request: metrics takes nothing else")
 		}
 	case opDial:
 		if req.Command != "" || req.Stdin || req.TimeoutMs != 0 {
