@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/auth"
@@ -41,7 +42,17 @@ func toolStatuses(t *testing.T, c *enginetest.Client, appID, chatID string) (sta
 			ToolCalls json.RawMessage `json:"toolCalls"`
 		}
 	}
-	expect(t, c, "GET", "/api/apps/"+appID+"/chats/"+chatID, nil, 200).JSON(t, &chat)
+	// A streamed answer reaches the client before its turn is written
+	// down (web/chat), so a chat's first turn may not be there yet.
+	resp := c.Do(t, "GET", "/api/apps/"+appID+"/chats/"+chatID, nil)
+	for deadline := time.Now().Add(30 * time.Second); resp.Status == 404 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		resp = c.Do(t, "GET", "/api/apps/"+appID+"/chats/"+chatID, nil)
+	}
+	if resp.Status != 200 {
+		t.Fatalf("GET the chat %s: %d %s, want 200", chatID, resp.Status, clip(resp.Body))
+	}
+	resp.JSON(t, &chat)
 	for _, it := range chat.Items {
 		var calls []struct{ Status, Response string }
 		_ = json.Unmarshal(it.ToolCalls, &calls)

@@ -21,9 +21,10 @@ import (
 // python3 (for the example skills' scripts, run on the host by their own
 // tests), netns (root and iproute2, for the network tests' own "public"
 // namespace, sandbox/egress/egresstest) and kubernetes (the cluster of scripts/kube-up, named by
-// KUBECONFIG, with the test images loaded; scripts/test starts it) and
+// KUBECONFIG, with the test images loaded; scripts/test starts it),
 // openai-sdk (Node.js with web/testdata/openai-sdk installed by npm ci,
-// for TestOpenAISDK).
+// for TestOpenAISDK) and btrfs (root, loop devices and btrfs-progs'
+// mkfs.btrfs, for the checkpoint pool, sandbox/checkpoint).
 const RequireEnv = "FLOWBOX_TEST_REQUIRE"
 
 // Required reports whether FLOWBOX_TEST_REQUIRE names component.
