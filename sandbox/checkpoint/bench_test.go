@@ -30,7 +30,7 @@ import (
 func BenchmarkCheckpoint(b *testing.B) {
 	p := newPoolOf(b, 8<<30)
 	const id = "aaaaaaaaaaaaaaaa"
-	if err := p.Create(id); err != nil {
+	if err := p.Create(id, 0); err != nil {
 		b.Fatal(err)
 	}
 	ws := filepath.Join(p.Dir(id), "workspace")
@@ -114,7 +114,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 		rs = append(rs, time.Since(t0))
 		t0 = time.Now()
 		fid := fmt.Sprintf("f%015d", i)
-		if err := p.Fork(id, fmt.Sprintf("c%04d", i), fid); err != nil {
+		if err := p.Fork(id, fmt.Sprintf("c%04d", i), fid, 0); err != nil {
 			b.Fatal(err)
 		}
 		fk = append(fk, time.Since(t0))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,10 +64,20 @@ func Open(root string) (*Pool, error) {
 			return nil, fmt.Errorf("checkpoint pool: %w", err)
 		}
 	}
+	if err := enableQuotas(root); err != nil {
+		return nil, fmt.Errorf("checkpoint pool: %w", err)
+	}
 	if err := p.recover(); err != nil {
 		return nil, fmt.Errorf("checkpoint pool %s: %w", root, err)
 	}
 	return p, nil
+}
+
+// groupOf is sandbox id's quota group: level 1, numbered by the id's
+// first 48 bits. Its members are the sandbox's files and checkpoints.
+func groupOf(id string) uint64 {
+	n, _ := strconv.ParseUint(id[:12], 16, 64)
+	return group(n)
 }
 
 func (p *Pool) liveDir() string        { return filepath.Join(p.root, "live") }
@@ -108,19 +119,45 @@ func checkName(name string) error {
 	return nil
 }
 
-// Create makes sandbox id's files' subvolume, empty; one that exists is
-// kept.
-func (p *Pool) Create(id string) error {
+// Create makes sandbox id's files' subvolume, empty, with limit bytes
+// for its files and checkpoints together (0: no limit); one that exists
+// is kept, with its limit.
+func (p *Pool) Create(id string, limit int64) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
 	if p.Exists(id) {
 		return nil
 	}
-	if err := subvolCreate(p.Dir(id)); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := p.newGroup(id, limit); err != nil {
+		return err
+	}
+	if err := subvolCreate(p.Dir(id), groupOf(id)); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("checkpoint pool: %w", err)
 	}
 	return nil
+}
+
+// newGroup makes sandbox id's quota group, with limit bytes.
+func (p *Pool) newGroup(id string, limit int64) error {
+	if err := createGroup(p.root, groupOf(id)); err != nil {
+		return fmt.Errorf("checkpoint pool: %w", err)
+	}
+	if err := limitGroup(p.root, groupOf(id), limit); err != nil {
+		return fmt.Errorf("checkpoint pool: %w", err)
+	}
+	return nil
+}
+
+// Usage is what sandbox id's files and checkpoints take on the disk:
+// each block once, charged to the sandbox that wrote it (a fork is not
+// charged for what it shares with the checkpoint it came from). -1 when
+// it cannot be read.
+func (p *Pool) Usage(id string) int64 {
+	if !sandbox.ValidID(id) {
+		return -1
+	}
+	return groupUsage(p.root, groupOf(id))
 }
 
 // Exists reports whether sandbox id's files are in the pool.
@@ -150,7 +187,7 @@ func (p *Pool) Checkpoint(id, name string) (Info, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return Info{}, fmt.Errorf("checkpoint of sandbox %s: %w", id, err)
 	}
-	if err := snapshot(p.Dir(id), dst, true); err != nil {
+	if err := snapshot(p.Dir(id), dst, true, groupOf(id)); err != nil {
 		return Info{}, fmt.Errorf("checkpoint of sandbox %s: %w", id, err)
 	}
 	return p.info(id, name)
@@ -220,7 +257,7 @@ func (p *Pool) Restore(id, name string) error {
 // replace makes sandbox id's files a writable snapshot of src.
 func (p *Pool) replace(id, src string) error {
 	tmp := temp(p.liveDir(), id)
-	if err := snapshot(src, tmp, false); err != nil {
+	if err := snapshot(src, tmp, false, groupOf(id)); err != nil {
 		return fmt.Errorf("restore sandbox %s: %w", id, err)
 	}
 	if !p.Exists(id) {
@@ -249,9 +286,9 @@ func (p *Pool) discard(path string) error {
 }
 
 // Fork makes sandbox dst's files a copy of sandbox src's checkpoint name
-// (src goes on untouched); dst must not have files in the pool yet. The
-// copy shares the checkpoint's blocks.
-func (p *Pool) Fork(src, name, dst string) error {
+// (src goes on untouched), with limit bytes (0: none); dst must not have
+// files in the pool yet. The copy shares the checkpoint's blocks.
+func (p *Pool) Fork(src, name, dst string, limit int64) error {
 	for _, id := range []string{src, dst} {
 		if err := checkID(id); err != nil {
 			return err
@@ -267,8 +304,11 @@ func (p *Pool) Fork(src, name, dst string) error {
 	if _, err := os.Lstat(p.Dir(dst)); err == nil {
 		return fmt.Errorf("fork sandbox %s: %w", dst, ErrExists)
 	}
+	if err := p.newGroup(dst, limit); err != nil {
+		return err
+	}
 	tmp := temp(p.liveDir(), dst)
-	if err := snapshot(from, tmp, false); err != nil {
+	if err := snapshot(from, tmp, false, groupOf(dst)); err != nil {
 		return fmt.Errorf("fork sandbox %s: %w", dst, err)
 	}
 	// Not over a sandbox that appeared meanwhile: renameat2 without
@@ -292,7 +332,19 @@ func (p *Pool) Drop(id, name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	return subvolDelete(p.checkpoint(id, name))
+	if err := subvolDelete(p.checkpoint(id, name)); err != nil {
+		return err
+	}
+	return p.settle()
+}
+
+// settle has the filesystem free deleted subvolumes' blocks soon, so
+// that their sandbox's quota has them back.
+func (p *Pool) settle() error {
+	if err := syncFS(p.root); err != nil {
+		return fmt.Errorf("checkpoint pool: sync: %w", err)
+	}
+	return nil
 }
 
 // Delete deletes sandbox id's files and every checkpoint of it.
@@ -315,6 +367,11 @@ func (p *Pool) Delete(id string) error {
 	if err := os.Remove(cps); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	errs = append(errs, p.settle())
+	// Its quota group goes once the cleaner freed what it was charged
+	// for; until then (EBUSY) it stays, empty of members, and is taken
+	// again by a sandbox whose id starts alike.
+	_ = destroyGroup(p.root, groupOf(id))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete sandbox %s from the checkpoint pool: %w", id, err)
 	}

@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
@@ -106,7 +109,7 @@ func write(t testing.TB, path, content string, mode os.FileMode) {
 func TestRestore(t *testing.T) {
 	p := newPool(t)
 	const id = "0123456789abcdef"
-	if err := p.Create(id); err != nil {
+	if err := p.Create(id, 0); err != nil {
 		t.Fatal(err)
 	}
 	ws := p.Dir(id)
@@ -175,7 +178,7 @@ func TestRestore(t *testing.T) {
 func TestFork(t *testing.T) {
 	p := newPool(t)
 	const src, dst = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
-	if err := p.Create(src); err != nil {
+	if err := p.Create(src, 0); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(p.Dir(src), "workspace/f"), "at the fork", 0o644)
@@ -184,7 +187,7 @@ func TestFork(t *testing.T) {
 	}
 	at := manifest(t, p.Dir(src))
 	write(t, filepath.Join(p.Dir(src), "workspace/f"), "original goes on", 0o644)
-	if err := p.Fork(src, "c1", dst); err != nil {
+	if err := p.Fork(src, "c1", dst, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := manifest(t, p.Dir(dst)); !slices.Equal(got, at) {
@@ -197,10 +200,10 @@ func TestFork(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(p.Dir(src), "workspace/g")); err == nil {
 		t.Error("the fork's new file is in the original")
 	}
-	if err := p.Fork(src, "c1", dst); !errors.Is(err, ErrExists) {
+	if err := p.Fork(src, "c1", dst, 0); !errors.Is(err, ErrExists) {
 		t.Errorf("a fork onto an existing sandbox: %v, want ErrExists", err)
 	}
-	if err := p.Fork(src, "nope", "cccccccccccccccc"); !errors.Is(err, ErrNoCheckpoint) {
+	if err := p.Fork(src, "nope", "cccccccccccccccc", 0); !errors.Is(err, ErrNoCheckpoint) {
 		t.Errorf("a fork of a missing checkpoint: %v, want ErrNoCheckpoint", err)
 	}
 	if cps, _ := p.Checkpoints(dst); len(cps) != 0 {
@@ -214,7 +217,7 @@ func TestDelete(t *testing.T) {
 	p := newPool(t)
 	const a, b = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
 	for _, id := range []string{a, b} {
-		if err := p.Create(id); err != nil {
+		if err := p.Create(id, 0); err != nil {
 			t.Fatal(err)
 		}
 		write(t, filepath.Join(p.Dir(id), "workspace/f"), id, 0o644)
@@ -258,7 +261,7 @@ func TestDelete(t *testing.T) {
 func TestRecover(t *testing.T) {
 	p := newPool(t)
 	const id = "aaaaaaaaaaaaaaaa"
-	if err := p.Create(id); err != nil {
+	if err := p.Create(id, 0); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(p.Dir(id), "workspace/f"), "kept", 0o644)
@@ -266,10 +269,10 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The steps of an interrupted restore: a copy made, one trashed.
-	if err := snapshot(p.checkpoint(id, "c1"), temp(p.liveDir(), id), false); err != nil {
+	if err := snapshot(p.checkpoint(id, "c1"), temp(p.liveDir(), id), false, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := snapshot(p.checkpoint(id, "c1"), temp(p.trashDir(), "gone"), false); err != nil {
+	if err := snapshot(p.checkpoint(id, "c1"), temp(p.trashDir(), "gone"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	before := manifest(t, p.Dir(id))
@@ -298,10 +301,10 @@ func TestRefused(t *testing.T) {
 	if _, err := p.Checkpoint(id, "c1"); !errors.Is(err, ErrNotInPool) {
 		t.Errorf("checkpoint of a sandbox not in the pool: %v", err)
 	}
-	if err := p.Create("../etc"); err == nil {
+	if err := p.Create("../etc", 0); err == nil {
 		t.Error("a sandbox id with a path was accepted")
 	}
-	if err := p.Create(id); err != nil {
+	if err := p.Create(id, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"", "../x", ".hidden", "a/b", strings.Repeat("n", 65)} {
@@ -317,5 +320,97 @@ func TestRefused(t *testing.T) {
 	}
 	if _, err := Open(t.TempDir()); !errors.Is(err, ErrNotBtrfs) {
 		t.Errorf("a pool on %s: %v, want ErrNotBtrfs", os.TempDir(), err)
+	}
+}
+
+// TestQuota: a sandbox's limit holds its files and its checkpoints
+// together: blocks a checkpoint keeps count until it is dropped; a fork
+// is charged only for what it writes.
+func TestQuota(t *testing.T) {
+	p := newPool(t)
+	const id, fork = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
+	if err := p.Create(id, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(p.Dir(id), "big")
+	fill := func(path string, mib int) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		block := make([]byte, 1<<20)
+		for i := 0; i < mib; i++ {
+			block[0] = byte(i)
+			if _, err := f.Write(block); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if err := fill(big, 40); err != nil {
+		t.Fatalf("40 MiB under a 64 MiB limit: %v", err)
+	}
+	settled(t, p)
+	if u := p.Usage(id); u < 40<<20 || u > 48<<20 {
+		t.Errorf("usage %d bytes after 40 MiB written, want about 40 MiB", u)
+	}
+	if _, err := p.Checkpoint(id, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	// The checkpoint keeps the first 40 MiB: 40 more do not fit.
+	os.Remove(big)
+	err := fill(filepath.Join(p.Dir(id), "again"), 40)
+	if !errors.Is(err, unix.EDQUOT) {
+		t.Errorf("40 MiB more beside a checkpoint of 40 under 64: %v, want EDQUOT", err)
+	}
+	os.Remove(filepath.Join(p.Dir(id), "again"))
+	if err := p.Drop(id, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, p)
+	// The cleaner frees the dropped checkpoint's blocks in the
+	// background.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		settled(t, p)
+		if err = fill(filepath.Join(p.Dir(id), "again"), 40); err == nil || time.Now().After(deadline) {
+			break
+		}
+		os.Remove(filepath.Join(p.Dir(id), "again"))
+	}
+	if err != nil {
+		t.Errorf("40 MiB after the checkpoint was dropped: %v", err)
+	}
+	// A fork shares the checkpoint's blocks without being charged.
+	if _, err := p.Checkpoint(id, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Fork(id, "c2", fork, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, p)
+	if u := p.Usage(fork); u < 0 || u > 4<<20 {
+		t.Errorf("a fresh fork's usage: %d bytes, want next to none", u)
+	}
+	if err := fill(filepath.Join(p.Dir(fork), "own"), 20); !errors.Is(err, unix.EDQUOT) {
+		t.Errorf("20 MiB in a fork limited to 16: %v, want EDQUOT", err)
+	}
+}
+
+// settled writes the pool's filesystem out, which brings its quota
+// groups' counts up to date.
+func settled(t testing.TB, p *Pool) {
+	t.Helper()
+	fd, err := unix.Open(p.Root(), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		t.Fatal(err)
 	}
 }
