@@ -184,6 +184,10 @@ type Capabilities struct {
 	ReportsExhaustion bool `json:"reportsExhaustion"`
 	// Stdin: commands may have standard input (ExecRequest.Stdin).
 	Stdin bool `json:"stdin"`
+	// Checkpoints: the provider keeps checkpoints of its sandboxes' files
+	// and shell state, restores and forks them (CheckpointProvider).
+	// Without it, the chat pages offer no rewind and no branch.
+	Checkpoints bool `json:"checkpoints"`
 	// Unsafe marks a provider that gives commands the engine's own
 	// privileges (host). Prompts and logs must say so.
 	Unsafe bool `json:"unsafe"`

@@ -361,11 +361,13 @@ func (e *browserEnv) openChat(t *testing.T, tb *tab, appID string) string {
 	return tb.chatID(t)
 }
 
-// send fills the composer with message and sends it.
+// send fills the composer with message and sends it, once the button
+// takes it: it stays disabled until the previous answer's stream ended,
+// which may be a moment after its text showed.
 func (tb *tab) send(t *testing.T, message string) {
 	t.Helper()
 	tb.setValue(t, `#chat-form textarea`, message)
-	tb.do(t, chromedp.Click(chromedp.CSS(`#chat-form [data-role=send]`)))
+	tb.do(t, chromedp.WaitEnabled(chromedp.CSS(`#chat-form [data-role=send]`)), chromedp.Click(chromedp.CSS(`#chat-form [data-role=send]`)))
 }
 
 // ask sends a message and waits until the answer has finished streaming:

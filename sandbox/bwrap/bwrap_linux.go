@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 )
 
 // Provider runs sandboxes with bubblewrap.
@@ -37,6 +38,9 @@ type Provider struct {
 	// ids maps sandboxes' users to host users of their own; nil when
 	// they run as the engine's user (see idmap_linux.go).
 	ids *idMap
+	// pool keeps new sandboxes' files when Config.CheckpointPool is set
+	// (see checkpoint_linux.go).
+	pool *checkpoint.Pool
 }
 
 var _ sandbox.Provider = (*Provider)(nil)
@@ -70,7 +74,7 @@ func (p *Provider) log() *slog.Logger {
 
 func (p *Provider) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ResourceLimits: true, Streaming: true,
-		CommandProcessesEnd: true, ReportsExhaustion: true, Stdin: true}
+		CommandProcessesEnd: true, ReportsExhaustion: true, Stdin: true, Checkpoints: p.cfg.CheckpointPool != ""}
 }
 
 // probe finds bwrap and the cgroup controllers once.
@@ -87,6 +91,11 @@ func (p *Provider) probe() error {
 		}
 		if p.probeErr = p.setUpIDMap(); p.probeErr != nil {
 			return
+		}
+		if p.cfg.CheckpointPool != "" {
+			if p.pool, p.probeErr = checkpoint.Open(p.cfg.CheckpointPool); p.probeErr != nil {
+				return
+			}
 		}
 		// Where the sandboxes' users reach it.
 		etcRoot := p.cfg.Root
@@ -237,7 +246,10 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) (err error) {
 	if fresh {
 		undo.Add("unmount the disk", func(context.Context) error { return p.unmountDisk(id) })
 	}
-	if err := p.mountDisk(id, gib); err != nil {
+	if fresh && p.cfg.CheckpointPool != "" {
+		undo.Add("delete the files from the checkpoint pool", func(context.Context) error { return p.pool.Delete(id) })
+	}
+	if err := p.mountDisk(id, gib, fresh); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); errors.Is(err, fs.ErrNotExist) {
@@ -390,6 +402,15 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		// Removing the directory now would empty the image's files
 		// through the mount and leave the mount behind.
 		return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
+	}
+	if pid, ok := p.poolID(id); ok {
+		if err := p.probe(); err != nil {
+			return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
+		}
+		if err := p.pool.Delete(pid); err != nil {
+			// The mark stays with the directory: a retry finds them.
+			return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
+		}
 	}
 	if err := os.RemoveAll(p.dir(id)); err != nil {
 		errs = append(errs, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
 )
@@ -49,6 +50,15 @@ func TestConformance(t *testing.T) {
 func TestConformanceNamespace(t *testing.T) {
 	bin := testenv.EngineBinary(t)
 	sandboxtest.Run(t, harness(func(t *testing.T) sandbox.Provider { return newProviderWith(t, bwrap.Config{AgentBinary: bin}) }))
+}
+
+// TestConformanceCheckpoints runs the suite on sandboxes whose files
+// are in a checkpoint pool, a btrfs image of the test's own.
+func TestConformanceCheckpoints(t *testing.T) {
+	bin := testenv.EngineBinary(t)
+	sandboxtest.Run(t, harness(func(t *testing.T) sandbox.Provider {
+		return newProviderWith(t, bwrap.Config{AgentBinary: bin, CheckpointPool: checkpointtest.Pool(t)})
+	}))
 }
 
 func harness(newP func(t *testing.T) sandbox.Provider) sandboxtest.Harness {
@@ -484,5 +494,52 @@ func TestDiskLimitLayoutBeforeT4(t *testing.T) {
 	}
 	if m, _ := diskimage.IsMountPoint(filepath.Join(dir, "workspace")); m {
 		t.Error("the old workspace image is still mounted after Delete")
+	}
+}
+
+// TestDiskLimitInPool: in a checkpoint pool a disk limit is a quota on
+// the sandbox's files and checkpoints together: past it, writes fail
+// with "Disk quota exceeded"; what a checkpoint keeps counts until the
+// checkpoint goes; another sandbox is not held back.
+func TestDiskLimitInPool(t *testing.T) {
+	p := newProviderWith(t, bwrap.Config{AgentBinary: testenv.EngineBinary(t), CheckpointPool: checkpointtest.Pool(t)})
+	ctx := context.Background()
+	id, other := sandboxtest.NewID(t), sandboxtest.NewID(t)
+	for _, spec := range []sandbox.Spec{{ID: id, Limits: sandbox.Limits{DiskGiB: 1}}, {ID: other}} {
+		if err := p.Ensure(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Delete(context.Background(), spec.ID) })
+	}
+	run := func(id, cmd string) sandbox.ExecResult {
+		t.Helper()
+		res, err := p.Exec(ctx, id, sandbox.ExecRequest{Command: cmd, Timeout: 60 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return res
+	}
+	if res := run(id, "head -c 700M /dev/zero > /workspace/big && sync && echo fits"); res.Stdout != "fits\n" {
+		t.Fatalf("700 MiB in 1 GiB: %+v", res)
+	}
+	if res := run(id, "head -c 500M /dev/zero > /root/more; sync"); !strings.Contains(res.Stderr, "Disk quota exceeded") {
+		t.Errorf("past the limit, in the home: %+v, want Disk quota exceeded", res)
+	}
+	run(id, "rm -f /root/more; sync")
+	if _, err := p.Checkpoint(ctx, id, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	// The checkpoint keeps the 700 MiB: 500 more do not fit.
+	if res := run(id, "rm /workspace/big && sync && head -c 500M /dev/zero > /workspace/again; sync"); !strings.Contains(res.Stderr, "Disk quota exceeded") {
+		t.Errorf("500 MiB beside a checkpoint of 700 in 1 GiB: %+v, want Disk quota exceeded", res)
+	}
+	if res := run(other, "head -c 500M /dev/zero > /workspace/more && echo fine"); res.Stdout != "fine\n" {
+		t.Errorf("another sandbox: %+v", res)
+	}
+	if err := p.DropCheckpoint(ctx, id, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(id, "rm -f /workspace/again; sync; head -c 500M /dev/zero > /workspace/again && echo fits"); res.Stdout != "fits\n" {
+		t.Errorf("500 MiB once the checkpoint was dropped: %+v", res)
 	}
 }

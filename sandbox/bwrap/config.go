@@ -68,6 +68,11 @@ type Config struct {
 	// every sandbox binds are copied when their own paths do not let
 	// other users through. Default /run/flowbox.
 	StageDir string
+	// CheckpointPool, when set, is a directory on btrfs where new
+	// sandboxes keep their writable files, so that they have checkpoints
+	// (see checkpoint_linux.go); their disk limit is a quota there
+	// instead of an image. Empty: no checkpoints.
+	CheckpointPool string
 	// Logger receives what is not returned (a namespace out of reach).
 	// Default slog.Default().
 	Logger *slog.Logger

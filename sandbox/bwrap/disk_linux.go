@@ -52,7 +52,7 @@ func (p *Provider) onImage(id string) bool {
 // base is the directory that holds the sandbox's workspace, state and
 // home directories.
 func (p *Provider) base(id string) string {
-	if p.onImage(id) {
+	if p.onImage(id) || p.onPool(id) {
 		return p.diskDir(id)
 	}
 	return p.dir(id)
@@ -66,7 +66,7 @@ func (p *Provider) homeDir(id string) string   { return filepath.Join(p.base(id)
 // its disk image (whose directories are out of sight until it is
 // mounted again, after a reboot).
 func (p *Provider) exists(id string) (bool, error) {
-	for _, path := range []string{p.diskImage(id), filepath.Join(p.dir(id), "workspace")} {
+	for _, path := range []string{p.diskImage(id), filepath.Join(p.dir(id), "workspace"), p.poolMark(id)} {
 		_, err := os.Stat(path)
 		if err == nil {
 			return true, nil
@@ -79,12 +79,17 @@ func (p *Provider) exists(id string) (bool, error) {
 }
 
 // mountDisk mounts the sandbox's image, making it first for a new
-// sandbox with a disk limit (gib > 0), and then makes the writable
-// directories (on the image when there is one). Directories are made
-// after the mount: made before, they would be on the host's disk, hidden
-// under it.
-func (p *Provider) mountDisk(id string, gib int64) error {
+// sandbox with a disk limit (gib > 0), or its files in the checkpoint
+// pool, put there when the sandbox is fresh and there is a pool; and then
+// makes the writable directories (on the image or in the pool when there
+// is one). Directories are made after the mount: made before, they would
+// be on the host's disk, hidden under it.
+func (p *Provider) mountDisk(id string, gib int64, fresh bool) error {
 	switch {
+	case (fresh && p.pool != nil) || p.onPool(id):
+		if err := p.mountPool(id, gib<<30, fresh); err != nil {
+			return err
+		}
 	case gib > 0 || p.onImage(id):
 		if err := os.MkdirAll(p.diskDir(id), 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", p.diskDir(id), err)
@@ -109,8 +114,8 @@ func (p *Provider) mountDisk(id string, gib int64) error {
 	return nil
 }
 
-// unmountDisk unmounts whichever image the sandbox has; what uses it must
-// be gone.
+// unmountDisk unmounts whichever image the sandbox has, or its files'
+// mount from the checkpoint pool; what uses it must be gone.
 func (p *Provider) unmountDisk(id string) error {
 	return errors.Join(diskimage.Unmount(p.diskDir(id)), diskimage.Unmount(filepath.Join(p.dir(id), "workspace")))
 }

@@ -88,3 +88,16 @@ func makeImage(img string, size int64) error {
 	}
 	return err
 }
+
+// Usable says why this process cannot make and use a pool on an image
+// (nil: it can): it needs root, for the loop mount and the ioctls, and
+// btrfs-progs' mkfs.btrfs.
+func Usable() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the checkpoint pool's loop mount and ioctls need root")
+	}
+	if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
+		return fmt.Errorf("mkfs.btrfs: %w (apt-get install btrfs-progs)", err)
+	}
+	return nil
+}

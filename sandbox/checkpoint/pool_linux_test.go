@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,16 +26,7 @@ func newPool(t testing.TB) *Pool { return newPoolOf(t, 2<<30) }
 // newPoolOf is newPool on an image of size bytes.
 func newPoolOf(t testing.TB, size int64) *Pool {
 	t.Helper()
-	var why error
-	switch {
-	case os.Geteuid() != 0:
-		why = errors.New("the pool's ioctls and the loop mount need root")
-	default:
-		if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
-			why = fmt.Errorf("mkfs.btrfs: %w (apt-get install btrfs-progs)", err)
-		}
-	}
-	testenv.Need(t, "btrfs", why)
+	testenv.Need(t, "btrfs", Usable())
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "pool")
 	if err := MountImage(filepath.Join(dir, "pool.img"), mnt, size); err != nil {

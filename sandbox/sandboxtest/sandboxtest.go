@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"Metrics", testMetrics},
 		{"Ports", testPorts},
 		{"Terminal", testTerminal},
+		{"Checkpoints", testCheckpoints},
 	}
 	names := map[string]bool{}
 	for _, tc := range tests {

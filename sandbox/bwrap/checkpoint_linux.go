@@ -1,0 +1,243 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
+	"github.com/flowbox/flowbox/sandbox/diskimage"
+)
+
+// Checkpoints (R1–R3). With Config.CheckpointPool set, a new sandbox's
+// workspace, state and home are a subvolume of the pool (package
+// checkpoint), bound on <dir>/disk where a disk image would be mounted,
+// so that the stage and everything else find them as on an image. Its
+// disk limit is its quota group's limit, which its checkpoints count
+// against. <dir>/checkpoint-pool names the sandbox's files in the pool:
+// its own id, or the warm pool member's it was adopted from.
+//
+// A restore ends the sandbox's processes, as a stop does, then exchanges
+// its files for the checkpoint's and binds them again; the next command
+// starts a new namespace. Sandboxes made without the pool have no
+// checkpoints (ErrUnsupported).
+
+var _ sandbox.CheckpointProvider = (*Provider)(nil)
+
+// poolMark is the file naming the sandbox's files in the pool.
+func (p *Provider) poolMark(id string) string { return filepath.Join(p.dir(id), "checkpoint-pool") }
+
+// poolID is the id of the sandbox's files in the pool, if it has some.
+func (p *Provider) poolID(id string) (string, bool) {
+	if p.cfg.CheckpointPool == "" {
+		return "", false
+	}
+	b, err := os.ReadFile(p.poolMark(id))
+	pid := strings.TrimSpace(string(b))
+	return pid, err == nil && sandbox.ValidID(pid)
+}
+
+func (p *Provider) onPool(id string) bool {
+	_, ok := p.poolID(id)
+	return ok
+}
+
+// mountPool binds the sandbox's files in the pool on its disk directory:
+// made first for a fresh sandbox, with limit bytes (0: none).
+func (p *Provider) mountPool(id string, limit int64, fresh bool) error {
+	pid, ok := p.poolID(id)
+	if !ok {
+		if !fresh {
+			return fmt.Errorf("sandbox %s: its checkpoint pool mark is missing", id)
+		}
+		pid = id
+	}
+	if err := p.pool.Create(pid, limit); err != nil {
+		return err
+	}
+	if !ok {
+		if err := writeFileAtomic(p.poolMark(id), []byte(pid+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	return p.bindPool(id, pid)
+}
+
+// bindPool binds pool files pid on the sandbox's disk directory, unless
+// something is mounted there already.
+func (p *Provider) bindPool(id, pid string) error {
+	if err := os.MkdirAll(p.diskDir(id), 0o755); err != nil {
+		return err
+	}
+	if mounted, err := diskimage.IsMountPoint(p.diskDir(id)); err != nil || mounted {
+		return err
+	}
+	if err := unix.Mount(p.pool.Dir(pid), p.diskDir(id), "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the sandbox's files from the checkpoint pool: %w", err)
+	}
+	return nil
+}
+
+// inPool is the sandbox's id in the pool, or why it has no checkpoints.
+func (p *Provider) inPool(id string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	if p.cfg.CheckpointPool == "" {
+		return "", fmt.Errorf("bwrap sandbox %s: %w: checkpoints are off (no checkpoint pool is configured)", id, sandbox.ErrUnsupported)
+	}
+	if err := p.probe(); err != nil {
+		return "", err
+	}
+	pid, ok := p.poolID(id)
+	if !ok {
+		if ok, _ := p.exists(id); !ok {
+			return "", fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotFound)
+		}
+		return "", fmt.Errorf("bwrap sandbox %s: %w: it was made before checkpoints were turned on", id, sandbox.ErrUnsupported)
+	}
+	return pid, nil
+}
+
+func (p *Provider) Checkpoint(ctx context.Context, id, name string) (sandbox.Checkpoint, error) {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return sandbox.Checkpoint{}, err
+	}
+	in, err := p.pool.Checkpoint(pid, name)
+	if err != nil {
+		return sandbox.Checkpoint{}, fmt.Errorf("bwrap sandbox %s: %w", id, poolErr(err))
+	}
+	return sandbox.Checkpoint{Name: in.Name, Created: in.Created}, nil
+}
+
+func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return err
+	}
+	unlock, err := p.lockNamespace(id)
+	if err != nil {
+		return fmt.Errorf("bwrap restore %s: %w: %w", id, sandbox.ErrUnavailable, err)
+	}
+	defer unlock()
+	_, err = os.Stat(p.stoppedMark(id))
+	running := errors.Is(err, fs.ErrNotExist)
+	// Its processes go, and with them every mount of the old files.
+	if err := p.cg.killAll(id, 10*time.Second); err != nil {
+		return fmt.Errorf("bwrap restore %s: %w", id, err)
+	}
+	if err := p.unstage(id); err != nil {
+		return fmt.Errorf("bwrap restore %s: %w", id, err)
+	}
+	if err := diskimage.Unmount(p.diskDir(id)); err != nil {
+		return fmt.Errorf("bwrap restore %s: %w", id, err)
+	}
+	err = p.pool.Restore(pid, name)
+	// The files, restored or not, are bound again.
+	if berr := p.bindPool(id, pid); berr != nil {
+		return fmt.Errorf("bwrap restore %s: %w", id, errors.Join(poolErr(err), berr))
+	}
+	if err != nil {
+		return fmt.Errorf("bwrap restore %s: %w", id, poolErr(err))
+	}
+	p.nsFailed.Delete(id)
+	if running {
+		m, err := p.readMeta(id)
+		if err == nil {
+			err = p.stageLocked(id, m)
+		}
+		if err != nil {
+			return fmt.Errorf("bwrap restore %s: %w: %w", id, sandbox.ErrUnavailable, err)
+		}
+	}
+	return nil
+}
+
+func (p *Provider) ForkCheckpoint(ctx context.Context, id, name, newID string) (err error) {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return err
+	}
+	if err := checkID(newID); err != nil {
+		return err
+	}
+	m, err := p.readMeta(id)
+	if err != nil {
+		return fmt.Errorf("bwrap fork %s: %w", id, err)
+	}
+	if err := os.Mkdir(p.dir(newID), 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("bwrap fork %s: sandbox %s exists already", id, newID)
+		}
+		return fmt.Errorf("bwrap fork %s: %w", id, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(p.dir(newID))
+		}
+	}()
+	if err := p.pool.Fork(pid, name, newID, m.Limits.DiskGiB<<30); err != nil {
+		return fmt.Errorf("bwrap fork %s: %w", id, poolErr(err))
+	}
+	// Stopped, with the mark: Ensure starts it on its files, with the
+	// spec it is given (its labels, mounts and limits).
+	for _, f := range []struct {
+		path string
+		data string
+	}{{p.stoppedMark(newID), ""}, {p.poolMark(newID), newID + "\n"}} {
+		if err := writeFileAtomic(f.path, []byte(f.data), 0o600); err != nil {
+			_ = p.pool.Delete(newID)
+			return fmt.Errorf("bwrap fork %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (p *Provider) DropCheckpoint(ctx context.Context, id, name string) error {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return err
+	}
+	if err := p.pool.Drop(pid, name); err != nil {
+		return fmt.Errorf("bwrap sandbox %s: %w", id, poolErr(err))
+	}
+	return nil
+}
+
+func (p *Provider) Checkpoints(ctx context.Context, id string) ([]sandbox.Checkpoint, error) {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return nil, err
+	}
+	list, err := p.pool.Checkpoints(pid)
+	if err != nil {
+		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, err)
+	}
+	out := make([]sandbox.Checkpoint, len(list))
+	for i, in := range list {
+		out[i] = sandbox.Checkpoint{Name: in.Name, Created: in.Created}
+	}
+	return out, nil
+}
+
+// poolErr marks the pool's errors with the sandbox package's kinds.
+func poolErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return fmt.Errorf("%w: %w", sandbox.ErrNotFound, err)
+	case errors.Is(err, checkpoint.ErrNotInPool):
+		return fmt.Errorf("%w: %w", sandbox.ErrUnsupported, err)
+	}
+	return err
+}
