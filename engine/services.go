@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox/activity"
 	"github.com/flowbox/flowbox/sandbox/audit"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/egress"
 	"github.com/flowbox/flowbox/sandbox/host"
@@ -308,6 +310,31 @@ func openStore(ctx context.Context, db *mongo.Database, rdb *redis.Client, log *
 	return store, nil
 }
 
+// checkpointPool is the directory of the checkpoint pool the bwrap
+// provider keeps new sandboxes' files in, ready (on btrfs), or "" when
+// checkpoints are off (FLOWBOX_CHECKPOINTS).
+func checkpointPool(sc config.Sandbox, log *slog.Logger) (string, error) {
+	if sc.Checkpoints == "off" {
+		return "", nil
+	}
+	if err := checkpoint.Usable(); err != nil {
+		if sc.Checkpoints == "auto" {
+			log.Info("checkpoints are off: the checkpoint pool cannot be made here", "why", err)
+			return "", nil
+		}
+		return "", fmt.Errorf("FLOWBOX_CHECKPOINTS=on: %w", err)
+	}
+	img := strings.TrimSuffix(sc.CheckpointPool, "/") + ".img"
+	if err := checkpoint.MountImage(img, sc.CheckpointPool, sc.CheckpointPoolGiB<<30); err != nil {
+		if sc.Checkpoints == "auto" {
+			log.Warn("checkpoints are off: the checkpoint pool could not be mounted", "err", err)
+			return "", nil
+		}
+		return "", fmt.Errorf("FLOWBOX_CHECKPOINTS=on: %w", err)
+	}
+	return sc.CheckpointPool, nil
+}
+
 // chooseProvider builds the configured provider and checks that it can
 // run here. "auto" takes bwrap, then docker; it never picks host.
 func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy, log *slog.Logger) (sandbox.Provider, error) {
@@ -324,9 +351,14 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 			if agentBin == "none" {
 				agentBin = ""
 			}
+			pool, err := checkpointPool(sc, log)
+			if err != nil {
+				return nil, err
+			}
 			// The agent binary forwards egress too, and starts faster than
 			// the engine (the default forwarder).
-			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy, AgentBinary: agentBin, ForwarderBinary: agentBin, Logger: log})
+			return bwrap.New(bwrap.Config{Root: filepath.Join(sc.Root, "bwrap"), Egress: proxy, AgentBinary: agentBin, ForwarderBinary: agentBin, Logger: log,
+				CheckpointPool: pool})
 		},
 		"docker": func() (sandbox.Provider, error) {
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell, Runtime: sc.DockerRuntime,

@@ -43,6 +43,13 @@ func (m *Manager) execCore(ctx context.Context, call *Call) (ExecResult, error) 
 	// Busy from before the ensure: a sandbox this command is about to
 	// use is not stopped to make room under its user's cap.
 	defer m.markBusy(call.SandboxID)()
+	// Not while its files are restored (a program kept running ends
+	// with the restore instead: it would hold it off for ever).
+	if !call.Request.LongLived() {
+		l := m.files(call.SandboxID)
+		l.RLock()
+		defer l.RUnlock()
+	}
 	// A sandbox created by an Ensure of its own (not a command's) runs its
 	// startup commands before its first command.
 	notice := m.startup(ctx, call.Scope, call.SandboxID)

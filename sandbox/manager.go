@@ -121,6 +121,10 @@ type Config struct {
 	// taken for idleness. Default 1 minute; it must stay well below
 	// IdleAfter.
 	Heartbeat time.Duration
+	// RestoreWait bounds how long a restore of a sandbox's checkpoint
+	// waits for its running commands (default 10 s), before it gives up
+	// with ErrRewindBusy.
+	RestoreWait time.Duration
 	// Now dates the records (lastActiveAt, createdAt) and the fast path's
 	// window; default Clock.Now. Tests inject one.
 	Now func() time.Time
@@ -149,6 +153,8 @@ type Manager struct {
 	// owner names its claims.
 	busyMu sync.Mutex
 	busy   map[string]int
+	// fileLocks: per sandbox, its commands against a restore (files).
+	fileLocks sync.Map // id → *sync.RWMutex
 	owner  string
 	// warm maps the sandboxes this process ensured and has not seen stop
 	// to when it last refreshed their record. Within WarmWindow of that,

@@ -186,22 +186,32 @@ type Kube struct {
 
 // Sandbox configures the sandbox provider and its limits.
 type Sandbox struct {
-	Provider         string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | kubernetes | host (default auto; auto never picks kubernetes or host)
-	AllowUnsafeHost  bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
-	Network          bool    // FLOWBOX_SANDBOX_NETWORK (default false)
-	CPUs             float64 // FLOWBOX_SANDBOX_CPUS (default 1)
-	MemoryMiB        int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
-	Pids             int64   // FLOWBOX_SANDBOX_PIDS (default 256)
-	DiskGiB          int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
-	PoolSize         int     // FLOWBOX_SANDBOX_POOL_SIZE: started sandboxes kept for new chats' first commands (default 2, 0 with kubernetes; 0: no warm pool)
-	Root             string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
-	PolicyFile       string  // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
-	DockerHost       string  // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
-	DockerImage      string  // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
-	DockerShell      string  // FLOWBOX_DOCKER_SHELL (default /bin/bash)
-	DockerRuntime    string  // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
-	DockerRoot       string  // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
-	DockerDaemonRoot string  // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+	Provider        string  // FLOWBOX_SANDBOX_PROVIDER: auto | bwrap | docker | kubernetes | host (default auto; auto never picks kubernetes or host)
+	AllowUnsafeHost bool    // FLOWBOX_SANDBOX_ALLOW_UNSAFE_HOST (default false)
+	Network         bool    // FLOWBOX_SANDBOX_NETWORK (default false)
+	CPUs            float64 // FLOWBOX_SANDBOX_CPUS (default 1)
+	MemoryMiB       int64   // FLOWBOX_SANDBOX_MEMORY_MIB (default 512)
+	Pids            int64   // FLOWBOX_SANDBOX_PIDS (default 256)
+	DiskGiB         int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
+	PoolSize        int     // FLOWBOX_SANDBOX_POOL_SIZE: started sandboxes kept for new chats' first commands (default 2, 0 with kubernetes; 0: no warm pool)
+	Root            string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
+	// Checkpoints keeps new bwrap sandboxes' files in a btrfs pool where
+	// they have checkpoints (docs/CHECKPOINTS.md): on, off, or auto (on
+	// when the engine runs as root with btrfs-progs). FLOWBOX_CHECKPOINTS
+	// (default off). CheckpointPool is the pool's directory
+	// (FLOWBOX_CHECKPOINT_POOL, default Root/checkpoints): when it is not
+	// on btrfs, a sparse image of CheckpointPoolGiB
+	// (FLOWBOX_CHECKPOINT_POOL_GIB, default 64) beside it is mounted there.
+	Checkpoints       string
+	CheckpointPool    string
+	CheckpointPoolGiB int64
+	PolicyFile        string // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
+	DockerHost        string // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
+	DockerImage       string // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
+	DockerShell       string // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRuntime     string // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
+	DockerRoot        string // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
+	DockerDaemonRoot  string // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
 	// BwrapAgentBinary is the engine binary whose command agent runs each
 	// running bwrap sandbox's commands in one long-lived namespace.
 	// FLOWBOX_BWRAP_AGENT_BINARY (default: the engine itself; none: a
@@ -400,6 +410,17 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
 	s.BwrapAgentBinary = str("FLOWBOX_BWRAP_AGENT_BINARY", "")
+	s.Checkpoints = str("FLOWBOX_CHECKPOINTS", "off")
+	switch s.Checkpoints {
+	case "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Sprintf("FLOWBOX_CHECKPOINTS=%q: use auto, on or off", s.Checkpoints))
+	}
+	s.CheckpointPool = str("FLOWBOX_CHECKPOINT_POOL", filepath.Join(s.Root, "checkpoints"))
+	s.CheckpointPoolGiB = integer("FLOWBOX_CHECKPOINT_POOL_GIB", 64)
+	if s.CheckpointPoolGiB < 1 {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_CHECKPOINT_POOL_GIB=%d: use 1 or more", s.CheckpointPoolGiB))
+	}
 	s.DockerAgentBinary = str("FLOWBOX_DOCKER_AGENT_BINARY", "")
 	s.DockerDaemonAgentBinary = str("FLOWBOX_DOCKER_DAEMON_AGENT_BINARY", "")
 	s.DockerDaemonFilesDir = str("FLOWBOX_DOCKER_DAEMON_FILES_DIR", "")

@@ -80,6 +80,9 @@ func (p *Provider) bindPool(id, pid string) error {
 	if mounted, err := diskimage.IsMountPoint(p.diskDir(id)); err != nil || mounted {
 		return err
 	}
+	// The mount point itself is immutable: while a restore has the files
+	// unbound, nothing can be written under it, where it would hide.
+	setImmutable(p.diskDir(id), true)
 	if err := unix.Mount(p.pool.Dir(pid), p.diskDir(id), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind the sandbox's files from the checkpoint pool: %w", err)
 	}
@@ -241,3 +244,26 @@ func poolErr(err error) error {
 	}
 	return err
 }
+
+// setImmutable sets or clears a directory's immutable attribute (as
+// chattr +i does), where its filesystem has one.
+func setImmutable(dir string, on bool) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return
+	}
+	if on {
+		flags |= fsImmutable
+	} else {
+		flags &^= fsImmutable
+	}
+	_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags)
+}
+
+// fsImmutable is FS_IMMUTABLE_FL (linux/fs.h).
+const fsImmutable = 0x10

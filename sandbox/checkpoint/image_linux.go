@@ -21,13 +21,14 @@ const MinImageBytes = 256 << 20
 // made when missing (mkfs.btrfs, from btrfs-progs) and loop-mounted on
 // dir. The image takes on the host only what is written. It is
 // idempotent and serialised by a lock beside the image, like
-// diskimage.Ensure; a dir already on btrfs is left as it is.
+// diskimage.Ensure; a dir already on btrfs (a directory of a btrfs
+// filesystem the operator made) is used as it is.
 func MountImage(img, dir string, size int64) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if mounted, err := diskimage.IsMountPoint(dir); err != nil || (mounted && onBtrfs(dir)) {
-		return err
+	if onBtrfs(dir) {
+		return nil // a btrfs filesystem's directory, or the image mounted
 	}
 	if err := os.MkdirAll(filepath.Dir(img), 0o700); err != nil {
 		return err
