@@ -155,7 +155,7 @@ type Manager struct {
 	busy   map[string]int
 	// fileLocks: per sandbox, its commands against a restore (files).
 	fileLocks sync.Map // id → *sync.RWMutex
-	owner  string
+	owner     string
 	// warm maps the sandboxes this process ensured and has not seen stop
 	// to when it last refreshed their record. Within WarmWindow of that,
 	// a command skips the ensure step and refreshes the record after the
