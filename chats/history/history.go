@@ -77,6 +77,9 @@ type Chat struct {
 	CreatedAt time.Time     `bson:"createdAt" json:"createdAt"`
 	UpdatedAt time.Time     `bson:"updatedAt" json:"updatedAt"`
 	Recent    []llm.Message `bson:"recent" json:"-"`
+	// Redo is the turns a rewind set aside, which Redo puts back; nil
+	// when there are none (see rewind.go).
+	Redo *Redo `bson:"redo,omitempty" json:"redo,omitempty"`
 }
 
 // Item is one message of a chat. ToolCalls and Responses are JSON as the
@@ -287,13 +290,23 @@ func (s *Store) AppendTurn(ctx context.Context, chat Chat, question, answer Item
 	}
 	// A bounded set, not a $push: nothing grows in place.
 	set := bson.D{{Key: "updatedAt", Value: now}, {Key: "items", Value: after.Items}, {Key: "recent", Value: after.Recent}}
+	update := bson.D{{Key: "$set", Value: set}}
+	if chat.Redo != nil {
+		// The chat moved on from a rewind: what it set aside goes.
+		if err := s.purge(ctx, chat); err != nil {
+			return Chat{}, err
+		}
+		after.Redo = nil
+		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "redo", Value: ""}}})
+	}
 	if seq == 0 && !chat.CreatedAt.IsZero() {
 		// The first turn of a chat created for its files: named after
 		// the question, like any other chat.
 		after.Title = title(question.Text)
 		set = append(set, bson.E{Key: "title", Value: after.Title})
+		update[0].Value = set
 	}
-	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.Key}}, bson.D{{Key: "$set", Value: set}})
+	_, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.Key}}, update)
 	if err != nil {
 		return Chat{}, fmt.Errorf("record turn of chat %s: %w", chat.ID, err)
 	}
@@ -379,6 +392,9 @@ func (s *Store) Delete(ctx context.Context, scope sandbox.Scope) error {
 	if errors.Is(err, ErrNotFound) {
 		c = Of(scope)
 	} else if err != nil {
+		return err
+	}
+	if err := s.purge(ctx, c); err != nil {
 		return err
 	}
 	return s.deleteDocs(ctx, scope.ChatKey(), c.Items)
