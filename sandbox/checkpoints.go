@@ -20,9 +20,10 @@ type CheckpointProvider interface {
 	// sandbox was made without checkpoints.
 	Checkpoint(ctx context.Context, id, name string) (Checkpoint, error)
 	// RestoreCheckpoint makes sandbox id's files what they were at
-	// checkpoint name, running or stopped. Its processes end first (its
-	// background processes and terminal too): they belong to the
-	// discarded files. The checkpoint stays.
+	// checkpoint name, running or stopped; with name "", empty, as
+	// before its first command. Its processes end first (its background
+	// processes and terminal too): they belong to the discarded files.
+	// The checkpoint stays.
 	RestoreCheckpoint(ctx context.Context, id, name string) error
 	// ForkCheckpoint makes a new, stopped sandbox newID whose files are
 	// sandbox id's checkpoint name, with id's limits; Ensure starts it.
@@ -70,7 +71,7 @@ func (m *Manager) Checkpoint(ctx context.Context, scope Scope, name string) (Che
 }
 
 // Restore makes the scope's sandbox's files what they were at checkpoint
-// name, running or stopped, once no command of it runs: it waits up to
+// name (empty for ""), running or stopped, once no command of it runs: it waits up to
 // Config.RestoreWait for them, then gives up with ErrRewindBusy. Its processes
 // end (a restore is a stop and a start of what it runs).
 func (m *Manager) Restore(ctx context.Context, scope Scope, name string) error {

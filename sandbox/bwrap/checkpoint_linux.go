@@ -144,13 +144,23 @@ func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error
 	if err := diskimage.Unmount(p.diskDir(id)); err != nil {
 		return fmt.Errorf("bwrap restore %s: %w", id, err)
 	}
-	err = p.pool.Restore(pid, name)
+	if name == "" {
+		err = p.pool.Reset(pid)
+	} else {
+		err = p.pool.Restore(pid, name)
+	}
 	// The files, restored or not, are bound again.
 	if berr := p.bindPool(id, pid); berr != nil {
 		return fmt.Errorf("bwrap restore %s: %w", id, errors.Join(poolErr(err), berr))
 	}
 	if err != nil {
 		return fmt.Errorf("bwrap restore %s: %w", id, poolErr(err))
+	}
+	if name == "" {
+		// Empty files: the directories a sandbox has from the start.
+		if err := p.makeDirs(id); err != nil {
+			return fmt.Errorf("bwrap restore %s: %w", id, err)
+		}
 	}
 	p.nsFailed.Delete(id)
 	if running {
@@ -267,3 +277,20 @@ func setImmutable(dir string, on bool) {
 
 // fsImmutable is FS_IMMUTABLE_FL (linux/fs.h).
 const fsImmutable = 0x10
+
+// makeDirs makes the writable directories of a sandbox whose files were
+// emptied, and the mount points of its mounts in the workspace.
+func (p *Provider) makeDirs(id string) error {
+	dirs := []string{p.workspace(id), p.stateDir(id), p.homeDir(id)}
+	if m, err := p.readMeta(id); err == nil {
+		for _, mnt := range m.Mounts {
+			dirs = append(dirs, filepath.Join(p.workspace(id), strings.TrimPrefix(mnt.Target, sandbox.WorkspaceDir+"/")))
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}

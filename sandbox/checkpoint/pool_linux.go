@@ -254,10 +254,26 @@ func (p *Pool) Restore(id, name string) error {
 	return p.replace(id, src)
 }
 
-// replace makes sandbox id's files a writable snapshot of src.
+// Reset makes sandbox id's files empty, as before its first command;
+// its checkpoints stay. Like Restore, at once.
+func (p *Pool) Reset(id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	return p.replace(id, "")
+}
+
+// replace makes sandbox id's files a writable snapshot of src, or an
+// empty subvolume when src is "".
 func (p *Pool) replace(id, src string) error {
 	tmp := temp(p.liveDir(), id)
-	if err := snapshot(src, tmp, false, groupOf(id)); err != nil {
+	var err error
+	if src == "" {
+		err = subvolCreate(tmp, groupOf(id))
+	} else {
+		err = snapshot(src, tmp, false, groupOf(id))
+	}
+	if err != nil {
 		return fmt.Errorf("restore sandbox %s: %w", id, err)
 	}
 	if !p.Exists(id) {

@@ -146,6 +146,12 @@ func TestRestore(t *testing.T) {
 			t.Errorf("after restoring %s:\n got %q\nwant %q", name, got, want[step])
 		}
 	}
+	if err := p.Reset(id); err != nil {
+		t.Fatal(err)
+	}
+	if got := manifest(t, ws); !slices.Equal(got, []string{". drwxr-xr-x"}) {
+		t.Errorf("after a reset: %q, want nothing", got)
+	}
 	list, err := p.Checkpoints(id)
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,7 @@ func testCheckpoints(t *testing.T, h Harness) {
 	}
 	restore("t1", at[1]) // edit turn 2
 	restore("t3", at[3]) // redo
+	restore("", at[0])   // before the first turn: empty
 	// Stopped: restored, and started as it was.
 	if err := p.Stop(ctx, id); err != nil {
 		t.Fatal(err)
