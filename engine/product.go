@@ -120,14 +120,18 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats, Terminal: cfg.Product.Terminal,
 		Limits: &ui.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
 	e.Accounts, e.Apps, e.Chats = accounts, appStore, chats
+	chatHandler := &chat.Handler{Engine: engine, Apps: appStore, AppList: appStore, History: chats, Deleter: e.Workers, APIKey: cfg.Product.APIKey,
+		Versions:   appStore,
+		DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Stops: stops, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
+		Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace}
+	if svc.Manager.Provider().Capabilities().Checkpoints {
+		chatHandler.Checkpoints, chatHandler.Rewinds = svc.Manager, chats
+	}
 	return &web.Product{
 		Auth: accounts,
 		Sessions: &account.Sessions{Accounts: accounts, Secure: cfg.Product.SecureCookies, TTL: accounts.SessionTTL,
 			AccountLimit: &api.RateLimiter{Now: e.limitClock}, AccountBurst: cfg.Trust.LoginAccountBurst},
-		Chat: &chat.Handler{Engine: engine, Apps: appStore, AppList: appStore, History: chats, Deleter: e.Workers, APIKey: cfg.Product.APIKey,
-			Versions:   appStore,
-			DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Stops: stops, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
-			Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace},
+		Chat: chatHandler,
 		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Templates: templates,
 			Versions:   appStore,
 			CheckGraph: func(g nodes.Graph) []nodes.Problem { return checkGraph(engine, g, svc.Policy.Check) }, Now: time.Now},

@@ -143,6 +143,12 @@ func New(cfg Config) http.Handler {
 	r.GET("/api/v1/models", api.OpenAIErrors, chatAuth, p.Chat.Models)
 	// Stopping a run in progress (E3), by the same callers.
 	r.POST("/api/v1/chat/stop", api.OpenAIErrors, chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
+	// Rewinding a chat with its sandbox, redoing, branching (R2, R3):
+	// FastGPT's item/delete goes back to before the item's turn.
+	r.DELETE("/api/core/chat/item/delete", chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Rewind)
+	r.POST("/api/core/chat/item/delete", chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Rewind)
+	r.POST("/api/core/chat/item/redo", chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Redo)
+	r.POST("/api/core/chat/fork", chatAuth, p.ChatLimit.Middleware(api.ByUser), p.Chat.Fork)
 
 	// Signed-in users (a session with its CSRF token on changes, or an
 	// API key). App keys reach only the routes of their app's chats and
@@ -232,6 +238,8 @@ func New(cfg Config) http.Handler {
 	visitors := shared.Group("/api", p.Share.Gate(true))
 	shared.POST("/api/v1/chat/completions", api.OpenAIErrors, p.Share.Gate(true), p.ChatLimit.Middleware(api.ByUser), p.Chat.Completions)
 	shared.POST("/api/v1/chat/stop", api.OpenAIErrors, p.Share.Gate(true), p.ChatLimit.Middleware(api.ByUser), p.Chat.Stop)
+	shared.POST("/api/core/chat/item/delete", p.Share.Gate(true), p.ChatLimit.Middleware(api.ByUser), p.Chat.Rewind)
+	shared.POST("/api/core/chat/item/redo", p.Share.Gate(true), p.ChatLimit.Middleware(api.ByUser), p.Chat.Redo)
 	visitors.POST("/core/ai/sandbox/file", p.Files.File)
 	visitors.POST("/core/ai/sandbox/download", p.Files.Download)
 	visitors.POST("/core/ai/sandbox/status", p.Files.Status)

@@ -398,6 +398,17 @@ func (f *fixture) routes() []route {
 			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401,
 				userSession: 200, userKey: 200}, def: 404},
 		{method: "GET", path: "/api/v1/models", want: map[string]int{anonymous: 401, wrongKey: 401, adminToken: 401, adminBasic: 401}, def: 200},
+		// Rewind, redo and fork (R2, R3): the same callers; this engine
+		// keeps no checkpoints, which every caller who gets through is
+		// told (TestRewind runs them on an engine that does).
+		{method: "DELETE", path: "/api/core/chat/item/delete?appId=" + f.shared + "&chatId=" + f.chat + "&contentId=" + f.chat + "/00000000",
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401}, def: 501},
+		{method: "POST", path: "/api/core/chat/item/delete", body: jsonBody(map[string]any{"appId": f.shared, "chatId": f.chat, "contentId": f.chat + "/00000000"}),
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401}, def: 501},
+		{method: "POST", path: "/api/core/chat/item/redo", body: jsonBody(map[string]any{"appId": f.shared, "chatId": f.chat}),
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401}, def: 501},
+		{method: "POST", path: "/api/core/chat/fork", body: jsonBody(map[string]any{"appId": f.shared, "chatId": f.chat, "contentId": f.chat + "/00000000"}),
+			want: map[string]int{anonymous: 401, wrongKey: 401, userNoCSRF: 403, adminToken: 401, adminBasic: 401}, def: 501},
 
 		{method: "GET", path: "/api/me", want: userRead, def: 200},
 		{method: "GET", path: "/api/apps", want: userRead, def: 200},
@@ -610,6 +621,10 @@ func (f *fixture) routes() []route {
 			want: map[string]int{linkVisitor: 200, visitorOther: 200}, def: 401},
 		{method: "POST", path: shareAPI + "/v1/chat/stop", open: true, body: jsonBody(map[string]any{"chatId": "never-visited"}),
 			want: map[string]int{linkVisitor: 404, visitorOther: 404}, def: 401},
+		{method: "POST", path: shareAPI + "/core/chat/item/delete", open: true, body: jsonBody(map[string]any{"chatId": f.visited, "contentId": f.visited + "/00000000"}),
+			want: map[string]int{linkVisitor: 501, visitorOther: 501}, def: 401},
+		{method: "POST", path: shareAPI + "/core/chat/item/redo", open: true, body: jsonBody(map[string]any{"chatId": f.visited}),
+			want: map[string]int{linkVisitor: 501, visitorOther: 501}, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("read", map[string]any{"path": "visitor.txt"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/file", open: true, body: visitorFile("write", map[string]any{"path": "visitor.txt", "content": "x"}), want: visitorOnly, def: 401},
 		{method: "POST", path: shareAPI + "/core/ai/sandbox/download", open: true, body: visitorFile("", nil), want: visitorOnly, def: 401},

@@ -86,6 +86,11 @@ type Handler struct {
 	// Uploads holds the chats' uploaded files, which a message may
 	// attach by name (K2); nil: messages attach none.
 	Uploads files.Workspace
+	// Checkpoints and Rewinds, when both are set, keep a checkpoint of
+	// the chat's sandbox before each turn and serve rewind, redo and
+	// fork (rewind.go); nil: chats cannot be rewound.
+	Checkpoints Checkpoints
+	Rewinds     Rewinder
 	// DefaultApp answers requests that name no app.
 	DefaultApp string
 	Now        func() time.Time
@@ -444,6 +449,9 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	// A stop request (E3) cancels ctx with ErrStopped.
 	ctx, done := h.Stops.Track(c.Request.Context(), sandbox.Scope{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID})
 	defer done()
+	if !t.ephemeral && req.Interactive == nil {
+		h.checkpointTurn(ctx, t.chat.Scope(), max(0, t.chat.Items))
+	}
 	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.history(),
 		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}
 	out := newChatStream(c, req.Stream, req.Detail, req.ChatID)

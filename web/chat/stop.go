@@ -236,29 +236,11 @@ func (h *Handler) Stop(c *gin.Context) {
 		api.Error(c, http.StatusBadRequest, "chatId: "+problem)
 		return
 	}
-	t := &turn{req: chatRequest{AppID: body.AppID, ChatID: body.ChatID, CustomUID: body.CustomUID}}
-	if t.req.AppID == "" {
-		t.req.AppID = h.DefaultApp
-	}
-	if t.req.CustomUID == "" {
-		t.req.CustomUID = "api"
-	}
-	if !h.resolveCaller(c, t) {
+	scope, ok := h.callerChat(c, body.AppID, body.ChatID, body.CustomUID)
+	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
-	app, err := h.Apps.Get(ctx, t.req.AppID)
-	if err == nil && t.signedIn && h.Access != nil && !h.Access.CanUseApp(api.Caller(c), app) {
-		err = apps.ErrNotFound
-	}
-	if errors.Is(err, apps.ErrNotFound) {
-		api.Error(c, http.StatusNotFound, "no app "+strconv.Quote(t.req.AppID))
-		return
-	} else if err != nil {
-		api.Error(c, http.StatusInternalServerError, "could not read the app; retry later")
-		return
-	}
-	scope := sandbox.Scope{AppID: app.ID, UserID: t.req.CustomUID, ChatID: t.req.ChatID}
 	stopped, err := h.Stops.Stop(ctx, scope)
 	if err != nil {
 		h.Log.Warn("stop chat run", "chatId", scope.ChatID, "err", err)
@@ -279,6 +261,35 @@ func (h *Handler) Stop(c *gin.Context) {
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"stopped": stopped})
+}
+
+// callerChat is the scope of the chat chatID of app appID that the
+// caller names: a share link's visitor's, an app key's end user's
+// (customUID), an account's own, or the service key's end user's; false
+// when it answered the client (no such app for the caller).
+func (h *Handler) callerChat(c *gin.Context, appID, chatID, customUID string) (sandbox.Scope, bool) {
+	t := &turn{req: chatRequest{AppID: appID, ChatID: chatID, CustomUID: customUID}}
+	if t.req.AppID == "" {
+		t.req.AppID = h.DefaultApp
+	}
+	if t.req.CustomUID == "" {
+		t.req.CustomUID = "api"
+	}
+	if !h.resolveCaller(c, t) {
+		return sandbox.Scope{}, false
+	}
+	app, err := h.Apps.Get(c.Request.Context(), t.req.AppID)
+	if err == nil && t.signedIn && h.Access != nil && !h.Access.CanUseApp(api.Caller(c), app) {
+		err = apps.ErrNotFound
+	}
+	if errors.Is(err, apps.ErrNotFound) {
+		api.Error(c, http.StatusNotFound, "no app "+strconv.Quote(t.req.AppID))
+		return sandbox.Scope{}, false
+	} else if err != nil {
+		api.Error(c, http.StatusInternalServerError, "could not read the app; retry later")
+		return sandbox.Scope{}, false
+	}
+	return sandbox.Scope{AppID: app.ID, UserID: t.req.CustomUID, ChatID: t.req.ChatID}, true
 }
 
 // endedEarly ends a run that ended with runErr: a stopped run's client
@@ -310,4 +321,22 @@ func (h *Handler) endedEarly(ctx context.Context, out *chatStream, res *nodes.Re
 		out.finish(&nodes.Result{Answer: answer, Responses: res.Responses})
 	}
 	return answer
+}
+
+// Running says whether a run of the chat is in progress, in this engine
+// process or, through Redis, in another.
+func (s *Stops) Running(ctx context.Context, scope sandbox.Scope) (bool, error) {
+	if s == nil {
+		return false, nil
+	}
+	s.init()
+	run := runKey(scope)
+	s.mu.Lock()
+	local := len(s.runs[run]) > 0
+	s.mu.Unlock()
+	if local || s.Redis == nil {
+		return local, nil
+	}
+	n, err := s.Redis.Exists(ctx, s.key(run)).Result()
+	return n > 0, err
 }

@@ -1,0 +1,189 @@
+package web_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowbox/flowbox/auth"
+	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
+)
+
+// lookCmd prints the workspace's entries with their types, modes, sizes
+// and contents' hashes, and the shell's directory and $V: what a rewind
+// must bring back exactly.
+const lookCmd = `cd /workspace && find . -path ./skills -prune -o -path ./uploads -prune -o -path ./intermediate -prune -o -printf '%p %y %m %s\n' | sort; ` +
+	`find . -path ./skills -prune -o -path ./uploads -prune -o -path ./intermediate -prune -o -type f -print0 | sort -z | xargs -0r sha256sum; cd - >/dev/null; echo "cwd=$(pwd) V=$V"`
+
+// TestRewind: through the chat API, on an engine with checkpoints: three
+// turns create, change and delete files and move the shell; regenerating
+// turn 3 brings back turn 2's files and shell exactly, redo brings turn
+// 3's back, editing turn 2 brings back turn 1's, and the chat goes on
+// from there; a fork at turn 1 gets turn 1's sandbox while the original
+// goes on; a rewind during a run is refused; deleting the chats deletes
+// every checkpoint.
+func TestRewind(t *testing.T) {
+	t.Parallel()
+	pool := checkpointtest.Pool(t)
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": pool}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	appID := newApp(t, alice, "rewind")
+	chatID := "rewind-chat"
+	say := func(chat, cmd string) string {
+		t.Helper()
+		_, answer := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": chat,
+			"messages": []map[string]string{{"role": "user", "content": "$ " + cmd}}}, 200)
+		return answer
+	}
+	rewind := func(chat string, seq int) map[string]any {
+		t.Helper()
+		var out map[string]any
+		expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": chat, "contentId": chat + "/" + pad(seq)}, 200).JSON(t, &out)
+		return out
+	}
+	items := func(chat string) int {
+		t.Helper()
+		var c struct{ Items []any }
+		expect(t, alice, "GET", "/api/apps/"+appID+"/chats/"+chat, nil, 200).JSON(t, &c)
+		return len(c.Items)
+	}
+	// look runs the manifest as a turn, then rewinds that turn: the
+	// chat and its sandbox stay as they were.
+	look := func(chat string) string {
+		t.Helper()
+		n := items(chat)
+		answer := say(chat, lookCmd)
+		rewind(chat, n)
+		if got := items(chat); got != n {
+			t.Fatalf("looking left %d items, want %d", got, n)
+		}
+		i := strings.Index(answer, "./")
+		if i < 0 {
+			i = strings.Index(answer, "cwd=")
+		}
+		return answer[max(i, 0):]
+	}
+	say(chatID, "mkdir -p src && echo one > src/a.txt && printf '#!/bin/sh\\n' > src/run.sh && chmod 755 src/run.sh && cd src && export V=1")
+	m1 := look(chatID)
+	say(chatID, "echo two > a.txt && chmod 600 a.txt && head -c 200000 /dev/urandom > big.bin && mkdir -p /workspace/out && cd /workspace/out && export V=2")
+	m2 := look(chatID)
+	say(chatID, "rm -rf /workspace/src && echo three > /workspace/out/r.txt && cd / && export V=3")
+	m3 := look(chatID)
+	if !strings.Contains(m1, "cwd=/workspace/src V=1") || !strings.Contains(m2, "./src/big.bin f 644 200000") || !strings.Contains(m3, "cwd=/ V=3") || strings.Contains(m3, "./src") {
+		t.Fatalf("the turns' sandboxes:\n%s\n%s\n%s", m1, m2, m3)
+	}
+
+	// Regenerate turn 3: from its answer (item 5).
+	if out := rewind(chatID, 5); out["sandbox"] != "restored" || out["redo"] != true || out["items"] != float64(4) {
+		t.Errorf("the rewind answered %v", out)
+	}
+	if got := items(chatID); got != 4 {
+		t.Errorf("%d items after regenerating turn 3, want 4", got)
+	}
+	// Redo, then look (a look is a turn: it would replace the redo).
+	var redone map[string]any
+	expect(t, alice, "POST", "/api/core/chat/item/redo", map[string]any{"appId": appID, "chatId": chatID}, 200).JSON(t, &redone)
+	if redone["items"] != float64(6) || redone["sandbox"] != "restored" {
+		t.Errorf("the redo answered %v", redone)
+	}
+	expect(t, alice, "POST", "/api/core/chat/item/redo", map[string]any{"appId": appID, "chatId": chatID}, 409)
+	if got := look(chatID); got != m3 {
+		t.Errorf("after the redo:\n%s\nwant turn 3's:\n%s", got, m3)
+	}
+	rewind(chatID, 5)
+	if got := look(chatID); got != m2 {
+		t.Errorf("after regenerating turn 3:\n%s\nwant turn 2's:\n%s", got, m2)
+	}
+	// Edit turn 2: from its question (item 2).
+	rewind(chatID, 2)
+	if got := look(chatID); got != m1 {
+		t.Errorf("after editing turn 2:\n%s\nwant turn 1's:\n%s", got, m1)
+	}
+	if got := say(chatID, `echo "$(pwd) $V"; ls /workspace`); !strings.Contains(got, "/workspace/src 1") || strings.Contains(got, "out") {
+		t.Errorf("the edited turn 2 ran in %q", got)
+	}
+	// Before turn 1, the sandbox did not exist: the rewind empties it.
+	if out := rewind(chatID, 0); out["sandbox"] != "emptied" {
+		t.Errorf("rewinding turn 1 answered %v", out)
+	}
+	if got := say(chatID, "ls -A /workspace | grep -v -e skills -e uploads -e intermediate; echo \"$(pwd)\""); strings.Contains(got, "src") || !strings.Contains(got, "/workspace") {
+		t.Errorf("after rewinding turn 1: %q", got)
+	}
+
+	// A fork at turn 1 of another chat, which goes on after it.
+	other := "rewind-other"
+	say(other, "echo first > f.txt && export V=f")
+	mf := look(other)
+	say(other, "echo second > f.txt && export V=s")
+	var forked map[string]any
+	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 200).JSON(t, &forked)
+	if forked["chatId"] != "rewind-fork" || forked["items"] != float64(2) || forked["sandbox"] != "copied" {
+		t.Errorf("the fork answered %v", forked)
+	}
+	if got := look("rewind-fork"); got != mf {
+		t.Errorf("the fork:\n%s\nwant the original's at turn 1:\n%s", got, mf)
+	}
+	say("rewind-fork", "echo fork > g.txt")
+	if got := say(other, "cat f.txt; ls; echo $V"); !strings.Contains(got, "second") || strings.Contains(got, "g.txt") || !strings.Contains(got, "s") {
+		t.Errorf("the original after the fork: %q", got)
+	}
+	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 409)
+
+	// A rewind while a run of the chat is in progress is refused.
+	var wg sync.WaitGroup
+	wg.Go(func() { say(other, "sleep 3") })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := alice.Do(t, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000000"})
+		if resp.Status == 409 {
+			break
+		}
+		if resp.Status != 200 && resp.Status != 404 || time.Now().After(deadline) {
+			t.Fatalf("a rewind during a run: %d %s, want 409", resp.Status, resp.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	// Someone else's chat is not found; bad ids are refused.
+	env.CreateUser(t, "bob", auth.RoleUser)
+	bob := env.Login(t, "bob", enginetest.Password("bob"))
+	expect(t, bob, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": chatID, "contentId": chatID + "/00000000"}, 404)
+	expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": chatID, "contentId": "elsewhere/00000000"}, 400)
+	expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": chatID, "contentId": chatID + "/00000099"}, 404)
+
+	// Deleting the chats deletes their sandboxes' files and checkpoints,
+	// on the disk: the pool is empty again.
+	expect(t, alice, "DELETE", "/api/apps/"+appID+"/chats", map[string]any{"chatIds": []string{chatID, other, "rewind-fork"}}, 202)
+	if err := env.Engine.StartWorkers(); err != nil {
+		t.Fatal(err)
+	}
+	left := func() []string {
+		var out []string
+		for _, d := range []string{"live", "checkpoints"} {
+			entries, _ := os.ReadDir(filepath.Join(pool, d))
+			for _, e := range entries {
+				out = append(out, d+"/"+e.Name())
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(time.Minute); len(left()) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(filepath.Join(env.Config.Sandbox.Root, "bwrap"))
+			var dirs []string
+			for _, e := range entries {
+				dirs = append(dirs, e.Name())
+			}
+			t.Fatalf("a minute after the chats' deletion, the pool still holds %v (the sandboxes' directories: %v)", left(), dirs)
+		}
+	}
+}
+
+// pad is an item's seq as a dataId writes it.
+func pad(seq int) string { return fmt.Sprintf("%08d", seq) }
