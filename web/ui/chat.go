@@ -35,12 +35,17 @@ type pageData struct {
 	Files string `json:"files,omitempty"`
 	Own   bool   `json:"own"`
 	// UserID is the chat's owner when the caller reads another user's.
-	UserID     string          `json:"userId,omitempty"`
-	CanDelete  bool            `json:"canDelete"`
-	RunDetails bool            `json:"runDetails"`
-	Terminal   bool            `json:"terminal,omitempty"`
-	Variables  json.RawMessage `json:"variables,omitempty"`
-	Items      []pageItem      `json:"items"`
+	UserID     string `json:"userId,omitempty"`
+	CanDelete  bool   `json:"canDelete"`
+	RunDetails bool   `json:"runDetails"`
+	Terminal   bool   `json:"terminal,omitempty"`
+	// Rewind offers regenerate and edit (and Branch, Fork, to signed-in
+	// owners); Redo says the chat has turns a rewind set aside.
+	Rewind    bool            `json:"rewind,omitempty"`
+	Fork      bool            `json:"fork,omitempty"`
+	Redo      bool            `json:"redo,omitempty"`
+	Variables json.RawMessage `json:"variables,omitempty"`
+	Items     []pageItem      `json:"items"`
 	// Earlier is the seq of the first item shown when the chat has
 	// earlier ones: the page asks for them with ?before=Earlier.
 	Earlier int `json:"earlier,omitempty"`
@@ -57,6 +62,7 @@ const pageWindow = 200
 type earlierItems struct {
 	Items   []pageItem `json:"items"`
 	Earlier int        `json:"earlier,omitempty"`
+	Redo    bool       `json:"redo,omitempty"`
 }
 
 // pageItem is a message of the chat's history. Tool calls are left out
@@ -214,10 +220,13 @@ func (u *UI) ChatPage(c *gin.Context, a apps.App, view ChatView) {
 			api.Error(c, http.StatusInternalServerError, "Could not read the chat's earlier messages; retry in a moment.")
 			return
 		}
-		c.JSON(http.StatusOK, earlierItems{Items: items, Earlier: earlier})
+		c.JSON(http.StatusOK, earlierItems{Items: items, Earlier: earlier, Redo: chat.Redo != nil})
 		return
 	}
+	data.Rewind = u.Rewind && own
+	data.Fork = data.Rewind && !view.Visitor
 	if err == nil {
+		data.Redo = data.Rewind && chat.Redo != nil
 		data.Title = chat.Title
 		if data.Items, data.Earlier, err = u.pageItems(ctx, chat, chat.Items, view.ShowTools, data.RunDetails); err != nil {
 			c.String(http.StatusInternalServerError, "could not read the chat; retry later")

@@ -43,6 +43,9 @@ type UI struct {
 	// Terminal: the chat page offers its terminal (L1) to the chat's
 	// owner and admins.
 	Terminal bool
+	// Rewind: chats' sandboxes have checkpoints, so their owners' pages
+	// offer regenerate, edit, redo and branch (R2, R3).
+	Rewind bool
 }
 
 // Lang is the reader's language: ?lang= (kept in a cookie), the cookie,

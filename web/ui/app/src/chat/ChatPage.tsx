@@ -45,6 +45,12 @@ export interface PageData {
   earlier?: number;
   /** the terminal into the chat's sandbox is offered (L1) */
   terminal?: boolean;
+  /** regenerate and edit are offered: the chat's sandbox has checkpoints (R2) */
+  rewind?: boolean;
+  /** branch is offered (R3) */
+  fork?: boolean;
+  /** a rewind set turns aside, which redo brings back */
+  redo?: boolean;
 }
 
 // The last deferAbove items of the history render their answers at once;
@@ -110,6 +116,8 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
         setRunning(false);
         setRefresh((n) => n + 1);
         setRuns((n) => n + 1);
+        // The stored turns carry the ids a rewind or a branch names.
+        if (data.rewind) void reload();
       });
   };
   // send sends a question with the files attached to it as the
@@ -137,9 +145,10 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   // The page holds the chat's last turns; "earlier messages" fetches
   // the turns before them, a window at a time.
   const [older, setOlder] = useState<PageItem[]>([]);
+  const [latest, setLatest] = useState<PageItem[]>(data.items ?? []);
   const [earlier, setEarlier] = useState(data.earlier ?? 0);
   const [fetching, setFetching] = useState(false);
-  const history = useMemo(() => [...older, ...(data.items ?? [])], [older, data.items]);
+  const history = useMemo(() => [...older, ...latest], [older, latest]);
   const storedCards = useMemo(() => historyCards(history), [history]);
   const loadEarlier = async () => {
     setFetching(true);
@@ -153,6 +162,49 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
       setFetching(false);
     }
   };
+  // reload reads the chat's latest turns as stored, in place of the
+  // live ones (R2: after a run, a rewind or a redo).
+  const [redo, setRedo] = useState(!!data.redo);
+  const reload = async () => {
+    const got = await api.earlier<PageItem>(location.pathname, 2 ** 30, data.userId);
+    setOlder([]);
+    setLatest(got.items ?? []);
+    setEarlier(got.earlier ?? 0);
+    setRedo(!!got.redo);
+    setTurns([]);
+  };
+  // again takes the chat back to before the turn holding item dataId,
+  // its sandbox too, then sends question in its place (regenerate, edit).
+  const again = async (dataId: string, question: string) => {
+    setError("");
+    try {
+      await api.rewind(data.appId, data.chatId, dataId);
+      await reload();
+    } catch (e) {
+      setError((e as Error).message);
+      return;
+    }
+    void runTurn(question, { messages: [{ role: "user", content: question }] });
+  };
+  const redoNow = async () => {
+    setError("");
+    try {
+      await api.redo(data.appId, data.chatId);
+      await reload();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  const branch = async (dataId: string) => {
+    setError("");
+    try {
+      const forked = await api.fork(data.appId, data.chatId, dataId);
+      location.assign(`/apps/${encodeURIComponent(data.appId)}/chat/${encodeURIComponent(forked.chatId)}`);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  const rewinds = !!data.rewind && data.own && !running;
   const lastAnswer = history.map((item) => item.role).lastIndexOf("assistant");
   // The page opens at its end, the newest turn in view; while a run
   // writes, the page follows it as long as the reader stays at the end.
@@ -222,13 +274,32 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           )}
           {history.map((item, i) =>
             item.role === "user" ? (
-              <UserMessage key={item.dataId ?? i} text={item.text} t={t} />
+              <UserMessage
+                key={item.dataId ?? i}
+                text={item.text}
+                t={t}
+                onEdit={rewinds && item.dataId && turns.length === 0 ? (text) => void again(item.dataId!, text) : undefined}
+              />
             ) : (
               <div key={item.dataId ?? i} className="msg assistant">
                 <CardList cards={storedCards[i]} t={t} send={sendAnswer} current={turns.length === 0 && i === lastAnswer} busy={running}>
                   <Markdown className="text" text={item.text} defer={i < history.length - deferAbove} />
                 </CardList>
                 {data.runDetails && Array.isArray(item.responses) && <RunDetails responses={item.responses} t={t} />}
+                {rewinds && item.dataId && turns.length === 0 && (
+                  <div className="msg-actions">
+                    {i === lastAnswer && i > 0 && history[i - 1].role === "user" && (
+                      <button type="button" className="link" data-role="regenerate" title={t("regenerateTitle")} onClick={() => void again(item.dataId!, history[i - 1].text)}>
+                        {t("regenerate")}
+                      </button>
+                    )}
+                    {data.fork && (
+                      <button type="button" className="link" data-role="branch" title={t("branchTitle")} onClick={() => void branch(item.dataId!)}>
+                        {t("branch")}
+                      </button>
+                    )}
+                  </div>
+                )}
               </div>
             ),
           )}
@@ -248,6 +319,14 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
           ))}
           {error && <div className="error" role="alert">{error}</div>}
         </div>
+        {redo && data.rewind && data.own && turns.length === 0 && (
+          <div className="redo-bar" role="status">
+            <span className="hint">{t("redoNotice")}</span>
+            <button type="button" className="secondary" data-role="redo" disabled={running} onClick={() => void redoNow()}>
+              {t("redo")}
+            </button>
+          </div>
+        )}
         {data.own ? (
           <Composer
             t={t}

@@ -1,3 +1,4 @@
+import { useState } from "react";
 import type { Translate } from "../i18n";
 import { humanSize, type Uploaded } from "./files/api";
 
@@ -30,9 +31,32 @@ export function splitAttached(text: string): { text: string; files: { sandboxPat
 }
 
 // UserMessage is the person's side of a turn: the text as typed, and
-// the files it attached as chips.
-export function UserMessage({ text, t }: { text: string; t: Translate }) {
+// the files it attached as chips. With onEdit (a stored question of the
+// reader's own chat, R2), it can be changed and sent again.
+export function UserMessage({ text, t, onEdit }: { text: string; t: Translate; onEdit?: (text: string) => void }) {
   const found = splitAttached(text);
+  const [editing, setEditing] = useState<string | null>(null);
+  if (editing !== null && onEdit) {
+    return (
+      <form
+        className="msg user msg-edit"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (editing.trim()) onEdit(editing);
+        }}
+      >
+        <textarea aria-label={t("editMessage")} value={editing} onChange={(e) => setEditing(e.target.value)} rows={Math.min(8, editing.split("\n").length + 1)} />
+        <div className="msg-actions">
+          <button type="button" className="secondary" data-role="edit-cancel" onClick={() => setEditing(null)}>
+            {t("editCancel")}
+          </button>
+          <button type="submit" data-role="edit-send" disabled={!editing.trim()}>
+            {t("editSend")}
+          </button>
+        </div>
+      </form>
+    );
+  }
   return (
     <div className="msg user">
       {found ? found.text : text}
@@ -49,6 +73,13 @@ export function UserMessage({ text, t }: { text: string; t: Translate }) {
             </li>
           ))}
         </ul>
+      )}
+      {onEdit && (
+        <div className="msg-actions">
+          <button type="button" className="link" data-role="edit" title={t("editMessageTitle")} onClick={() => setEditing(found ? found.text : text)}>
+            {t("editMessage")}
+          </button>
+        </div>
       )}
     </div>
   );

@@ -29,7 +29,21 @@ export interface ChatAPI {
   stop(appId: string, chatId: string): Promise<{ stopped: boolean }>;
   /** earlier asks the chat page at path for its items before seq before
    * (the page holds a chat's last turns; the rest come on request). */
-  earlier<T>(path: string, before: number, userId?: string): Promise<{ items: T[]; earlier?: number }>;
+  earlier<T>(path: string, before: number, userId?: string): Promise<{ items: T[]; earlier?: number; redo?: boolean }>;
+  /** rewind takes the chat, and its sandbox, back to before the turn
+   * holding item contentId (R2); redo undoes the last rewind. */
+  rewind(appId: string, chatId: string, contentId: string): Promise<RewindAnswer>;
+  redo(appId: string, chatId: string): Promise<RewindAnswer>;
+  /** fork makes a new chat with the turns up to contentId's (R3). */
+  fork(appId: string, chatId: string, contentId: string): Promise<{ chatId: string; items: number; sandbox: string }>;
+}
+
+/** RewindAnswer is what a rewind or a redo did. */
+export interface RewindAnswer {
+  chatId: string;
+  items: number;
+  redo: boolean;
+  sandbox: "restored" | "emptied" | "none";
 }
 
 export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
@@ -52,7 +66,10 @@ export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
     stop: (appId, chatId) => send("POST", "/api/v1/chat/stop", { appId, chatId }),
     earlier<T>(path: string, before: number, userId?: string) {
       const query = `?before=${before}${userId ? `&userId=${encodeURIComponent(userId)}` : ""}`;
-      return fetch(origin + path + query, { credentials: "same-origin" }).then(answer<{ items: T[]; earlier?: number }>);
+      return fetch(origin + path + query, { credentials: "same-origin" }).then(answer<{ items: T[]; earlier?: number; redo?: boolean }>);
     },
+    rewind: (appId, chatId, contentId) => send("POST", "/api/core/chat/item/delete", { appId, chatId, contentId }),
+    redo: (appId, chatId) => send("POST", "/api/core/chat/item/redo", { appId, chatId }),
+    fork: (appId, chatId, contentId) => send("POST", "/api/core/chat/fork", { appId, chatId, contentId }),
   };
 }

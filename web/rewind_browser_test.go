@@ -1,0 +1,88 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
+)
+
+// TestRewindBrowser: on the chat page, regenerating the last answer
+// runs its command again in the sandbox as it was before it; editing a
+// question sends the edited one there; branching at the first answer
+// opens a new chat whose sandbox is as it was after it. Phone and zh
+// screenshots.
+func TestRewindBrowser(t *testing.T) {
+	t.Parallel()
+	e := newBrowserEnvWith(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": checkpointtest.Pool(t)}})
+	tb := e.signIn(t, "alice")
+	e.openChat(t, tb, "demo")
+	lastText := func() string {
+		t.Helper()
+		return tb.js(t, `[...document.querySelectorAll("#messages .msg.assistant")].pop().querySelector(".text").textContent`)
+	}
+	// answered waits until the page shows the stored turns again (after
+	// a run, the page reads them back, with their actions).
+	answered := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			if tb.js(t, `String(document.querySelector("[data-role=regenerate]") !== null)`) == "true" && strings.Contains(lastText(), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the page never showed the answer %q with its actions; it shows %q", want, lastText())
+			}
+		}
+	}
+	tb.ask(t, "$ echo one > a.txt; cat a.txt")
+	answered("one")
+	tb.ask(t, "$ echo two >> a.txt; cat a.txt")
+	answered("one\ntwo")
+
+	// Regenerate: the command runs again where a.txt holds "one".
+	tb.do(t, chromedp.Click(chromedp.CSS(`[data-role=regenerate]`)))
+	answered("one\ntwo")
+	if got := lastText(); strings.Contains(got, "two\ntwo") {
+		t.Errorf("the regenerated answer %q: the command ran in the sandbox after it", got)
+	}
+	if n := tb.js(t, `String(document.querySelectorAll("#messages .msg.user").length)`); n != "2" {
+		t.Errorf("%s questions after regenerating, want 2", n)
+	}
+	e.screenshot(t, tb, "rewind.png")
+
+	// Edit the second question.
+	tb.do(t, chromedp.Click(chromedp.CSS(`#messages .msg.user:nth-of-type(1) ~ .msg.user [data-role=edit]`)))
+	tb.setValue(t, `.msg-edit textarea`, "$ cat a.txt; echo edited")
+	tb.do(t, chromedp.Click(chromedp.CSS(`[data-role=edit-send]`)))
+	answered("edited")
+	if got := lastText(); !strings.Contains(got, "one\nedited") || strings.Contains(got, "two") {
+		t.Errorf("the edited turn answered %q, want one then edited", got)
+	}
+
+	// Branch at the first answer: a new chat, its sandbox after turn 1.
+	before := tb.location()
+	tb.do(t, chromedp.Click(chromedp.CSS(`#messages .msg.assistant [data-role=branch]`)))
+	for deadline := time.Now().Add(time.Minute); tb.location() == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("branching did not open a new chat")
+		}
+	}
+	tb.do(t, chromedp.WaitVisible(chromedp.ID("chat-form")))
+	if n := tb.js(t, `String(document.querySelectorAll("#messages .msg.user").length)`); n != "1" {
+		t.Errorf("the branch has %s questions, want 1", n)
+	}
+	tb.ask(t, "$ echo branch >> a.txt; cat a.txt")
+	answered("one\nbranch")
+
+	// On a phone, in Chinese.
+	tb.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(tb.location()+"?lang=zh"), chromedp.WaitVisible(chromedp.CSS(`[data-role=regenerate]`)))
+	if got := tb.text(t, `[data-role=regenerate]`); got != "重新生成" {
+		t.Errorf("the regenerate button says %q", got)
+	}
+	e.viewShot(t, tb, "rewind-phone-zh.png")
+	tb.do(t, chromedp.EmulateViewport(1280, 800))
+}
