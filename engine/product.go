@@ -126,6 +126,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Approvals: approvals, ApprovalTimeout: cfg.Product.ApprovalTimeout, Audit: svc.AuditWriter, Uploads: svc.Workspace}
 	if svc.Manager.Provider().Capabilities().Checkpoints {
 		chatHandler.Checkpoints, chatHandler.Rewinds = svc.Manager, chats
+		chatHandler.CheckpointKeep, chatHandler.CheckpointMaxAge = cfg.Sandbox.CheckpointKeep, cfg.Sandbox.CheckpointMaxAge
 		ui.Rewind = true
 	}
 	return &web.Product{

@@ -187,3 +187,40 @@ func TestRewind(t *testing.T) {
 
 // pad is an item's seq as a dataId writes it.
 func pad(seq int) string { return fmt.Sprintf("%08d", seq) }
+
+// TestRewindRetention: a chat keeps the checkpoints of its last
+// FLOWBOX_CHECKPOINT_KEEP turns; a rewind further back is refused with
+// the reason, one within them works.
+func TestRewindRetention(t *testing.T) {
+	t.Parallel()
+	pool := checkpointtest.Pool(t)
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": pool, "FLOWBOX_CHECKPOINT_KEEP": "2"}})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	alice := env.Login(t, "alice", enginetest.Password("alice"))
+	appID := newApp(t, alice, "retention")
+	for i := 1; i <= 4; i++ {
+		sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "kept",
+			"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("$ echo %d > n.txt", i)}}}, 200)
+	}
+	var names []string
+	entries, _ := os.ReadDir(filepath.Join(pool, "checkpoints"))
+	for _, e := range entries {
+		cps, _ := os.ReadDir(filepath.Join(pool, "checkpoints", e.Name()))
+		for _, c := range cps {
+			names = append(names, c.Name())
+		}
+	}
+	if strings.Join(names, " ") != "t4 t6" {
+		t.Errorf("the chat's checkpoints on disk: %v, want those before its last two turns, t4 t6", names)
+	}
+	resp := expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": "kept", "contentId": "kept/00000002"}, 409)
+	if !strings.Contains(string(resp.Body), "last 2 turns") {
+		t.Errorf("the refusal says %s", resp.Body)
+	}
+	expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": "kept", "contentId": "kept/00000004"}, 200)
+	_, answer := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "kept",
+		"messages": []map[string]string{{"role": "user", "content": "$ cat n.txt"}}}, 200)
+	if !strings.Contains(answer, "\n2\n") || strings.Contains(answer, "\n3\n") {
+		t.Errorf("after going back to turn 3: %q, want turn 2's 2", answer)
+	}
+}

@@ -80,6 +80,9 @@ type Chat struct {
 	// Redo is the turns a rewind set aside, which Redo puts back; nil
 	// when there are none (see rewind.go).
 	Redo *Redo `bson:"redo,omitempty" json:"redo,omitempty"`
+	// RewindFloor is the first turn a rewind may go back to: the
+	// checkpoints of the turns before it were dropped (rewind.go).
+	RewindFloor int `bson:"rewindFloor,omitempty" json:"rewindFloor,omitempty"`
 }
 
 // Item is one message of a chat. ToolCalls and Responses are JSON as the

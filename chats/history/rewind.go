@@ -205,3 +205,12 @@ func (s *Store) Fork(ctx context.Context, from Chat, through int, to Chat, title
 	}
 	return s.settle(ctx, to, end, now)
 }
+
+// SetRewindFloor records that the chat rewinds to turn seq at the
+// earliest (Chat.RewindFloor).
+func (s *Store) SetRewindFloor(ctx context.Context, chat Chat, seq int) error {
+	if _, err := s.chats.UpdateOne(ctx, bson.D{{Key: "_id", Value: chat.key()}}, bson.D{{Key: "$set", Value: bson.D{{Key: "rewindFloor", Value: seq}}}}); err != nil {
+		return fmt.Errorf("record chat %s's rewind floor: %w", chat.ID, err)
+	}
+	return nil
+}

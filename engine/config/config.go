@@ -205,13 +205,19 @@ type Sandbox struct {
 	Checkpoints       string
 	CheckpointPool    string
 	CheckpointPoolGiB int64
-	PolicyFile        string // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
-	DockerHost        string // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
-	DockerImage       string // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
-	DockerShell       string // FLOWBOX_DOCKER_SHELL (default /bin/bash)
-	DockerRuntime     string // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
-	DockerRoot        string // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
-	DockerDaemonRoot  string // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+	// CheckpointKeep is how many of a chat's turns keep their checkpoint
+	// (FLOWBOX_CHECKPOINT_KEEP, default 20), CheckpointMaxAge how long
+	// one is kept (FLOWBOX_CHECKPOINT_MAX_AGE, default 168h): a chat
+	// rewinds as far as its oldest kept checkpoint.
+	CheckpointKeep   int
+	CheckpointMaxAge time.Duration
+	PolicyFile       string // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
+	DockerHost       string // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
+	DockerImage      string // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
+	DockerShell      string // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRuntime    string // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
+	DockerRoot       string // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
+	DockerDaemonRoot string // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
 	// BwrapAgentBinary is the engine binary whose command agent runs each
 	// running bwrap sandbox's commands in one long-lived namespace.
 	// FLOWBOX_BWRAP_AGENT_BINARY (default: the engine itself; none: a
@@ -418,6 +424,14 @@ func Parse(getenv func(string) string) (Config, error) {
 	}
 	s.CheckpointPool = str("FLOWBOX_CHECKPOINT_POOL", filepath.Join(s.Root, "checkpoints"))
 	s.CheckpointPoolGiB = integer("FLOWBOX_CHECKPOINT_POOL_GIB", 64)
+	s.CheckpointKeep = int(integer("FLOWBOX_CHECKPOINT_KEEP", 20))
+	if s.CheckpointKeep < 1 || s.CheckpointKeep > 1000 {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_CHECKPOINT_KEEP=%d: use 1 to 1000 turns", s.CheckpointKeep))
+	}
+	s.CheckpointMaxAge = duration("FLOWBOX_CHECKPOINT_MAX_AGE", 7*24*time.Hour)
+	if s.CheckpointMaxAge < time.Minute {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_CHECKPOINT_MAX_AGE=%s: use a minute or more (168h is a week)", s.CheckpointMaxAge))
+	}
 	if s.CheckpointPoolGiB < 1 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_CHECKPOINT_POOL_GIB=%d: use 1 or more", s.CheckpointPoolGiB))
 	}

@@ -91,6 +91,10 @@ type Handler struct {
 	// fork (rewind.go); nil: chats cannot be rewound.
 	Checkpoints Checkpoints
 	Rewinds     Rewinder
+	// CheckpointKeep and CheckpointMaxAge are the retention of a chat's
+	// turn checkpoints (default 20 turns and a week).
+	CheckpointKeep   int
+	CheckpointMaxAge time.Duration
 	// DefaultApp answers requests that name no app.
 	DefaultApp string
 	Now        func() time.Time
@@ -450,7 +454,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	ctx, done := h.Stops.Track(c.Request.Context(), sandbox.Scope{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID})
 	defer done()
 	if !t.ephemeral && req.Interactive == nil {
-		h.checkpointTurn(ctx, t.chat.Scope(), max(0, t.chat.Items))
+		h.checkpointTurn(ctx, t.chat, max(0, t.chat.Items))
 	}
 	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.history(),
 		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}

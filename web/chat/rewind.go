@@ -42,6 +42,7 @@ type Rewinder interface {
 	Rewind(ctx context.Context, chat history.Chat, seq int, now time.Time) (history.Chat, error)
 	Redo(ctx context.Context, chat history.Chat, now time.Time) (history.Chat, error)
 	Fork(ctx context.Context, from history.Chat, through int, to history.Chat, title string, now time.Time) (history.Chat, error)
+	SetRewindFloor(ctx context.Context, chat history.Chat, seq int) error
 }
 
 const redoCheckpoint = "redo"
@@ -76,10 +77,11 @@ func (h *Handler) checkpointsOn() bool { return h.Checkpoints != nil && h.Rewind
 // seq (R1), if it has one: what a rewind to this turn restores. The
 // checkpoints of turns a rewind discarded, and what redo would have
 // restored, go first: the chat moved on.
-func (h *Handler) checkpointTurn(ctx context.Context, scope sandbox.Scope, seq int) {
+func (h *Handler) checkpointTurn(ctx context.Context, chat history.Chat, seq int) {
 	if !h.checkpointsOn() {
 		return
 	}
+	scope := chat.Scope()
 	list, err := h.Checkpoints.Checkpoints(ctx, scope)
 	if errors.Is(err, sandbox.ErrNotFound) {
 		return // no sandbox yet: a rewind to here empties it
@@ -97,7 +99,57 @@ func (h *Handler) checkpointTurn(ctx context.Context, scope sandbox.Scope, seq i
 	}
 	if _, err := h.Checkpoints.Checkpoint(ctx, scope, turnCheckpoint(seq)); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		h.Log.Warn("checkpoint before the turn", "chatId", scope.ChatID, "err", err)
+		return
 	}
+	h.retain(ctx, chat, list, seq)
+}
+
+// retain drops the chat's turn checkpoints past the retention (R4): all
+// but the newest CheckpointKeep, and those older than CheckpointMaxAge
+// (never the one just taken, before turn seq). The chat then rewinds as
+// far as its oldest kept one.
+func (h *Handler) retain(ctx context.Context, chat history.Chat, list []sandbox.Checkpoint, seq int) {
+	keep, age := h.keep(), h.maxAge()
+	var turns []int
+	created := map[int]time.Time{}
+	for _, c := range list {
+		if n := turnOfCheckpoint(c.Name); n >= 0 && n < seq {
+			turns = append(turns, n)
+			created[n] = c.Created
+		}
+	}
+	slices.Sort(turns)
+	dropped := false
+	floor := seq // the oldest kept: the one just taken, unless older stay
+	for i, n := range turns {
+		// turns holds the older ones; the one before seq is kept too.
+		if len(turns)-i < keep && h.Now().Sub(created[n]) <= age {
+			floor = n
+			break
+		}
+		if err := h.Checkpoints.DropCheckpoint(ctx, chat.Scope(), turnCheckpoint(n)); err != nil {
+			h.Log.Warn("drop a checkpoint past the retention", "chatId", chat.ID, "checkpoint", turnCheckpoint(n), "err", err)
+			return
+		}
+		dropped = true
+	}
+	// A turn before the oldest kept checkpoint has no state to go back
+	// to any more (nor "empty": the sandbox may have existed then).
+	if dropped && floor > chat.RewindFloor {
+		if err := h.Rewinds.SetRewindFloor(ctx, chat, floor); err != nil {
+			h.Log.Warn("record the chat's rewind floor", "chatId", chat.ID, "err", err)
+		}
+	}
+}
+
+// tooOld answers a rewind or branch to a turn whose checkpoint the
+// retention dropped.
+func (h *Handler) tooOld(c *gin.Context, chat history.Chat, seq int) bool {
+	if seq >= chat.RewindFloor {
+		return false
+	}
+	api.Error(c, http.StatusConflict, fmt.Sprintf("the sandbox's checkpoints of this chat's earlier turns were dropped (it keeps those of its last %d turns, for %s at most): it goes back to item %s/%08d at the earliest", h.keep(), h.maxAge(), chat.ID, chat.RewindFloor))
+	return true
 }
 
 // rewindRequest names an item of a chat: FastGPT's contentId is the
@@ -218,6 +270,9 @@ func (h *Handler) Rewind(c *gin.Context) {
 		return
 	} else if err != nil {
 		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
+		return
+	}
+	if h.tooOld(c, chat, turn) {
 		return
 	}
 	scope := chat.Scope()
@@ -342,6 +397,9 @@ func (h *Handler) Fork(c *gin.Context) {
 		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
 		return
 	}
+	if h.tooOld(c, chat, turn+2) {
+		return
+	}
 	scope := chat.Scope()
 	to := sandbox.Scope{AppID: scope.AppID, UserID: scope.UserID, ChatID: r.NewChatID}
 	if exists, err := h.History.Open(ctx, to); err != nil || !exists.CreatedAt.IsZero() {
@@ -396,4 +454,18 @@ func (h *Handler) forkSandbox(ctx context.Context, scope sandbox.Scope, end int,
 		return "", err
 	}
 	return "copied", nil
+}
+
+func (h *Handler) keep() int {
+	if h.CheckpointKeep > 0 {
+		return h.CheckpointKeep
+	}
+	return 20
+}
+
+func (h *Handler) maxAge() time.Duration {
+	if h.CheckpointMaxAge > 0 {
+		return h.CheckpointMaxAge
+	}
+	return 7 * 24 * time.Hour
 }
