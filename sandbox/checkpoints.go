@@ -34,6 +34,23 @@ type CheckpointProvider interface {
 	Checkpoints(ctx context.Context, id string) ([]Checkpoint, error)
 }
 
+// CheckpointSweeper is a checkpoint provider that can find what no
+// sandbox owns any more (R4): reconciliation calls it with the grace's
+// start, and it removes what is older.
+type CheckpointSweeper interface {
+	SweepCheckpoints(ctx context.Context, old time.Time) (int, error)
+}
+
+// SweepCheckpoints has the provider remove the checkpoints and files no
+// sandbox owns, older than old; 0 when it has none to sweep.
+func (m *Manager) SweepCheckpoints(ctx context.Context, old time.Time) (int, error) {
+	sw, ok := m.cfg.Provider.(CheckpointSweeper)
+	if !ok {
+		return 0, nil
+	}
+	return sw.SweepCheckpoints(ctx, old)
+}
+
 // Checkpoint describes one checkpoint of a sandbox.
 type Checkpoint struct {
 	Name    string    `json:"name"`

@@ -57,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"scanned", "skipped"} {
 		m.scans.WithLabelValues(r)
 	}
-	for _, k := range []string{repairRequeued, repairStaleClaim, repairOrphan, repairVanished, repairActivity, repairPool} {
+	for _, k := range []string{repairRequeued, repairStaleClaim, repairOrphan, repairVanished, repairActivity, repairPool, repairCheckpoint} {
 		m.repairs.WithLabelValues(k)
 	}
 	if reg != nil {
@@ -74,4 +74,5 @@ const (
 	repairVanished   = "vanished"
 	repairActivity   = "activity_index" // running sandboxes missing from the stop scan's index
 	repairPool       = "pool_member"    // warm pool members without a document, of another shape, or documents without a member
+	repairCheckpoint = "checkpoint"     // sandbox files and checkpoints in the checkpoint pool that no sandbox owns
 )

@@ -40,9 +40,25 @@ func (w *Workers) reconcile(ctx context.Context) error {
 		w.reconcileProvider(ctx),
 		w.purgeTombstones(ctx),
 		w.removeOrphanedData(ctx),
+		w.sweepCheckpoints(ctx),
 	)
 	w.log.Info("reconciliation done", "took", time.Since(start).Round(time.Millisecond), "err", err)
 	return err
+}
+
+// sweepCheckpoints removes the sandbox files and checkpoints that no
+// sandbox owns (a fork or a delete the engine did not finish), older
+// than the grace period.
+func (w *Workers) sweepCheckpoints(ctx context.Context) error {
+	n, err := w.cfg.Manager.SweepCheckpoints(ctx, w.cfg.Now().Add(-w.cfg.Grace))
+	if n > 0 {
+		w.m.repairs.WithLabelValues(repairCheckpoint).Add(float64(n))
+		w.log.Warn("reconciliation removed checkpoints no sandbox owns", "count", n)
+	}
+	if err != nil {
+		return fmt.Errorf("reconcile checkpoints: %w", err)
+	}
+	return nil
 }
 
 // requeueDeletions queues again the pending deletions whose task Redis

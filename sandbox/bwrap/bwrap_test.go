@@ -20,6 +20,7 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/agent"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
@@ -541,5 +542,64 @@ func TestDiskLimitInPool(t *testing.T) {
 	}
 	if res := run(id, "rm -f /workspace/again; sync; head -c 500M /dev/zero > /workspace/again && echo fits"); res.Stdout != "fits\n" {
 		t.Errorf("500 MiB once the checkpoint was dropped: %+v", res)
+	}
+}
+
+// TestSweepCheckpoints: files and checkpoints in the pool that no sandbox
+// owns, and the directory of a fork that never finished, are removed once
+// older than the grace; a sandbox's own, and what is younger, stay.
+func TestSweepCheckpoints(t *testing.T) {
+	poolDir := checkpointtest.Pool(t)
+	p := newProviderWith(t, bwrap.Config{AgentBinary: testenv.EngineBinary(t), CheckpointPool: poolDir})
+	ctx := context.Background()
+	kept, orphan, young, leftover := sandboxtest.NewID(t), sandboxtest.NewID(t), sandboxtest.NewID(t), sandboxtest.NewID(t)
+	if err := p.Ensure(ctx, sandbox.Spec{ID: kept}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Delete(context.Background(), kept) })
+	if _, err := p.Exec(ctx, kept, sandbox.ExecRequest{Command: "echo mine > f", Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Checkpoint(ctx, kept, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	// What a killed engine left: another handle on the same pool.
+	other, err := checkpoint.Open(poolDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{orphan, young} {
+		if err := other.Create(id, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Checkpoint(id, "c1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(p.Dir(leftover), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.Dir(leftover), "stopped"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-time.Hour)
+	for _, path := range []string{other.Dir(orphan), filepath.Join(poolDir, "checkpoints", orphan), p.Dir(leftover), other.Dir(kept), filepath.Join(poolDir, "checkpoints", kept)} {
+		if err := os.Chtimes(path, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := p.SweepCheckpoints(ctx, time.Now().Add(-10*time.Minute))
+	if err != nil || n != 2 {
+		t.Errorf("SweepCheckpoints = %d, %v; want the orphan and the leftover", n, err)
+	}
+	ids, _ := other.Sandboxes()
+	if !slices.Equal(ids, slices.Sorted(slices.Values([]string{kept, young}))) {
+		t.Errorf("the pool holds %v, want %s (its sandbox's) and %s (younger than the grace)", ids, kept, young)
+	}
+	if _, err := os.Stat(p.Dir(leftover)); !os.IsNotExist(err) {
+		t.Errorf("the unfinished fork's directory: %v", err)
+	}
+	if res, err := p.Exec(ctx, kept, sandbox.ExecRequest{Command: "cat f", Timeout: time.Minute}); err != nil || res.Stdout != "mine\n" {
+		t.Errorf("the sandbox after the sweep: %+v, %v", res, err)
 	}
 }

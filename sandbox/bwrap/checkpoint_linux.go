@@ -294,3 +294,78 @@ func (p *Provider) makeDirs(id string) error {
 	}
 	return nil
 }
+
+var _ sandbox.CheckpointSweeper = (*Provider)(nil)
+
+// SweepCheckpoints removes what no sandbox owns any more and is older
+// than old (R4): files and checkpoints in the pool that no sandbox's mark
+// names, and the directory of a fork that stopped before it was whole
+// (neither files nor a mark). An engine killed in the middle of a fork
+// or a delete leaves them; a restore's or checkpoint's leftovers are the
+// pool's own to sweep (checkpoint.Open). It returns how many it removed.
+func (p *Provider) SweepCheckpoints(ctx context.Context, old time.Time) (int, error) {
+	if p.cfg.CheckpointPool == "" {
+		return 0, nil
+	}
+	if err := p.probe(); err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir(p.cfg.Root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("bwrap sweep: %w", err)
+	}
+	removed := 0
+	var errs []error
+	owned := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || !sandbox.ValidID(id) {
+			continue
+		}
+		if pid, ok := p.poolID(id); ok {
+			owned[pid] = true
+			continue
+		}
+		if made, err := p.exists(id); err != nil || made {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); err == nil {
+			continue
+		}
+		if info, err := e.Info(); err != nil || !info.ModTime().Before(old) {
+			continue
+		}
+		if err := os.RemoveAll(p.dir(id)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	ids, err := p.pool.Sandboxes()
+	if err != nil {
+		return removed, errors.Join(append(errs, err)...)
+	}
+	for _, id := range ids {
+		if owned[id] || !p.poolEntryBefore(id, old) {
+			continue
+		}
+		p.log().Warn("bwrap: files and checkpoints in the checkpoint pool that no sandbox owns are deleted", "sandbox", id)
+		if err := p.pool.Delete(id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}
+
+// poolEntryBefore reports whether sandbox id's files and checkpoints in
+// the pool were all last changed before old.
+func (p *Provider) poolEntryBefore(id string, old time.Time) bool {
+	for _, path := range []string{p.pool.Dir(id), filepath.Join(p.cfg.CheckpointPool, "checkpoints", id)} {
+		if info, err := os.Stat(path); err == nil && !info.ModTime().Before(old) {
+			return false
+		}
+	}
+	return true
+}
