@@ -50,8 +50,9 @@ func TestTerminalBrowser(t *testing.T) {
 	}
 	tb.do(t, chromedp.Click(chromedp.CSS(`.terminal-toggle`)), chromedp.WaitVisible(chromedp.CSS(`#terminal[data-state=open]`)))
 	screenHas("# ")
-	typeLine("cd /tmp; export A=1; echo typed-$A")
+	typeLine("cd /tmp; export A=1; echo typed-$A; echo pid-$$-end")
 	screenHas("typed-1")
+	shellPID := pidOn(screenHas("-end"))
 	screenHas("/tmp # ")
 	e.screenshot(t, tb, "terminal.png")
 
@@ -64,7 +65,15 @@ func TestTerminalBrowser(t *testing.T) {
 	// A reload returns to the same shell, its screen replayed.
 	tb.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.terminal-toggle`)),
 		chromedp.Click(chromedp.CSS(`.terminal-toggle`)), chromedp.WaitVisible(chromedp.CSS(`#terminal[data-state=open]`)))
-	screenHas("typed-1")
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(tb.js(t, screenText), "typed-1"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			// Which shell the page has: the same one, not drawn, or a
+			// new one (the first ended)?
+			typeLine("echo pid-$$-now")
+			t.Fatalf("after the reload the screen was not replayed: it shows %q; the shell was pid %s before the reload and is pid %s now",
+				tb.js(t, screenText), shellPID, pidOn(screenHas("-now")))
+		}
+	}
 	typeLine("echo again-$A")
 	screenHas("again-1")
 
@@ -78,4 +87,15 @@ func TestTerminalBrowser(t *testing.T) {
 	}
 	e.viewShot(t, tb, "terminal-phone-zh.png")
 	tb.do(t, chromedp.EmulateViewport(1280, 800))
+}
+
+// pidOn finds the last "pid-N-" on the screen (the echo's output, after
+// the typed command's "pid-$$-") and returns N.
+func pidOn(screen string) string {
+	i := strings.LastIndex(screen, "pid-")
+	if i < 0 {
+		return "?"
+	}
+	n, _, _ := strings.Cut(screen[i+len("pid-"):], "-")
+	return n
 }
