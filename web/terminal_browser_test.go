@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestTerminalBrowser(t *testing.T) {
 	screenHas("# ")
 	typeLine("cd /tmp; export A=1; echo typed-$A; echo pid-$$-end")
 	screenHas("typed-1")
-	shellPID := pidOn(screenHas("-end"))
+	shellPID := waitPID(t, func() string { return tb.js(t, screenText) })
 	screenHas("/tmp # ")
 	e.screenshot(t, tb, "terminal.png")
 
@@ -71,7 +72,7 @@ func TestTerminalBrowser(t *testing.T) {
 			// new one (the first ended)?
 			typeLine("echo pid-$$-now")
 			t.Fatalf("after the reload the screen was not replayed: it shows %q; the shell was pid %s before the reload and is pid %s now",
-				tb.js(t, screenText), shellPID, pidOn(screenHas("-now")))
+				tb.js(t, screenText), shellPID, waitPID(t, func() string { return tb.js(t, screenText) }))
 		}
 	}
 	typeLine("echo again-$A")
@@ -89,13 +90,20 @@ func TestTerminalBrowser(t *testing.T) {
 	tb.do(t, chromedp.EmulateViewport(1280, 800))
 }
 
-// pidOn finds the last "pid-N-" on the screen (the echo's output, after
-// the typed command's "pid-$$-") and returns N.
-func pidOn(screen string) string {
-	i := strings.LastIndex(screen, "pid-")
-	if i < 0 {
-		return "?"
+// waitPID waits until the screen's last "pid-N-" is the echo's output
+// (not the typed "pid-$$-") and returns N.
+func waitPID(t *testing.T, screen func() string) string {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		last = screen()
+		if i := strings.LastIndex(last, "pid-"); i >= 0 {
+			n, _, _ := strings.Cut(last[i+len("pid-"):], "-")
+			if _, err := strconv.Atoi(n); err == nil {
+				return n
+			}
+		}
 	}
-	n, _, _ := strings.Cut(screen[i+len("pid-"):], "-")
-	return n
+	t.Fatalf("the terminal never printed its shell's pid; it shows %q", last)
+	return ""
 }
