@@ -45,6 +45,9 @@ type App struct {
 	// by default a chat's owner may open one (share links' visitors only
 	// where their link allows it); admins may always.
 	TerminalOff bool `bson:"terminalOff,omitempty" json:"terminalOff"`
+	// IdleMinutes is how long the app's chats' sandboxes may go unused
+	// before they stop (R4); 0: the engine's 5 minutes.
+	IdleMinutes int `bson:"idleMinutes,omitempty" json:"idleMinutes,omitempty"`
 	// Graph is the draft: what the owner saved last.
 	Graph     nodes.Graph `bson:"-" json:"graph"`
 	GraphJSON string      `bson:"graph" json:"-"`
@@ -164,7 +167,7 @@ func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
 	now = now.UTC()
 	defer s.forget(a.ID)
 	_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: a.ID}}, bson.D{
-		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "terminalOff", Value: a.TerminalOff}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
+		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "terminalOff", Value: a.TerminalOff}, {Key: "idleMinutes", Value: a.IdleMinutes}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
 		{Key: "$setOnInsert", Value: bson.D{{Key: "createdAt", Value: now}}},
 	}, options.UpdateOne().SetUpsert(true))
 	if err != nil {
@@ -226,4 +229,22 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete app %s: %w", id, err)
 	}
 	return nil
+}
+
+// IdleTimeouts are the idle timeouts of the apps that set one (R4), by
+// app id.
+func (s *Store) IdleTimeouts(ctx context.Context) (map[string]time.Duration, error) {
+	cur, err := s.coll.Find(ctx, bson.D{{Key: "idleMinutes", Value: bson.D{{Key: "$gt", Value: 0}}}}, options.Find().SetProjection(bson.D{{Key: "idleMinutes", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("read the apps' idle timeouts: %w", err)
+	}
+	var list []App
+	if err := cur.All(ctx, &list); err != nil {
+		return nil, fmt.Errorf("read the apps' idle timeouts: %w", err)
+	}
+	out := make(map[string]time.Duration, len(list))
+	for _, a := range list {
+		out[a.ID] = time.Duration(a.IdleMinutes) * time.Minute
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox/audit"
@@ -49,8 +50,9 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 		AuditRetention:  cfg.Workers.AuditRetention,
 		Alerts:          alertWebhook(svc, cfg.Alerts, cfg.Trust.OutboundAllow),
 		Approvals:       approvalExpirer{svc},
-		// A service API session may have an idle timeout of its own.
-		IdleTimeouts: svc.Sessions.IdleTimeouts,
+		// A service API session, and an app's chats (R4), may have an
+		// idle timeout of their own.
+		IdleTimeouts: idleTimeouts{svc}.read,
 		MinIdle:      sessions.MinIdle,
 		ChatData: []workers.ChatData{svc.Approvals, svc.Sessions, svc.Previews,
 			workspace.ChatData{Files: svc.Workspace, Chats: history.New(svc.DB), Records: svc.Store, Provider: svc.Provider.Name()}},
@@ -62,6 +64,36 @@ func NewWorkers(svc *Services, cfg config.Config, log *slog.Logger, reg promethe
 	refill := w.RequestPoolRefill
 	svc.poolRefill.Store(&refill)
 	return w, nil
+}
+
+// idleTimeouts are the sandboxes whose idle timeout is not the engine's:
+// the sessions' that set one, and the sandboxes of the apps that do.
+type idleTimeouts struct{ svc *Services }
+
+func (t idleTimeouts) read(ctx context.Context) (map[string]time.Duration, error) {
+	out, err := t.svc.Sessions.IdleTimeouts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = map[string]time.Duration{}
+	}
+	byApp, err := apps.New(t.svc.DB, nil).IdleTimeouts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for appID, d := range byApp {
+		records, err := t.svc.Store.ByApp(ctx, appID, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range records {
+			if _, own := out[r.SandboxID]; !own {
+				out[r.SandboxID] = d
+			}
+		}
+	}
+	return out, nil
 }
 
 // approvalExpirer settles the approvals nobody answered in time and

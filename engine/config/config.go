@@ -211,13 +211,16 @@ type Sandbox struct {
 	// rewinds as far as its oldest kept checkpoint.
 	CheckpointKeep   int
 	CheckpointMaxAge time.Duration
-	PolicyFile       string // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
-	DockerHost       string // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
-	DockerImage      string // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
-	DockerShell      string // FLOWBOX_DOCKER_SHELL (default /bin/bash)
-	DockerRuntime    string // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
-	DockerRoot       string // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
-	DockerDaemonRoot string // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
+	// AppIdleMaxMinutes bounds the idle timeout an app may set for its
+	// chats' sandboxes (R4). FLOWBOX_APP_IDLE_MAX_MINUTES (default 60).
+	AppIdleMaxMinutes int
+	PolicyFile        string // FLOWBOX_POLICY_FILE: the operator's shell policy, JSON (schemas/policy.schema.json); empty: the built-in denylist and secret detectors
+	DockerHost        string // FLOWBOX_DOCKER_HOST (default: DOCKER_HOST or the local socket)
+	DockerImage       string // FLOWBOX_DOCKER_IMAGE (default flowbox-sandbox:bookworm)
+	DockerShell       string // FLOWBOX_DOCKER_SHELL (default /bin/bash)
+	DockerRuntime     string // FLOWBOX_DOCKER_RUNTIME: the OCI runtime of new sandbox containers, by the daemon's name for it, such as runsc for gVisor (default: the daemon's default, runc)
+	DockerRoot        string // FLOWBOX_DOCKER_WORKSPACE_ROOT (default Root/docker)
+	DockerDaemonRoot  string // FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT (default DockerRoot)
 	// BwrapAgentBinary is the engine binary whose command agent runs each
 	// running bwrap sandbox's commands in one long-lived namespace.
 	// FLOWBOX_BWRAP_AGENT_BINARY (default: the engine itself; none: a
@@ -427,6 +430,10 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.CheckpointKeep = int(integer("FLOWBOX_CHECKPOINT_KEEP", 20))
 	if s.CheckpointKeep < 1 || s.CheckpointKeep > 1000 {
 		errs = append(errs, fmt.Sprintf("FLOWBOX_CHECKPOINT_KEEP=%d: use 1 to 1000 turns", s.CheckpointKeep))
+	}
+	s.AppIdleMaxMinutes = int(integer("FLOWBOX_APP_IDLE_MAX_MINUTES", 60))
+	if s.AppIdleMaxMinutes < 1 || s.AppIdleMaxMinutes > 7*24*60 {
+		errs = append(errs, fmt.Sprintf("FLOWBOX_APP_IDLE_MAX_MINUTES=%d: use 1 to 10080 (a week)", s.AppIdleMaxMinutes))
 	}
 	s.CheckpointMaxAge = duration("FLOWBOX_CHECKPOINT_MAX_AGE", 7*24*time.Hour)
 	if s.CheckpointMaxAge < time.Minute {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -33,7 +34,27 @@ type Apps struct {
 	Templates nodes.Templates
 	// Versions keeps the apps' published versions.
 	Versions AppVersions
-	Now      func() time.Time
+	// MaxIdleMinutes bounds an app's idle timeout (default 60).
+	MaxIdleMinutes int
+	Now            func() time.Time
+}
+
+// setIdle sets the app's idle timeout when one was sent, within the
+// operator's bounds; false when it answered the client.
+func (h *Apps) setIdle(c *gin.Context, app *apps.App, minutes *int) bool {
+	if minutes == nil {
+		return true
+	}
+	most := h.MaxIdleMinutes
+	if most <= 0 {
+		most = 60
+	}
+	if *minutes < 0 || *minutes > most {
+		api.Error(c, http.StatusBadRequest, fmt.Sprintf("idleMinutes must be 1 to %d (this engine's bound, FLOWBOX_APP_IDLE_MAX_MINUTES), or 0 for the engine's 5 minutes", most))
+		return false
+	}
+	app.IdleMinutes = *minutes
+	return true
 }
 
 // AppVersions keeps the apps' published versions (apps.Store).
@@ -83,6 +104,9 @@ type appBody struct {
 	// TerminalOff, when sent, turns terminals off or on for the app's
 	// chats; when left out the app keeps its setting (on for a new app).
 	TerminalOff *bool `json:"terminalOff"`
+	// IdleMinutes, when sent, is the app's idle timeout (0: the
+	// engine's); when left out the app keeps its setting.
+	IdleMinutes *int `json:"idleMinutes"`
 }
 
 // visible loads the app at :appId if the caller may see it; otherwise it
@@ -146,6 +170,9 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 	if body.TerminalOff != nil {
 		app.TerminalOff = *body.TerminalOff
 	}
+	if !h.setIdle(c, &app, body.IdleMinutes) {
+		return
+	}
 	if h.CheckGraph != nil {
 		if problems := h.CheckGraph(app.Graph); len(problems) > 0 {
 			refuseGraph(c, &nodes.ValidationError{Problems: problems})
@@ -184,7 +211,7 @@ func (h *Apps) Update(c *gin.Context) {
 	}
 }
 
-// Patch changes the settings sent (name, public, terminalOff) and keeps
+// Patch changes the settings sent (name, public, terminalOff, idleMinutes) and keeps
 // the rest, the graph included: the Publish page's switches use it.
 func (h *Apps) Patch(c *gin.Context) {
 	app, ok := h.editable(c)
@@ -195,9 +222,13 @@ func (h *Apps) Patch(c *gin.Context) {
 		Name        *string `json:"name"`
 		Public      *bool   `json:"public"`
 		TerminalOff *bool   `json:"terminalOff"`
+		IdleMinutes *int    `json:"idleMinutes"`
 	}
 	if err := api.DecodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
-		api.Error(c, http.StatusBadRequest, `send the settings to change: {"name": "...", "public": true, "terminalOff": false}, each optional: `+err.Error())
+		api.Error(c, http.StatusBadRequest, `send the settings to change: {"name": "...", "public": true, "terminalOff": false, "idleMinutes": 5}, each optional: `+err.Error())
+		return
+	}
+	if !h.setIdle(c, &app, body.IdleMinutes) {
 		return
 	}
 	if body.Name != nil {

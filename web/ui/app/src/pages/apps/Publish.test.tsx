@@ -43,3 +43,22 @@ test("the app's terminal switch shows the app's setting and changes it alone", a
   // The link form offers the visitors' terminal, off by default.
   expect(container.querySelector<HTMLInputElement>("#new-link-terminal")?.checked).toBe(false);
 });
+
+test("the app's idle time shows the engine's default, and saves minutes or the default alone", async () => {
+  const t = translator("en");
+  const { container } = render(<Publish data={{ appId: "a1", name: "Desk" }} t={t} lang="en" user={{ id: "u:dora" }} />);
+  const input = () => container.querySelector<HTMLInputElement>("#app-idle")!;
+  await waitFor(() => expect(input().disabled).toBe(false));
+  expect(input().value).toBe("");
+  expect(input().placeholder).toBe("5");
+  fireEvent.change(input(), { target: { value: "15" } });
+  fireEvent.submit(input().form!);
+  // Saved, and the app read back.
+  await waitFor(() => expect(sent.at(-1)).toEqual({ method: "GET", path: "/api/apps/a1", body: undefined }));
+  await waitFor(() => expect(input().value).toBe("15"));
+  fireEvent.change(input(), { target: { value: "" } });
+  fireEvent.submit(input().form!);
+  await waitFor(() => expect(sent.filter((s) => s.method === "PATCH")).toHaveLength(2));
+  expect(sent.filter((s) => s.method === "PATCH").map((s) => s.body)).toEqual([{ idleMinutes: 15 }, { idleMinutes: 0 }]);
+  expect(container.querySelector("#idle-setting")?.textContent).toContain(t("appIdleSaved"));
+});

@@ -1,3 +1,4 @@
+import { useEffect, useState, type FormEvent } from "react";
 import type { Translate } from "../../i18n";
 import { ApiKeys } from "../ApiKeys";
 import { request, useLoaded } from "../http";
@@ -38,9 +39,46 @@ export function Publish({ data, t }: PageProps<BuilderData>) {
           t={t}
         />
         <TerminalSetting base={base} t={t} />
+        <IdleSetting base={base} t={t} />
         <Links base={base} t={t} />
       </div>
     </>
+  );
+}
+
+// IdleSetting is how long the app's chats' sandboxes may go unused
+// before they stop (R4): the engine's 5 minutes unless set, within the
+// engine's bound.
+function IdleSetting({ base, t }: { base: string; t: Translate }) {
+  const { said, say, fail } = useStatus();
+  const [app, load] = useLoaded<{ idleMinutes?: number }>(base, fail);
+  const [minutes, setMinutes] = useState("");
+  useEffect(() => {
+    if (app) setMinutes(app.idleMinutes ? String(app.idleMinutes) : "");
+  }, [app]);
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    try {
+      await request("PATCH", base, { idleMinutes: minutes.trim() === "" ? 0 : Number(minutes) });
+      say(t("appIdleSaved"));
+    } catch (err) {
+      fail(err);
+    }
+    await load();
+  };
+  return (
+    <section id="idle-setting" className="card">
+      <h3>{t("appIdle")}</h3>
+      <form className="row" onSubmit={(e) => void save(e)}>
+        <label htmlFor="app-idle">{t("appIdleLabel")}</label>
+        <input id="app-idle" type="number" min={0} step={1} inputMode="numeric" placeholder="5" value={minutes} disabled={!app} onChange={(e) => setMinutes(e.currentTarget.value)} />
+        <button type="submit" className="secondary" disabled={!app}>
+          {t("save")}
+        </button>
+      </form>
+      <p className="hint">{t("appIdleHint")}</p>
+      <Status said={said} t={t} />
+    </section>
   );
 }
 
