@@ -197,7 +197,10 @@ func (e *browserEnv) newTab(t testing.TB) *tab {
 			if err != nil {
 				return
 			}
-			if m.Type == "error" || m.IsException() {
+			// ERR_NETWORK_CHANGED is Chromium noticing that another test
+			// added or removed a network interface on this machine (the
+			// network tests' namespaces), not the page's doing.
+			if (m.Type == "error" || m.IsException()) && !strings.Contains(m.Text, "net::ERR_NETWORK_CHANGED") {
 				problems = append(problems, fmt.Sprintf("%s (%s)", m.Text, m.URL))
 			}
 		}
