@@ -120,6 +120,10 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	ui := &ui.UI{Apps: appStore, Chats: chats, Access: access, Sandboxes: providerRecords{svc}, Pool: svc.Manager.PoolStats, Terminal: cfg.Product.Terminal,
 		Limits: &ui.Limits{Sandboxes: sandboxCaps(cfg.Caps, svc.Owners), Runs: runs}}
 	e.Accounts, e.Apps, e.Chats = accounts, appStore, chats
+	sandboxAPI := &sandboxapi.API{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
+		ServiceTools: cfg.Trust.ServiceTools,
+		Limits:       sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
+		Network:      cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Storage: storage, Metrics: svc.Manager, Now: time.Now, Log: log}
 	chatHandler := &chat.Handler{Engine: engine, Apps: appStore, AppList: appStore, History: chats, Deleter: e.Workers, APIKey: cfg.Product.APIKey,
 		Versions:   appStore,
 		DefaultApp: apps.DemoAppID, Access: access, Runs: links, RunLimits: runs, Stops: stops, Redactor: svc.Policy.RedactorFor, Now: time.Now, Log: log,
@@ -127,6 +131,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 	if svc.Manager.Provider().Capabilities().Checkpoints {
 		chatHandler.Checkpoints, chatHandler.Rewinds = svc.Manager, chats
 		chatHandler.CheckpointKeep, chatHandler.CheckpointMaxAge = cfg.Sandbox.CheckpointKeep, cfg.Sandbox.CheckpointMaxAge
+		sandboxAPI.Snapshots = svc.Manager
 		ui.Rewind = true
 	}
 	return &web.Product{
@@ -147,10 +152,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Preview: &webpreview.Handler{Links: svc.Previews, Ports: svc.Manager, Files: svc.Manager, Access: access, Auth: accounts, Log: log},
 		Uploads: &files.Uploads{Files: svc.Workspace, Chats: chats, Access: access, Now: time.Now, Disk: svc.DataDisk},
 		Skills:  &admin.Skills{Catalog: svc.Skills, MaxZip: cfg.Files.MaxSkillZipMiB << 20},
-		Sandbox: &sandboxapi.API{Tools: e.Tools, Sessions: svc.Sessions, Sandboxes: svc.Manager, Apps: appStore, Access: access,
-			ServiceTools: cfg.Trust.ServiceTools,
-			Limits:       sandbox.Limits{CPUCount: cfg.Sandbox.CPUs, MemoryMiB: cfg.Sandbox.MemoryMiB, Pids: cfg.Sandbox.Pids},
-			Network:      cfg.Sandbox.Network, Egress: cfg.Sandbox.Egress, MaxUpload: cfg.Files.MaxAPIUploadMiB << 20, Storage: storage, Metrics: svc.Manager, Now: time.Now, Log: log},
+		Sandbox: sandboxAPI,
 		Tools:   &admin.Tools{Servers: svc.MCPServers, Client: svc.MCP, Exec: execToolInfo(svc.ExecTools)},
 		UI:      ui,
 		Admin:   e.Workers,

@@ -224,3 +224,60 @@ func TestRewindRetention(t *testing.T) {
 		t.Errorf("after going back to turn 3: %q, want turn 2's 2", answer)
 	}
 }
+
+// TestSessionSnapshots (R3): through the sandbox service API, a
+// session's sandbox is kept under a name and a new session starts from
+// it with its files and shell state, while the first goes on; snapshots
+// are listed and deleted; another user cannot start from one.
+func TestSessionSnapshots(t *testing.T) {
+	t.Parallel()
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": checkpointtest.Pool(t)}})
+	carol := env.CreateUser(t, "snap-carol", auth.RoleUser)
+	bob := env.CreateUser(t, "snap-bob", auth.RoleUser)
+	c, b := env.Bearer(env.APIKey(t, carol)), env.Bearer(env.APIKey(t, bob))
+	newSession := func(client *enginetest.Client, body map[string]any, want int) string {
+		t.Helper()
+		var s struct{ ID string }
+		expect(t, client, "POST", "/api/sandbox/v1/sessions", body, want).JSON(t, &s)
+		return s.ID
+	}
+	first := newSession(c, map[string]any{"name": "first"}, 201)
+	wantError(t, c.Do(t, "POST", "/api/sandbox/v1/sessions/"+first+"/snapshots", map[string]any{"name": "early"}), 409, "not_started")
+	execute(t, c, first, "shell:exec", map[string]any{"command": "echo one > f.txt && mkdir -p /workspace/d && cd /workspace/d && export X=1"})
+	var snap struct {
+		Session, Name string
+		Created       time.Time
+	}
+	expect(t, c, "POST", "/api/sandbox/v1/sessions/"+first+"/snapshots", map[string]any{"name": "a"}, 201).JSON(t, &snap)
+	if snap.Session != first || snap.Name != "a" || snap.Created.IsZero() {
+		t.Errorf("the snapshot: %+v", snap)
+	}
+	wantError(t, c.Do(t, "POST", "/api/sandbox/v1/sessions/"+first+"/snapshots", map[string]any{"name": "a"}), 409, "exists")
+	wantError(t, c.Do(t, "POST", "/api/sandbox/v1/sessions/"+first+"/snapshots", map[string]any{"name": "../x"}), 400, "bad_request")
+	execute(t, c, first, "shell:exec", map[string]any{"command": "echo two > /workspace/f.txt && cd / && export X=2"})
+
+	second := newSession(c, map[string]any{"name": "second", "fromSnapshot": map[string]any{"session": first, "snapshot": "a"}}, 201)
+	if got := execute(t, c, second, "shell:exec", map[string]any{"command": `cat /workspace/f.txt; echo "$(pwd) $X"`}).Text; !strings.Contains(got, "one\n/workspace/d 1") {
+		t.Errorf("the session from the snapshot: %q, want one and /workspace/d 1", got)
+	}
+	execute(t, c, second, "shell:exec", map[string]any{"command": "echo three > /workspace/f.txt"})
+	if got := execute(t, c, first, "shell:exec", map[string]any{"command": `cat /workspace/f.txt; echo "$(pwd) $X"`}).Text; !strings.Contains(got, "two\n/ 2") {
+		t.Errorf("the first session after the second's write: %q", got)
+	}
+	// bob cannot start from carol's snapshot, nor see it.
+	wantError(t, b.Do(t, "POST", "/api/sandbox/v1/sessions", map[string]any{"fromSnapshot": map[string]any{"session": first, "snapshot": "a"}}), 404, "not_found")
+	wantError(t, b.Do(t, "GET", "/api/sandbox/v1/sessions/"+first+"/snapshots", nil), 404, "not_found")
+
+	var list struct{ Snapshots []struct{ Name string } }
+	expect(t, c, "GET", "/api/sandbox/v1/sessions/"+first+"/snapshots", nil, 200).JSON(t, &list)
+	if len(list.Snapshots) != 1 || list.Snapshots[0].Name != "a" {
+		t.Errorf("the snapshots: %+v", list)
+	}
+	expect(t, c, "DELETE", "/api/sandbox/v1/sessions/"+first+"/snapshots/a", nil, 200)
+	wantError(t, c.Do(t, "DELETE", "/api/sandbox/v1/sessions/"+first+"/snapshots/a", nil), 404, "not_found")
+	wantError(t, c.Do(t, "POST", "/api/sandbox/v1/sessions", map[string]any{"fromSnapshot": map[string]any{"session": first, "snapshot": "a"}}), 404, "not_found")
+	expect(t, c, "GET", "/api/sandbox/v1/sessions/"+first+"/snapshots", nil, 200).JSON(t, &list)
+	if len(list.Snapshots) != 0 {
+		t.Errorf("after the delete: %+v", list)
+	}
+}

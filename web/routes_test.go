@@ -597,6 +597,12 @@ func (f *fixture) routes() []route {
 		// and hears it uses nothing.
 		{method: "GET", path: "/api/sandbox/v1/sessions/:id/metrics", pathFor: carolSession("/metrics"),
 			want: with(carolsRead, map[string]int{userSession: 409, userNoCSRF: 409, userKey: 409}), def: 404},
+		// Snapshots (R3): this engine keeps none, which carol hears.
+		{method: "POST", path: "/api/sandbox/v1/sessions/:id/snapshots", pathFor: carolSession("/snapshots"),
+			body: jsonBody(map[string]any{"name": "s1"}), want: carolsWrite(501), def: 404},
+		{method: "GET", path: "/api/sandbox/v1/sessions/:id/snapshots", pathFor: carolSession("/snapshots"),
+			want: with(carolsRead, map[string]int{userSession: 501, userNoCSRF: 501, userKey: 501}), def: 404},
+		{method: "DELETE", path: "/api/sandbox/v1/sessions/:id/snapshots/:name", pathFor: carolSession("/snapshots/s1"), want: carolsWrite(501), def: 404},
 		{method: "PUT", path: "/api/sandbox/v1/sessions/:id/files", pathFor: carolSession("/files?path=/workspace/up.txt"),
 			body: func(*fixture, string) any { return []byte("x") }, want: carolsWrite(201), def: 404},
 		// The MCP server is stateless: POST only, from an MCP client (which

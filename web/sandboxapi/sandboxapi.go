@@ -61,7 +61,9 @@ type API struct {
 	Metrics interface {
 		Metrics(ctx context.Context, scope sandbox.Scope) (sandbox.Metrics, error)
 	}
-	Now func() time.Time
+	// Snapshots keeps the sessions' snapshots (R3); nil: none.
+	Snapshots Snapshots
+	Now       func() time.Time
 	Log *slog.Logger
 
 	mcpOnce    sync.Once
@@ -122,6 +124,9 @@ type SessionOptions struct {
 	IdleTimeoutSeconds int               `json:"idleTimeoutSeconds"`
 	Labels             map[string]string `json:"labels"`
 	Start              bool              `json:"start"`
+	// FromSnapshot starts the session's sandbox as a copy of a snapshot
+	// of another of the caller's sessions (R3).
+	FromSnapshot *SnapshotRef `json:"fromSnapshot"`
 }
 
 var labelKey = regexp.MustCompile(`^[A-Za-z0-9._-]{1,63}$`)
@@ -354,6 +359,10 @@ func (h *API) CreateSession(c *gin.Context) {
 	}
 	if err := h.Sessions.Create(c.Request.Context(), s); err != nil {
 		h.sandboxFailure(c, err)
+		return
+	}
+	if o.FromSnapshot != nil && !h.fromSnapshot(c, o.FromSnapshot, s) {
+		_ = h.destroy(c.Request.Context(), s)
 		return
 	}
 	if o.Start && !h.start(c, s) {
