@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,25 +28,31 @@ func TestRewindBrowser(t *testing.T) {
 	}
 	// answered waits until the page shows the stored turns again (after
 	// a run, the page reads them back, with their actions).
-	answered := func(want string) {
+	// (not, when unlike is set, an answer that reads unlike: the one a
+	// click replaces, which the page still shows for a moment after it.)
+	answered := func(want string, unlike ...string) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			if tb.js(t, `String(document.querySelector("[data-role=regenerate]") !== null)`) == "true" && strings.Contains(lastText(), want) {
+			got := lastText()
+			if tb.js(t, `String(document.querySelector("[data-role=regenerate]") !== null)`) == "true" && strings.Contains(got, want) && !slices.Contains(unlike, got) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the page never showed the answer %q with its actions; it shows %q", want, lastText())
+				t.Fatalf("the page never showed the answer %q with its actions; it shows %q, and the error %q", want, lastText(),
+					tb.js(t, `[...document.querySelectorAll("#messages .error")].map((e) => e.textContent).join(" | ")`))
 			}
 		}
 	}
 	tb.ask(t, "$ echo one > a.txt; cat a.txt")
 	answered("one")
-	tb.ask(t, "$ echo two >> a.txt; cat a.txt")
+	// Each run of the second command prints a stamp of its own.
+	tb.ask(t, "$ echo two >> a.txt; cat a.txt; echo run-$(date +%s%N)")
 	answered("one\ntwo")
 
 	// Regenerate: the command runs again where a.txt holds "one".
+	before := lastText()
 	tb.do(t, chromedp.Click(chromedp.CSS(`[data-role=regenerate]`)))
-	answered("one\ntwo")
+	answered("one\ntwo", before)
 	if got := lastText(); strings.Contains(got, "two\ntwo") {
 		t.Errorf("the regenerated answer %q: the command ran in the sandbox after it", got)
 	}
@@ -64,9 +71,9 @@ func TestRewindBrowser(t *testing.T) {
 	}
 
 	// Branch at the first answer: a new chat, its sandbox after turn 1.
-	before := tb.location()
+	page := tb.location()
 	tb.do(t, chromedp.Click(chromedp.CSS(`#messages .msg.assistant [data-role=branch]`)))
-	for deadline := time.Now().Add(time.Minute); tb.location() == before; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); tb.location() == page; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("branching did not open a new chat")
 		}
