@@ -175,36 +175,39 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
   };
   // again takes the chat back to before the turn holding item dataId,
   // its sandbox too, then sends question in its place (regenerate, edit).
-  const again = async (dataId: string, question: string) => {
+  // One rewind, redo or branch at a time: the actions wait for it.
+  const [moving, setMoving] = useState(false);
+  const move = async (step: () => Promise<void>): Promise<boolean> => {
     setError("");
+    setMoving(true);
     try {
+      await step();
+      return true;
+    } catch (e) {
+      setError((e as Error).message);
+      return false;
+    } finally {
+      setMoving(false);
+    }
+  };
+  const again = async (dataId: string, question: string) => {
+    const ok = await move(async () => {
       await api.rewind(data.appId, data.chatId, dataId);
       await reload();
-    } catch (e) {
-      setError((e as Error).message);
-      return;
-    }
-    void runTurn(question, { messages: [{ role: "user", content: question }] });
+    });
+    if (ok) void runTurn(question, { messages: [{ role: "user", content: question }] });
   };
-  const redoNow = async () => {
-    setError("");
-    try {
+  const redoNow = () =>
+    move(async () => {
       await api.redo(data.appId, data.chatId);
       await reload();
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
-  const branch = async (dataId: string) => {
-    setError("");
-    try {
+    });
+  const branch = (dataId: string) =>
+    move(async () => {
       const forked = await api.fork(data.appId, data.chatId, dataId);
       location.assign(`/apps/${encodeURIComponent(data.appId)}/chat/${encodeURIComponent(forked.chatId)}`);
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
-  const rewinds = !!data.rewind && data.own && !running;
+    });
+  const rewinds = !!data.rewind && data.own && !running && !moving;
   const lastAnswer = history.map((item) => item.role).lastIndexOf("assistant");
   // The page opens at its end, the newest turn in view; while a run
   // writes, the page follows it as long as the reader stays at the end.
@@ -322,7 +325,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
         {redo && data.rewind && data.own && turns.length === 0 && (
           <div className="redo-bar" role="status">
             <span className="hint">{t("redoNotice")}</span>
-            <button type="button" className="secondary" data-role="redo" disabled={running} onClick={() => void redoNow()}>
+            <button type="button" className="secondary" data-role="redo" disabled={running || moving} onClick={() => void redoNow()}>
               {t("redo")}
             </button>
           </div>
