@@ -65,29 +65,7 @@ func MountImage(img, dir string, size int64) error {
 // (the host's disk keeps them once; a second copy on one file guards
 // against nothing).
 func makeImage(img string, size int64) error {
-	tmp := img + ".new"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	err = f.Truncate(size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		var out []byte
-		out, err = exec.Command("mkfs.btrfs", "-q", "-f", "-d", "single", "-m", "single", tmp).CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("make the checkpoint pool's filesystem of %d MiB: %v: %s; install btrfs-progs", size>>20, err, strings.TrimSpace(string(out)))
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, img)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return diskimage.MakeFile(img, size, "the checkpoint pool", "btrfs-progs", "mkfs.btrfs", "-q", "-f", "-d", "single", "-m", "single")
 }
 
 // Usable says why this process cannot make and use a pool on an image

@@ -30,9 +30,15 @@ func Make(path string, gib int64) error { return MakeBytes(path, gib<<30) }
 
 // MakeBytes is Make for a size in bytes (at least MinBytes).
 func MakeBytes(path string, size int64) error {
-	if size < MinBytes {
-		size = MinBytes
-	}
+	return MakeFile(path, max(size, MinBytes), "a disk limit", "e2fsprogs", "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1")
+}
+
+// MakeFile makes a sparse file of size bytes at path holding the
+// filesystem mkfs (a command and its arguments, the file's path last)
+// makes, for what it is (said in errors, with the package to install).
+// The file appears whole or not at all: it is made beside path, renamed
+// into place.
+func MakeFile(path string, size int64, what, pkg string, mkfs ...string) error {
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -44,9 +50,9 @@ func MakeBytes(path string, size int64) error {
 	}
 	if err == nil {
 		var out []byte
-		out, err = exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp).CombinedOutput()
+		out, err = exec.Command(mkfs[0], append(mkfs[1:], tmp)...).CombinedOutput()
 		if err != nil {
-			err = fmt.Errorf("make a filesystem of %d MiB for a disk limit: %v: %s; install e2fsprogs", size>>20, err, strings.TrimSpace(string(out)))
+			err = fmt.Errorf("make a filesystem of %d MiB for %s: %v: %s; install %s", size>>20, what, err, strings.TrimSpace(string(out)), pkg)
 		}
 	}
 	if err == nil {

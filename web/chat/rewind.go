@@ -248,30 +248,11 @@ func (h *Handler) sandboxErr(c *gin.Context, what string, scope sandbox.Scope, e
 // question, the same with the edited one. The turns set aside come back
 // with Redo until the chat's next turn.
 func (h *Handler) Rewind(c *gin.Context) {
-	if !h.authorised(c) {
-		return
-	}
-	r, ok := readRewind(c, true)
-	if !ok {
-		return
-	}
-	chat, ok := h.chatFor(c, r)
-	if !ok {
-		return
-	}
-	seq, ok := itemSeq(c, chat, r.ContentID)
+	_, chat, turn, ok := h.itemTurn(c)
 	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
-	turn, err := h.Rewinds.TurnOf(ctx, chat, seq)
-	if errors.Is(err, history.ErrNotFound) {
-		api.Error(c, http.StatusNotFound, fmt.Sprintf("chat %q has no item %q", chat.ID, r.ContentID))
-		return
-	} else if err != nil {
-		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
-		return
-	}
 	if h.tooOld(c, chat, turn) {
 		return
 	}
@@ -288,6 +269,35 @@ func (h *Handler) Rewind(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"chatId": chat.ID, "items": after.Items, "redo": after.Redo != nil, "sandbox": state})
+}
+
+// itemTurn reads a request naming an item of the caller's chat and
+// finds the turn holding it; false when it answered the client.
+func (h *Handler) itemTurn(c *gin.Context) (rewindRequest, history.Chat, int, bool) {
+	if !h.authorised(c) {
+		return rewindRequest{}, history.Chat{}, 0, false
+	}
+	r, ok := readRewind(c, true)
+	if !ok {
+		return r, history.Chat{}, 0, false
+	}
+	chat, ok := h.chatFor(c, r)
+	if !ok {
+		return r, chat, 0, false
+	}
+	seq, ok := itemSeq(c, chat, r.ContentID)
+	if !ok {
+		return r, chat, 0, false
+	}
+	turn, err := h.Rewinds.TurnOf(c.Request.Context(), chat, seq)
+	if errors.Is(err, history.ErrNotFound) {
+		api.Error(c, http.StatusNotFound, fmt.Sprintf("chat %q has no item %q", chat.ID, r.ContentID))
+		return r, chat, 0, false
+	} else if err != nil {
+		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
+		return r, chat, 0, false
+	}
+	return r, chat, turn, true
 }
 
 // rewindSandbox keeps the sandbox's files for a redo and restores them to
@@ -367,18 +377,7 @@ func (h *Handler) Redo(c *gin.Context) {
 // including the one holding item contentId, and a sandbox as it was
 // after that turn; the chat it came from is untouched.
 func (h *Handler) Fork(c *gin.Context) {
-	if !h.authorised(c) {
-		return
-	}
-	r, ok := readRewind(c, true)
-	if !ok {
-		return
-	}
-	chat, ok := h.chatFor(c, r)
-	if !ok {
-		return
-	}
-	seq, ok := itemSeq(c, chat, r.ContentID)
+	r, chat, turn, ok := h.itemTurn(c)
 	if !ok {
 		return
 	}
@@ -389,14 +388,6 @@ func (h *Handler) Fork(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	turn, err := h.Rewinds.TurnOf(ctx, chat, seq)
-	if errors.Is(err, history.ErrNotFound) {
-		api.Error(c, http.StatusNotFound, fmt.Sprintf("chat %q has no item %q", chat.ID, r.ContentID))
-		return
-	} else if err != nil {
-		api.Error(c, http.StatusInternalServerError, "could not read the chat; retry later")
-		return
-	}
 	if h.tooOld(c, chat, turn+2) {
 		return
 	}

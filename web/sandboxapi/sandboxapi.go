@@ -64,7 +64,7 @@ type API struct {
 	// Snapshots keeps the sessions' snapshots (R3); nil: none.
 	Snapshots Snapshots
 	Now       func() time.Time
-	Log *slog.Logger
+	Log       *slog.Logger
 
 	mcpOnce    sync.Once
 	mcpHandler *mcp.StreamableHTTPHandler
