@@ -69,6 +69,9 @@ func TestAppPagesBrowser(t *testing.T) {
 	chatID := tb.chatID(t)
 	tb.send(t, "Where is my parcel?")
 	run(t, tb, poll[bool](`() => { const a = document.querySelector("#messages .msg.assistant .text"); return a !== null && a.textContent.trim() !== ""; }`))
+	// The answer shows before its turn is written down; the list page
+	// reads the chats once, when it loads.
+	chatItems(t, e, chatID)
 
 	// Her chat is listed by its title, linked plainly, with its time in
 	// her zone to the minute.
