@@ -2,10 +2,10 @@ package web_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -135,21 +135,17 @@ func TestRewind(t *testing.T) {
 	}
 	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 409)
 
-	// A rewind while a run of the chat is in progress is refused.
-	var wg sync.WaitGroup
-	wg.Go(func() { say(other, "sleep 3") })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp := alice.Do(t, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000000"})
-		if resp.Status == 409 {
-			break
-		}
-		if resp.Status != 200 && resp.Status != 404 || time.Now().After(deadline) {
-			t.Fatalf("a rewind during a run: %d %s, want 409", resp.Status, resp.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// A rewind while a run of the chat is in progress is refused: the
+	// run's command has started (its output streams) when it is asked.
+	resp, err := alice.Send("POST", "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": other, "stream": true, "detail": true,
+		"messages": []map[string]string{{"role": "user", "content": "$ echo started; sleep 3"}}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the long run: %v %v", resp, err)
 	}
-	wg.Wait()
+	chatAPIReadSSE(t, resp.Body, func(ev sseEvent) bool { return ev.name != "toolOutput" })
+	expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000000"}, 409)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	// Someone else's chat is not found; bad ids are refused.
 	env.CreateUser(t, "bob", auth.RoleUser)
 	bob := env.Login(t, "bob", enginetest.Password("bob"))
