@@ -9,6 +9,12 @@
 // {"type":"resize","cols":N,"rows":M} in, {"type":"exit","code":N} and
 // {"type":"error","message":...} out.
 //
+// A replay is the recent output with the sizes it was drawn at:
+// {"type":"size","cols":N,"rows":M} before each stretch of it, then
+// {"type":"replayed"}. The shell's redraws move the cursor by what the
+// screen was when they came, so the page draws each stretch at its size
+// and fits its own box after.
+//
 // Only the chat's owner and admins open it: the command policy cannot
 // judge keystrokes. It must never attach a person to another chat's
 // terminal.
@@ -22,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,10 +126,14 @@ type session struct {
 
 	mu     sync.Mutex
 	screen []byte
+	sizes  []size // what sizes screen was drawn at, from where; the first from 0
 	ws     *websocket.Conn
 	gen    int // bumped by each attachment
 	ended  bool
 	timer  *time.Timer
+	// sending orders the writes to the page: a replay goes out before
+	// the output that follows it. Taken under mu, held for the write.
+	sending sync.Mutex
 }
 
 func (h *Handler) grace() time.Duration {
@@ -232,7 +243,7 @@ func (h *Handler) session(ctx context.Context, scope sandbox.Scope, opener strin
 	if err != nil {
 		return nil, err
 	}
-	s := &session{h: h, term: term, rec: Record{Scope: scope, Opener: opener, Start: time.Now().UTC(), ExitCode: -1}}
+	s := &session{h: h, term: term, sizes: []size{{Cols: cols, Rows: rows}}, rec: Record{Scope: scope, Opener: opener, Start: time.Now().UTC(), ExitCode: -1}}
 	if h.Transcripts != nil {
 		s.redactor = h.Transcripts.TerminalTranscript(ctx, scope.AppID)
 	}
@@ -290,14 +301,17 @@ func (s *session) pump() {
 			s.screen = append(s.screen, p...)
 			if over := len(s.screen) - s.h.kept(); over > 0 {
 				s.screen = append(s.screen[:0], s.screen[over:]...)
+				s.sizes = trimSizes(s.sizes, over)
 			}
 			ws := s.ws
+			s.sending.Lock()
 			s.mu.Unlock()
 			if ws != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				_ = ws.Write(ctx, websocket.MessageBinary, p)
 				cancel()
 			}
+			s.sending.Unlock()
 		case <-used.C:
 			s.h.Sandboxes.Used(context.Background(), s.rec.Scope)
 		}
@@ -355,16 +369,30 @@ func (s *session) attach(ws *websocket.Conn, cols, rows int) {
 	s.ws = ws
 	s.gen++
 	gen := s.gen
-	screen := append([]byte(nil), s.screen...)
+	screen, sizes := append([]byte(nil), s.screen...), slices.Clone(s.sizes)
+	s.sending.Lock()
 	s.mu.Unlock()
+	if len(screen) > 0 {
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for i, z := range sizes {
+			end := len(screen)
+			if i+1 < len(sizes) {
+				end = sizes[i+1].At
+			}
+			writeJSON(ws, map[string]any{"type": "size", "cols": z.Cols, "rows": z.Rows})
+			if part := withoutQueries(screen[z.At:end]); len(part) > 0 {
+				_ = ws.Write(wctx, websocket.MessageBinary, part)
+			}
+		}
+		writeJSON(ws, map[string]any{"type": "replayed"})
+		cancel()
+	}
+	s.sending.Unlock()
+	ctx := context.Background()
 	if prev != nil {
 		prev.Close(websocket.StatusPolicyViolation, "the terminal was opened in another page")
 	}
-	ctx := context.Background()
-	if len(screen) > 0 {
-		_ = ws.Write(ctx, websocket.MessageBinary, screen)
-	}
-	_ = s.term.Resize(cols, rows)
+	s.resize(cols, rows)
 read:
 	for {
 		typ, data, err := ws.Read(ctx)
@@ -384,8 +412,8 @@ read:
 				Type       string
 				Cols, Rows int
 			}
-			if json.Unmarshal(data, &m) == nil && m.Type == "resize" {
-				_ = s.term.Resize(m.Cols, m.Rows)
+			if json.Unmarshal(data, &m) == nil && m.Type == "resize" && m.Cols > 0 && m.Rows > 0 && m.Cols <= 1000 && m.Rows <= 1000 {
+				s.resize(m.Cols, m.Rows)
 			}
 		}
 	}
@@ -403,6 +431,80 @@ read:
 			s.term.Close() // hangs up; pump ends the session
 		}
 	})
+}
+
+// size is a size the terminal had, from offset At of the screen on.
+type size struct{ At, Cols, Rows int }
+
+// resize gives the shell the page's size, if it is not the one it has.
+// Each resize makes the shell redraw its prompt, moving up as many
+// lines as the prompt took at the size before; a needless one can
+// erase the lines above it.
+func (s *session) resize(cols, rows int) {
+	s.mu.Lock()
+	last := s.sizes[len(s.sizes)-1]
+	same := last.Cols == cols && last.Rows == rows
+	if !same {
+		z := size{At: len(s.screen), Cols: cols, Rows: rows}
+		if last.At == z.At {
+			s.sizes[len(s.sizes)-1] = z
+		} else {
+			s.sizes = append(s.sizes, z)
+		}
+	}
+	s.mu.Unlock()
+	if !same {
+		_ = s.term.Resize(cols, rows)
+	}
+}
+
+// trimSizes is sizes once the screen's first n bytes are dropped.
+func trimSizes(sizes []size, n int) []size {
+	i := 0
+	for i+1 < len(sizes) && sizes[i+1].At <= n {
+		i++
+	}
+	out := sizes[:0]
+	for _, z := range sizes[i:] {
+		z.At = max(z.At-n, 0)
+		out = append(out, z)
+	}
+	return out
+}
+
+// withoutQueries is output as a page that comes back draws it, without
+// the shell's queries of the terminal (cursor position, status, device
+// attributes): the new page would answer them, and the answers would
+// reach the shell as typed keys.
+func withoutQueries(screen []byte) []byte {
+	out := make([]byte, 0, len(screen))
+	for len(screen) > 0 {
+		i := bytes.Index(screen, []byte("\x1b["))
+		if i < 0 {
+			break
+		}
+		out = append(out, screen[:i]...)
+		screen = screen[i:]
+		if q := terminalQuery(screen); q > 0 {
+			screen = screen[q:]
+			continue
+		}
+		out = append(out, screen[:2]...)
+		screen = screen[2:]
+	}
+	return append(out, screen...)
+}
+
+// terminalQuery is the length of the query at the start of seq (which
+// starts with CSI), or 0 when it is not one: DSR (ESC[5n, ESC[6n,
+// ESC[?6n) and DA (ESC[c, ESC[0c, ESC[>c, ESC[>0c, ESC[=c).
+func terminalQuery(seq []byte) int {
+	for _, q := range []string{"\x1b[5n", "\x1b[6n", "\x1b[?6n", "\x1b[c", "\x1b[0c", "\x1b[>c", "\x1b[>0c", "\x1b[=c"} {
+		if bytes.HasPrefix(seq, []byte(q)) {
+			return len(q)
+		}
+	}
+	return 0
 }
 
 func writeJSON(ws *websocket.Conn, v any) {

@@ -20,49 +20,66 @@ export function TerminalPane(props: { apiBase?: string; appId: string; chatId: s
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(box.current!);
-    fit.fit();
     let ws: WebSocket | null = null;
     let closed = false;
     let ended = false;
     let retry: ReturnType<typeof setTimeout> | undefined;
     let tries = 0;
+    // size is what the shell was last told: each change makes the shell
+    // redraw its prompt, moving up as many lines as the prompt took at
+    // the size before, so a passing size (a box not laid out yet fits 2
+    // columns) would erase the lines above it.
+    let size = "";
     const enc = new TextEncoder();
     const send = (data: string | Uint8Array) => {
       if (ws?.readyState === WebSocket.OPEN) ws.send(typeof data === "string" ? enc.encode(data) : data);
     };
     const connect = () => {
+      replaying = false;
+      size = `${term.cols}x${term.rows}`;
       const q = new URLSearchParams({ appId, chatId, cols: String(term.cols), rows: String(term.rows) });
       if (userId) q.set("userId", userId);
       const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + (apiBase ?? "") + "/api/core/ai/sandbox/terminal?" + q;
       const sock = new WebSocket(url);
       ws = sock;
       sock.binaryType = "arraybuffer";
+      // A reconnection replays the recent screen, each stretch at the
+      // size it was drawn at; the box's own size comes back after it.
       let first = true;
+      const clean = () => {
+        if (first) {
+          term.reset();
+          first = false;
+        }
+      };
       sock.onopen = () => {
         tries = 0;
         setState("open");
         setNote("");
       };
       sock.onmessage = (e) => {
-        if (typeof e.data === "string") {
-          const m = JSON.parse(e.data) as { type: string; code?: number; message?: string };
-          if (m.type === "exit") {
-            ended = true;
-            setState("ended");
-            setNote(t("terminalEnded").replace("{code}", String(m.code ?? "")));
-          } else if (m.type === "error") {
-            ended = true;
-            setState("ended");
-            setNote(m.message ?? "");
-          }
+        if (typeof e.data !== "string") {
+          clean();
+          term.write(new Uint8Array(e.data as ArrayBuffer));
           return;
         }
-        // A reconnection replays the screen: draw it on a clean one.
-        if (first) {
-          term.reset();
-          first = false;
+        const m = JSON.parse(e.data) as { type: string; code?: number; message?: string; cols?: number; rows?: number };
+        if (m.type === "size" && m.cols && m.rows) {
+          clean();
+          replaying = true;
+          term.resize(m.cols, m.rows);
+        } else if (m.type === "replayed") {
+          replaying = false;
+          follow();
+        } else if (m.type === "exit") {
+          ended = true;
+          setState("ended");
+          setNote(t("terminalEnded").replace("{code}", String(m.code ?? "")));
+        } else if (m.type === "error") {
+          ended = true;
+          setState("ended");
+          setNote(m.message ?? "");
         }
-        term.write(new Uint8Array(e.data as ArrayBuffer));
       };
       sock.onclose = () => {
         if (closed || ended || ws !== sock) return;
@@ -84,12 +101,27 @@ export function TerminalPane(props: { apiBase?: string; appId: string; chatId: s
       }
       return true;
     });
-    const resized = new ResizeObserver(() => {
+    // The first time the box is laid out, at a real size, the terminal
+    // connects; after that it follows the box's size, except while a
+    // replay draws at the sizes it had. A hidden box keeps the size the
+    // shell has.
+    let replaying = false;
+    const follow = () => {
+      const d = fit.proposeDimensions();
+      if (replaying || !d || !(d.cols >= 10 && d.rows >= 2)) return;
       fit.fit();
-      if (ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
-    });
+      if (!ws) {
+        connect();
+        return;
+      }
+      const now = `${term.cols}x${term.rows}`;
+      if (now !== size && ws.readyState === WebSocket.OPEN) {
+        size = now;
+        ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
+      }
+    };
+    const resized = new ResizeObserver(follow);
     resized.observe(box.current!);
-    connect();
     term.focus();
     (window as unknown as { flowboxTerminal?: Terminal }).flowboxTerminal = term;
     return () => {
