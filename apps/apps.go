@@ -48,6 +48,11 @@ type App struct {
 	// IdleMinutes is how long the app's chats' sandboxes may go unused
 	// before they stop (R4); 0: the engine's 5 minutes.
 	IdleMinutes int `bson:"idleMinutes,omitempty" json:"idleMinutes,omitempty"`
+	// CheckpointKeep and CheckpointMaxAgeHours lower the engine's
+	// retention of the app's chats' checkpoints (R4): those of their last
+	// this many turns, none older than this many hours; 0: the engine's.
+	CheckpointKeep        int `bson:"checkpointKeep,omitempty" json:"checkpointKeep,omitempty"`
+	CheckpointMaxAgeHours int `bson:"checkpointMaxAgeHours,omitempty" json:"checkpointMaxAgeHours,omitempty"`
 	// Graph is the draft: what the owner saved last.
 	Graph     nodes.Graph `bson:"-" json:"graph"`
 	GraphJSON string      `bson:"graph" json:"-"`
@@ -167,7 +172,8 @@ func (s *Store) Put(ctx context.Context, a App, now time.Time) error {
 	now = now.UTC()
 	defer s.forget(a.ID)
 	_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: a.ID}}, bson.D{
-		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "terminalOff", Value: a.TerminalOff}, {Key: "idleMinutes", Value: a.IdleMinutes}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
+		{Key: "$set", Value: bson.D{{Key: "name", Value: a.Name}, {Key: "ownerId", Value: a.OwnerID}, {Key: "public", Value: a.Public}, {Key: "terminalOff", Value: a.TerminalOff}, {Key: "idleMinutes", Value: a.IdleMinutes},
+			{Key: "checkpointKeep", Value: a.CheckpointKeep}, {Key: "checkpointMaxAgeHours", Value: a.CheckpointMaxAgeHours}, {Key: "graph", Value: string(graph)}, {Key: "updatedAt", Value: now}}},
 		{Key: "$setOnInsert", Value: bson.D{{Key: "createdAt", Value: now}}},
 	}, options.UpdateOne().SetUpsert(true))
 	if err != nil {

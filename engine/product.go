@@ -141,6 +141,7 @@ func (e *Engine) product(ctx context.Context) (*web.Product, error) {
 		Chat: chatHandler,
 		Apps: &account.Apps{Apps: appStore, Access: access, Deleter: e.Workers, Publishing: publish, Templates: templates,
 			Versions: appStore, MaxIdleMinutes: cfg.Sandbox.AppIdleMaxMinutes,
+			Retention:  chatHandler,
 			CheckGraph: func(g nodes.Graph) []nodes.Problem { return checkGraph(engine, g, svc.Policy.Check) }, Now: time.Now},
 		Chats: &chat.Chats{Apps: appStore, Chats: chats, Access: access, Deleter: e.Workers, Sandboxes: svc.Manager},
 		Users: &account.Users{Accounts: accounts, Apps: appStore, Chats: chats, Deleter: e.Workers, Sessions: svc.Sessions,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,39 +186,91 @@ func TestRewind(t *testing.T) {
 func pad(seq int) string { return fmt.Sprintf("%08d", seq) }
 
 // TestRewindRetention: a chat keeps the checkpoints of its last
-// FLOWBOX_CHECKPOINT_KEEP turns; a rewind further back is refused with
-// the reason, one within them works.
+// FLOWBOX_CHECKPOINT_KEEP turns, or of fewer where its app's builder set
+// checkpointKeep lower (more than the engine's is refused, with PATCH or
+// PUT); a rewind further back is refused with the reason, one within
+// them works.
 func TestRewindRetention(t *testing.T) {
 	t.Parallel()
 	pool := checkpointtest.Pool(t)
-	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": pool, "FLOWBOX_CHECKPOINT_KEEP": "2"}})
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": pool, "FLOWBOX_CHECKPOINT_KEEP": "3"}})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	alice := env.Login(t, "alice", enginetest.Password("alice"))
-	appID := newApp(t, alice, "retention")
-	for i := 1; i <= 4; i++ {
-		sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "kept",
-			"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("$ echo %d > n.txt", i)}}}, 200)
+	appID, plain := newApp(t, alice, "retention"), newApp(t, alice, "plain")
+
+	for _, bad := range []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{"checkpointKeep": 4}, "checkpointKeep must be 1 to 3"},
+		{map[string]any{"checkpointKeep": -1}, "checkpointKeep must be 1 to 3"},
+		{map[string]any{"checkpointMaxAgeHours": 169}, "checkpointMaxAgeHours must be 1 to 168"},
+	} {
+		if resp := expect(t, alice, "PATCH", "/api/apps/"+appID, bad.body, 400); !strings.Contains(string(resp.Body), bad.want) {
+			t.Errorf("PATCH %v: %s, want it to say %q", bad.body, resp.Body, bad.want)
+		}
 	}
-	var names []string
+	type appSettings struct {
+		Name                  string         `json:"name"`
+		Graph                 map[string]any `json:"graph"`
+		CheckpointKeep        int            `json:"checkpointKeep"`
+		CheckpointMaxAgeHours int            `json:"checkpointMaxAgeHours"`
+		CheckpointLimits      struct {
+			Keep, MaxAgeHours int
+		} `json:"checkpointLimits"`
+	}
+	var app appSettings
+	expect(t, alice, "PATCH", "/api/apps/"+appID, map[string]any{"checkpointKeep": 2, "checkpointMaxAgeHours": 24}, 200).JSON(t, &app)
+	if app.CheckpointKeep != 2 || app.CheckpointMaxAgeHours != 24 || app.CheckpointLimits.Keep != 3 || app.CheckpointLimits.MaxAgeHours != 168 {
+		t.Fatalf("the app after the PATCH: %+v, want keep 2 and 24 hours within the engine's 3 and 168", app)
+	}
+	// PUT refuses more than the engine's too, and keeps what it leaves out.
+	put := map[string]any{"name": app.Name, "public": false, "graph": app.Graph, "checkpointKeep": 4}
+	expect(t, alice, "PUT", "/api/apps/"+appID, put, 400)
+	delete(put, "checkpointKeep")
+	if expect(t, alice, "PUT", "/api/apps/"+appID, put, 200).JSON(t, &app); app.CheckpointKeep != 2 {
+		t.Errorf("after a PUT without it: checkpointKeep %d, want 2", app.CheckpointKeep)
+	}
+
+	for _, chat := range []struct{ appID, chatID string }{{appID, "kept"}, {plain, "plain"}} {
+		for i := 1; i <= 5; i++ {
+			sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": chat.appID, "chatId": chat.chatID,
+				"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("$ echo %d > n.txt", i)}}}, 200)
+		}
+	}
+	// Each sandbox's checkpoints on disk.
+	var kept []string
 	entries, _ := os.ReadDir(filepath.Join(pool, "checkpoints"))
 	for _, e := range entries {
+		var names []string
 		cps, _ := os.ReadDir(filepath.Join(pool, "checkpoints", e.Name()))
 		for _, c := range cps {
 			names = append(names, c.Name())
 		}
+		kept = append(kept, strings.Join(names, " "))
 	}
-	if strings.Join(names, " ") != "t4 t6" {
-		t.Errorf("the chat's checkpoints on disk: %v, want those before its last two turns, t4 t6", names)
+	slices.Sort(kept)
+	if want := []string{"t4 t6 t8", "t6 t8"}; !slices.Equal(kept, want) {
+		t.Errorf("the chats' checkpoints on disk: %q, want %q: those before the app's chat's last two turns, and before the other app's chat's last three (the engine's)", kept, want)
 	}
-	resp := expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": "kept", "contentId": "kept/00000002"}, 409)
-	if !strings.Contains(string(resp.Body), "last 2 turns") {
-		t.Errorf("the refusal says %s", resp.Body)
+	for _, tc := range []struct {
+		appID, chatID string
+		refused, ok   int    // items before and after the chat's rewind floor
+		says          string // the refusal
+	}{
+		{appID, "kept", 4, 6, "last 2 turns"},
+		{plain, "plain", 2, 4, "last 3 turns"},
+	} {
+		resp := expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": tc.appID, "chatId": tc.chatID, "contentId": tc.chatID + "/" + pad(tc.refused)}, 409)
+		if !strings.Contains(string(resp.Body), tc.says) {
+			t.Errorf("the refusal of %s's rewind says %s, want %q", tc.chatID, resp.Body, tc.says)
+		}
+		expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": tc.appID, "chatId": tc.chatID, "contentId": tc.chatID + "/" + pad(tc.ok)}, 200)
 	}
-	expect(t, alice, "POST", "/api/core/chat/item/delete", map[string]any{"appId": appID, "chatId": "kept", "contentId": "kept/00000004"}, 200)
 	_, answer := sendTurn(t, alice, "/api/v1/chat/completions", map[string]any{"appId": appID, "chatId": "kept",
 		"messages": []map[string]string{{"role": "user", "content": "$ cat n.txt"}}}, 200)
-	if !strings.Contains(answer, "\n2\n") || strings.Contains(answer, "\n3\n") {
-		t.Errorf("after going back to turn 3: %q, want turn 2's 2", answer)
+	if !strings.Contains(answer, "\n3\n") || strings.Contains(answer, "\n4\n") {
+		t.Errorf("after going back to turn 4: %q, want turn 3's 3", answer)
 	}
 }
 

@@ -36,7 +36,10 @@ type Apps struct {
 	Versions AppVersions
 	// MaxIdleMinutes bounds an app's idle timeout (default 60).
 	MaxIdleMinutes int
-	Now            func() time.Time
+	// Retention, when set, is the engine's retention of chats'
+	// checkpoints (chat.Handler), which an app may lower.
+	Retention CheckpointRetention
+	Now       func() time.Time
 }
 
 // setIdle sets the app's idle timeout when one was sent, within the
@@ -54,6 +57,64 @@ func (h *Apps) setIdle(c *gin.Context, app *apps.App, minutes *int) bool {
 		return false
 	}
 	app.IdleMinutes = *minutes
+	return true
+}
+
+// CheckpointRetention is the engine's retention of chats' checkpoints:
+// the checkpoints of their last keep turns, none older than maxAge; on
+// is false when the engine keeps none.
+type CheckpointRetention interface {
+	CheckpointRetention() (keep int, maxAge time.Duration, on bool)
+}
+
+// checkpointLimits are the most an app may set of the retention of its
+// chats' checkpoints: the engine's.
+type checkpointLimits struct {
+	Keep        int `json:"keep"`
+	MaxAgeHours int `json:"maxAgeHours"`
+}
+
+// limits are the engine's retention, nil when it keeps no checkpoints.
+func (h *Apps) limits() *checkpointLimits {
+	if h.Retention == nil {
+		return nil
+	}
+	keep, age, on := h.Retention.CheckpointRetention()
+	if !on {
+		return nil
+	}
+	return &checkpointLimits{Keep: keep, MaxAgeHours: int(age / time.Hour)}
+}
+
+// setRetention sets the retention of the app's chats' checkpoints to
+// what was sent, within the engine's; false when it answered the client.
+func (h *Apps) setRetention(c *gin.Context, app *apps.App, keep, hours *int) bool {
+	most := h.limits()
+	if most == nil {
+		const off = "this engine keeps no checkpoints of chats' sandboxes (FLOWBOX_CHECKPOINTS)"
+		return bounded(c, "checkpointKeep", keep, 0, off, &app.CheckpointKeep) &&
+			bounded(c, "checkpointMaxAgeHours", hours, 0, off, &app.CheckpointMaxAgeHours)
+	}
+	return bounded(c, "checkpointKeep", keep, most.Keep, fmt.Sprintf("this engine keeps the checkpoints of a chat's last %d turns (FLOWBOX_CHECKPOINT_KEEP)", most.Keep), &app.CheckpointKeep) &&
+		bounded(c, "checkpointMaxAgeHours", hours, most.MaxAgeHours, fmt.Sprintf("this engine keeps checkpoints for %d hours at most (FLOWBOX_CHECKPOINT_MAX_AGE)", most.MaxAgeHours), &app.CheckpointMaxAgeHours)
+}
+
+// bounded sets *to to the value sent, if any, when it is 0 (the
+// engine's) or 1 to most; false when it answered the client, saying why
+// most is the bound.
+func bounded(c *gin.Context, field string, v *int, most int, why string, to *int) bool {
+	if v == nil {
+		return true
+	}
+	if *v < 0 || *v > most {
+		allowed := fmt.Sprintf("1 to %d, or 0 for the engine's", most)
+		if most == 0 {
+			allowed = "0 (the engine's)"
+		}
+		api.Error(c, http.StatusBadRequest, fmt.Sprintf("%s must be %s: %s", field, allowed, why))
+		return false
+	}
+	*to = *v
 	return true
 }
 
@@ -107,6 +168,11 @@ type appBody struct {
 	// IdleMinutes, when sent, is the app's idle timeout (0: the
 	// engine's); when left out the app keeps its setting.
 	IdleMinutes *int `json:"idleMinutes"`
+	// CheckpointKeep and CheckpointMaxAgeHours, when sent, are the
+	// retention of the app's chats' checkpoints (0: the engine's); when
+	// left out the app keeps its setting.
+	CheckpointKeep        *int `json:"checkpointKeep"`
+	CheckpointMaxAgeHours *int `json:"checkpointMaxAgeHours"`
 }
 
 // visible loads the app at :appId if the caller may see it; otherwise it
@@ -149,10 +215,18 @@ func (h *Apps) List(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"apps": out})
 }
 
+// appAnswer is an app as GET, PUT and PATCH answer it: with the most
+// its settings of the checkpoints' retention may be, when the engine
+// keeps checkpoints.
+type appAnswer struct {
+	apps.App
+	CheckpointLimits *checkpointLimits `json:"checkpointLimits,omitempty"`
+}
+
 // Get answers one app with its graph.
 func (h *Apps) Get(c *gin.Context) {
 	if app, ok := h.visible(c); ok {
-		c.JSON(http.StatusOK, app)
+		c.JSON(http.StatusOK, appAnswer{App: app, CheckpointLimits: h.limits()})
 	}
 }
 
@@ -170,7 +244,7 @@ func (h *Apps) save(c *gin.Context, app apps.App, status int) {
 	if body.TerminalOff != nil {
 		app.TerminalOff = *body.TerminalOff
 	}
-	if !h.setIdle(c, &app, body.IdleMinutes) {
+	if !h.setIdle(c, &app, body.IdleMinutes) || !h.setRetention(c, &app, body.CheckpointKeep, body.CheckpointMaxAgeHours) {
 		return
 	}
 	if h.CheckGraph != nil {
@@ -195,7 +269,7 @@ func (h *Apps) put(c *gin.Context, app apps.App, status int) {
 		return
 	}
 	saved, _ := h.Apps.Get(c.Request.Context(), app.ID)
-	c.JSON(status, saved)
+	c.JSON(status, appAnswer{App: saved, CheckpointLimits: h.limits()})
 }
 
 // Create makes an app owned by the caller; its graph must be valid.
@@ -211,8 +285,9 @@ func (h *Apps) Update(c *gin.Context) {
 	}
 }
 
-// Patch changes the settings sent (name, public, terminalOff, idleMinutes) and keeps
-// the rest, the graph included: the Publish page's switches use it.
+// Patch changes the settings sent (name, public, terminalOff,
+// idleMinutes, checkpointKeep, checkpointMaxAgeHours) and keeps the rest,
+// the graph included: the Publish page's switches use it.
 func (h *Apps) Patch(c *gin.Context) {
 	app, ok := h.editable(c)
 	if !ok {
@@ -223,12 +298,15 @@ func (h *Apps) Patch(c *gin.Context) {
 		Public      *bool   `json:"public"`
 		TerminalOff *bool   `json:"terminalOff"`
 		IdleMinutes *int    `json:"idleMinutes"`
+		// The retention of the app's chats' checkpoints.
+		CheckpointKeep        *int `json:"checkpointKeep"`
+		CheckpointMaxAgeHours *int `json:"checkpointMaxAgeHours"`
 	}
 	if err := api.DecodeJSON(http.MaxBytesReader(c.Writer, c.Request.Body, 16<<10), &body); err != nil {
-		api.Error(c, http.StatusBadRequest, `send the settings to change: {"name": "...", "public": true, "terminalOff": false, "idleMinutes": 5}, each optional: `+err.Error())
+		api.Error(c, http.StatusBadRequest, `send the settings to change: {"name": "...", "public": true, "terminalOff": false, "idleMinutes": 5, "checkpointKeep": 10, "checkpointMaxAgeHours": 24}, each optional: `+err.Error())
 		return
 	}
-	if !h.setIdle(c, &app, body.IdleMinutes) {
+	if !h.setIdle(c, &app, body.IdleMinutes) || !h.setRetention(c, &app, body.CheckpointKeep, body.CheckpointMaxAgeHours) {
 		return
 	}
 	if body.Name != nil {

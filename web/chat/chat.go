@@ -454,7 +454,7 @@ func (h *Handler) runTurn(c *gin.Context, t *turn) {
 	ctx, done := h.Stops.Track(c.Request.Context(), sandbox.Scope{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID})
 	defer done()
 	if !t.ephemeral && req.Interactive == nil {
-		h.checkpointTurn(ctx, t.chat, max(0, t.chat.Items))
+		h.checkpointTurn(ctx, t.app, t.chat, max(0, t.chat.Items))
 	}
 	run := nodes.Chat{AppID: t.app.ID, UserID: req.CustomUID, ChatID: req.ChatID, Question: t.question, History: t.history(),
 		Variables: req.Variables, Via: via(t.principal, t.signedIn, t.link, t.visitor), Resume: t.resume}

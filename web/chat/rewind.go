@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/flowbox/flowbox/apps"
 	"github.com/flowbox/flowbox/chats/history"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/web/api"
@@ -77,7 +78,7 @@ func (h *Handler) checkpointsOn() bool { return h.Checkpoints != nil && h.Rewind
 // seq (R1), if it has one: what a rewind to this turn restores. The
 // checkpoints of turns a rewind discarded, and what redo would have
 // restored, go first: the chat moved on.
-func (h *Handler) checkpointTurn(ctx context.Context, chat history.Chat, seq int) {
+func (h *Handler) checkpointTurn(ctx context.Context, app apps.App, chat history.Chat, seq int) {
 	if !h.checkpointsOn() {
 		return
 	}
@@ -101,15 +102,15 @@ func (h *Handler) checkpointTurn(ctx context.Context, chat history.Chat, seq int
 		h.Log.Warn("checkpoint before the turn", "chatId", scope.ChatID, "err", err)
 		return
 	}
-	h.retain(ctx, chat, list, seq)
+	h.retain(ctx, app, chat, list, seq)
 }
 
-// retain drops the chat's turn checkpoints past the retention (R4): all
-// but the newest CheckpointKeep, and those older than CheckpointMaxAge
-// (never the one just taken, before turn seq). The chat then rewinds as
-// far as its oldest kept one.
-func (h *Handler) retain(ctx context.Context, chat history.Chat, list []sandbox.Checkpoint, seq int) {
-	keep, age := h.keep(), h.maxAge()
+// retain drops the chat's turn checkpoints past the retention of its
+// app's chats (R4): all but the newest keep, and those older than the
+// maximum age (never the one just taken, before turn seq). The chat then
+// rewinds as far as its oldest kept one.
+func (h *Handler) retain(ctx context.Context, app apps.App, chat history.Chat, list []sandbox.Checkpoint, seq int) {
+	keep, age := h.retention(app)
 	var turns []int
 	created := map[int]time.Time{}
 	for _, c := range list {
@@ -148,7 +149,10 @@ func (h *Handler) tooOld(c *gin.Context, chat history.Chat, seq int) bool {
 	if seq >= chat.RewindFloor {
 		return false
 	}
-	api.Error(c, http.StatusConflict, fmt.Sprintf("the sandbox's checkpoints of this chat's earlier turns were dropped (it keeps those of its last %d turns, for %s at most): it goes back to item %s/%08d at the earliest", h.keep(), h.maxAge(), chat.ID, chat.RewindFloor))
+	// Only for the message: without the app, the engine's retention.
+	app, _ := h.Apps.Get(c.Request.Context(), chat.AppID)
+	keep, age := h.retention(app)
+	api.Error(c, http.StatusConflict, fmt.Sprintf("the sandbox's checkpoints of this chat's earlier turns were dropped (it keeps those of its last %d turns, for %s at most): it goes back to item %s/%08d at the earliest", keep, age, chat.ID, chat.RewindFloor))
 	return true
 }
 
@@ -445,6 +449,25 @@ func (h *Handler) forkSandbox(ctx context.Context, scope sandbox.Scope, end int,
 		return "", err
 	}
 	return "copied", nil
+}
+
+// retention is the retention of the app's chats' checkpoints: the
+// engine's, or the app's where it set lower.
+func (h *Handler) retention(app apps.App) (keep int, maxAge time.Duration) {
+	keep, maxAge = h.keep(), h.maxAge()
+	if app.CheckpointKeep > 0 {
+		keep = min(keep, app.CheckpointKeep)
+	}
+	if app.CheckpointMaxAgeHours > 0 {
+		maxAge = min(maxAge, time.Duration(app.CheckpointMaxAgeHours)*time.Hour)
+	}
+	return keep, maxAge
+}
+
+// CheckpointRetention is the engine's retention of chats' checkpoints,
+// which apps may lower; on is false when it keeps none.
+func (h *Handler) CheckpointRetention() (keep int, maxAge time.Duration, on bool) {
+	return h.keep(), h.maxAge(), h.checkpointsOn()
 }
 
 func (h *Handler) keep() int {

@@ -5,7 +5,7 @@ import { Publish } from "./Publish";
 // The engine is faked at fetch: the app, its keys and links, and the
 // settings the page changes.
 let sent: { method: string; path: string; body?: unknown }[];
-let app: { terminalOff: boolean };
+let app: { terminalOff: boolean; [setting: string]: unknown };
 
 beforeEach(() => {
   sent = [];
@@ -61,4 +61,34 @@ test("the app's idle time shows the engine's default, and saves minutes or the d
   await waitFor(() => expect(sent.filter((s) => s.method === "PATCH")).toHaveLength(2));
   expect(sent.filter((s) => s.method === "PATCH").map((s) => s.body)).toEqual([{ idleMinutes: 15 }, { idleMinutes: 0 }]);
   expect(container.querySelector("#idle-setting")?.textContent).toContain(t("appIdleSaved"));
+});
+
+test("how far the app's chats go back shows the engine's retention, and saves the app's or the engine's", async () => {
+  app = { ...app, checkpointKeep: 5, checkpointLimits: { keep: 20, maxAgeHours: 168 } };
+  const t = translator("en");
+  const { container } = render(<Publish data={{ appId: "a1", name: "Desk" }} t={t} lang="en" user={{ id: "u:dora" }} />);
+  const keep = () => container.querySelector<HTMLInputElement>("#app-rewind-keep")!;
+  const hours = () => container.querySelector<HTMLInputElement>("#app-rewind-hours")!;
+  await waitFor(() => expect(keep()?.value).toBe("5"));
+  expect(hours().value).toBe("");
+  expect([keep().placeholder, hours().placeholder]).toEqual(["20", "168"]);
+  expect(container.querySelector("#rewind-setting")?.textContent).toContain("the engine's 20 turns and 168 hours");
+  fireEvent.change(hours(), { target: { value: "24" } });
+  fireEvent.submit(hours().form!);
+  await waitFor(() => expect(container.querySelector("#rewind-setting")?.textContent).toContain(t("appRewindSaved")));
+  fireEvent.change(keep(), { target: { value: "" } });
+  fireEvent.change(hours(), { target: { value: "" } });
+  fireEvent.submit(keep().form!);
+  await waitFor(() => expect(sent.filter((s) => s.method === "PATCH")).toHaveLength(2));
+  expect(sent.filter((s) => s.method === "PATCH").map((s) => s.body)).toEqual([
+    { checkpointKeep: 5, checkpointMaxAgeHours: 24 },
+    { checkpointKeep: 0, checkpointMaxAgeHours: 0 },
+  ]);
+});
+
+test("an engine that keeps no checkpoints shows no setting of them", async () => {
+  const t = translator("en");
+  const { container } = render(<Publish data={{ appId: "a1", name: "Desk" }} t={t} lang="en" user={{ id: "u:dora" }} />);
+  await waitFor(() => expect(container.querySelector<HTMLInputElement>("#app-idle")!.disabled).toBe(false));
+  expect(container.querySelector("#rewind-setting")).toBeNull();
 });

@@ -40,6 +40,7 @@ export function Publish({ data, t }: PageProps<BuilderData>) {
         />
         <TerminalSetting base={base} t={t} />
         <IdleSetting base={base} t={t} />
+        <RewindSetting base={base} t={t} />
         <Links base={base} t={t} />
       </div>
     </>
@@ -77,6 +78,59 @@ function IdleSetting({ base, t }: { base: string; t: Translate }) {
         </button>
       </form>
       <p className="hint">{t("appIdleHint")}</p>
+      <Status said={said} t={t} />
+    </section>
+  );
+}
+
+// RewindApp is what RewindSetting reads of the app: its settings, and
+// the engine's retention (the most they may be), there only when the
+// engine keeps checkpoints of chats' sandboxes.
+interface RewindApp {
+  checkpointKeep?: number;
+  checkpointMaxAgeHours?: number;
+  checkpointLimits?: { keep: number; maxAgeHours: number };
+}
+
+// RewindSetting is how far back the app's chats can go (R4): the engine
+// keeps the checkpoints of their last turns, and the app may keep fewer,
+// or for less long. Shown only where the engine keeps checkpoints.
+function RewindSetting({ base, t }: { base: string; t: Translate }) {
+  const { said, say, fail } = useStatus();
+  const [app, load] = useLoaded<RewindApp>(base, fail);
+  const [keep, setKeep] = useState("");
+  const [hours, setHours] = useState("");
+  useEffect(() => {
+    if (!app) return;
+    setKeep(app.checkpointKeep ? String(app.checkpointKeep) : "");
+    setHours(app.checkpointMaxAgeHours ? String(app.checkpointMaxAgeHours) : "");
+  }, [app]);
+  const limits = app?.checkpointLimits;
+  if (!limits) return null;
+  const number = (v: string) => (v.trim() === "" ? 0 : Number(v));
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    try {
+      await request("PATCH", base, { checkpointKeep: number(keep), checkpointMaxAgeHours: number(hours) });
+      say(t("appRewindSaved"));
+    } catch (err) {
+      fail(err);
+    }
+    await load();
+  };
+  return (
+    <section id="rewind-setting" className="card">
+      <h3>{t("appRewind")}</h3>
+      <form className="row" onSubmit={(e) => void save(e)}>
+        <label htmlFor="app-rewind-keep">{t("appRewindKeepLabel")}</label>
+        <input id="app-rewind-keep" type="number" min={0} max={limits.keep} step={1} inputMode="numeric" placeholder={String(limits.keep)} value={keep} onChange={(e) => setKeep(e.currentTarget.value)} />
+        <label htmlFor="app-rewind-hours">{t("appRewindHoursLabel")}</label>
+        <input id="app-rewind-hours" type="number" min={0} max={limits.maxAgeHours} step={1} inputMode="numeric" placeholder={String(limits.maxAgeHours)} value={hours} onChange={(e) => setHours(e.currentTarget.value)} />
+        <button type="submit" className="secondary">
+          {t("save")}
+        </button>
+      </form>
+      <p className="hint">{t("appRewindHint").replace("{keep}", String(limits.keep)).replace("{hours}", String(limits.maxAgeHours))}</p>
       <Status said={said} t={t} />
     </section>
   );
