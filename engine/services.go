@@ -310,8 +310,8 @@ func openStore(ctx context.Context, db *mongo.Database, rdb *redis.Client, log *
 	return store, nil
 }
 
-// checkpointPool is the directory of the checkpoint pool the bwrap
-// provider keeps new sandboxes' files in, ready (on btrfs), or "" when
+// checkpointPool is the directory of the checkpoint pool the bwrap and
+// Docker providers keep new sandboxes' files in, ready (on btrfs), or "" when
 // checkpoints are off (FLOWBOX_CHECKPOINTS).
 func checkpointPool(sc config.Sandbox, log *slog.Logger) (string, error) {
 	if sc.Checkpoints == "off" {
@@ -361,9 +361,21 @@ func chooseProvider(ctx context.Context, cfg config.Config, proxy *egress.Proxy,
 				CheckpointPool: pool})
 		},
 		"docker": func() (sandbox.Provider, error) {
+			var pool string
+			if d := sc.DockerDaemonRoot; d != "" && filepath.Clean(d) != filepath.Clean(sc.DockerRoot) {
+				// The daemon would not see the files bound from the pool.
+				if sc.Checkpoints == "on" {
+					return nil, errors.New("FLOWBOX_CHECKPOINTS=on: checkpoints on Docker need the engine on the daemon's host (FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT is set)")
+				}
+			} else {
+				var err error
+				if pool, err = checkpointPool(sc, log); err != nil {
+					return nil, err
+				}
+			}
 			return docker.New(docker.Config{Host: sc.DockerHost, Image: sc.DockerImage, Shell: sc.DockerShell, Runtime: sc.DockerRuntime,
 				WorkspaceRoot: sc.DockerRoot, DaemonWorkspaceRoot: sc.DockerDaemonRoot, AgentBinary: sc.DockerAgentBinary, DaemonAgentBinary: sc.DockerDaemonAgentBinary, Logger: log, Egress: proxy,
-				DaemonPaths: daemonPaths})
+				DaemonPaths: daemonPaths, CheckpointPool: pool})
 		},
 		"kubernetes": func() (sandbox.Provider, error) {
 			k := sc.Kube

@@ -16,28 +16,42 @@ import (
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
 	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
+	"github.com/flowbox/flowbox/sandbox/docker"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
 )
 
 // BenchmarkChatCheckpoints measures checkpoints as a chat meets them, on
-// bwrap with its agent, through the manager, with issue 33's workspace:
-// 1 GiB in 10,000 files, of which each turn's command changes 10.
+// bwrap with its agent and on Docker with its agent (the test daemon's
+// busybox image), through the manager, with issue 33's workspace: 1 GiB
+// in 10,000 files, of which each turn's command changes 10.
 //
 //   - command-p50-ms, the baseline: the turn's command (10 files of
 //     100 KiB written);
 //   - checkpoint-p50-ms: the checkpoint before a turn;
 //   - rewind-p50-ms: a restore to the previous turn's checkpoint, the
-//     sandbox's processes ended and its files bound again;
+//     sandbox's processes ended and its files bound again (on Docker the
+//     container stops and starts again);
 //   - first-command-p50-ms, the baseline: `true` in the sandbox after a
 //     rewind (its namespace starts again);
 //   - fork-p50-ms: a fork into a new chat and that chat's first command;
 //   - new-chat-p50-ms, the baseline: a new chat's first command, without
 //     a fork.
 //
-// Run: FLOWBOX_TEST_REQUIRE=bwrap,btrfs go test -run '^$' -bench ChatCheckpoints -benchtime 20x ./sandbox/
+// Run: FLOWBOX_TEST_REQUIRE=bwrap,docker,btrfs go test -run '^$' -bench ChatCheckpoints -benchtime 20x ./sandbox/
 func BenchmarkChatCheckpoints(b *testing.B) {
-	pool := checkpointtest.PoolOf(b, 16<<30)
-	p := benchBwrapWith(b, bwrap.Config{AgentBinary: testenv.EngineBinary(b), CheckpointPool: pool})
+	b.Run("bwrap", func(b *testing.B) {
+		pool := checkpointtest.PoolOf(b, 16<<30)
+		benchChatCheckpoints(b, pool, benchBwrapWith(b, bwrap.Config{AgentBinary: testenv.EngineBinary(b), CheckpointPool: pool}))
+	})
+	b.Run("docker", func(b *testing.B) {
+		pool := checkpointtest.PoolOf(b, 16<<30)
+		benchChatCheckpoints(b, pool, dockertest.Provider(b, docker.Config{AgentBinary: dockertest.AgentBinary(b), CheckpointPool: pool,
+			WorkspaceRoot: filepath.Join(b.TempDir(), "sandboxes")}))
+	})
+}
+
+func benchChatCheckpoints(b *testing.B, pool string, p sandbox.Provider) {
 	store, err := mongostore.New(context.Background(), mongotest.DB(b), slog.Default())
 	if err != nil {
 		b.Fatal(err)

@@ -404,7 +404,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
 	}
 	if pid, ok := p.poolID(id); ok {
-		setImmutable(p.diskDir(id), false)
+		checkpoint.SetImmutable(p.diskDir(id), false)
 		if err := p.probe(); err != nil {
 			return fmt.Errorf("bwrap delete %s: %w", id, errors.Join(append(errs, err)...))
 		}

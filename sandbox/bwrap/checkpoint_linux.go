@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
@@ -40,9 +38,7 @@ func (p *Provider) poolID(id string) (string, bool) {
 	if p.cfg.CheckpointPool == "" {
 		return "", false
 	}
-	b, err := os.ReadFile(p.poolMark(id))
-	pid := strings.TrimSpace(string(b))
-	return pid, err == nil && sandbox.ValidID(pid)
+	return checkpoint.ReadMark(p.poolMark(id))
 }
 
 func (p *Provider) onPool(id string) bool {
@@ -64,7 +60,7 @@ func (p *Provider) mountPool(id string, limit int64, fresh bool) error {
 		return err
 	}
 	if !ok {
-		if err := writeFileAtomic(p.poolMark(id), []byte(pid+"\n"), 0o600); err != nil {
+		if err := checkpoint.WriteMark(p.poolMark(id), pid); err != nil {
 			return err
 		}
 	}
@@ -73,21 +69,7 @@ func (p *Provider) mountPool(id string, limit int64, fresh bool) error {
 
 // bindPool binds pool files pid on the sandbox's disk directory, unless
 // something is mounted there already.
-func (p *Provider) bindPool(id, pid string) error {
-	if err := os.MkdirAll(p.diskDir(id), 0o755); err != nil {
-		return err
-	}
-	if mounted, err := diskimage.IsMountPoint(p.diskDir(id)); err != nil || mounted {
-		return err
-	}
-	// The mount point itself is immutable: while a restore has the files
-	// unbound, nothing can be written under it, where it would hide.
-	setImmutable(p.diskDir(id), true)
-	if err := unix.Mount(p.pool.Dir(pid), p.diskDir(id), "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind the sandbox's files from the checkpoint pool: %w", err)
-	}
-	return nil
-}
+func (p *Provider) bindPool(id, pid string) error { return p.pool.Bind(pid, "", p.diskDir(id)) }
 
 // inPool is the sandbox's id in the pool, or why it has no checkpoints.
 func (p *Provider) inPool(id string) (string, error) {
@@ -117,9 +99,9 @@ func (p *Provider) Checkpoint(ctx context.Context, id, name string) (sandbox.Che
 	}
 	in, err := p.pool.Checkpoint(pid, name)
 	if err != nil {
-		return sandbox.Checkpoint{}, fmt.Errorf("bwrap sandbox %s: %w", id, poolErr(err))
+		return sandbox.Checkpoint{}, fmt.Errorf("bwrap sandbox %s: %w", id, checkpoint.SandboxErr(err))
 	}
-	return sandbox.Checkpoint{Name: in.Name, Created: in.Created}, nil
+	return in, nil
 }
 
 func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
@@ -151,10 +133,10 @@ func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error
 	}
 	// The files, restored or not, are bound again.
 	if berr := p.bindPool(id, pid); berr != nil {
-		return fmt.Errorf("bwrap restore %s: %w", id, errors.Join(poolErr(err), berr))
+		return fmt.Errorf("bwrap restore %s: %w", id, errors.Join(checkpoint.SandboxErr(err), berr))
 	}
 	if err != nil {
-		return fmt.Errorf("bwrap restore %s: %w", id, poolErr(err))
+		return fmt.Errorf("bwrap restore %s: %w", id, checkpoint.SandboxErr(err))
 	}
 	if name == "" {
 		// Empty files: the directories a sandbox has from the start.
@@ -199,7 +181,7 @@ func (p *Provider) ForkCheckpoint(ctx context.Context, id, name, newID string) (
 		}
 	}()
 	if err := p.pool.Fork(pid, name, newID, m.Limits.DiskGiB<<30); err != nil {
-		return fmt.Errorf("bwrap fork %s: %w", id, poolErr(err))
+		return fmt.Errorf("bwrap fork %s: %w", id, checkpoint.SandboxErr(err))
 	}
 	// Stopped, with the mark: Ensure starts it on its files, with the
 	// spec it is given (its labels, mounts and limits).
@@ -221,7 +203,7 @@ func (p *Provider) DropCheckpoint(ctx context.Context, id, name string) error {
 		return err
 	}
 	if err := p.pool.Drop(pid, name); err != nil {
-		return fmt.Errorf("bwrap sandbox %s: %w", id, poolErr(err))
+		return fmt.Errorf("bwrap sandbox %s: %w", id, checkpoint.SandboxErr(err))
 	}
 	return nil
 }
@@ -235,48 +217,8 @@ func (p *Provider) Checkpoints(ctx context.Context, id string) ([]sandbox.Checkp
 	if err != nil {
 		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, err)
 	}
-	out := make([]sandbox.Checkpoint, len(list))
-	for i, in := range list {
-		out[i] = sandbox.Checkpoint{Name: in.Name, Created: in.Created}
-	}
-	return out, nil
+	return list, nil
 }
-
-// poolErr marks the pool's errors with the sandbox package's kinds.
-func poolErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return fmt.Errorf("%w: %w", sandbox.ErrNotFound, err)
-	case errors.Is(err, checkpoint.ErrNotInPool):
-		return fmt.Errorf("%w: %w", sandbox.ErrUnsupported, err)
-	}
-	return err
-}
-
-// setImmutable sets or clears a directory's immutable attribute (as
-// chattr +i does), where its filesystem has one.
-func setImmutable(dir string, on bool) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil {
-		return
-	}
-	if on {
-		flags |= fsImmutable
-	} else {
-		flags &^= fsImmutable
-	}
-	_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags)
-}
-
-// fsImmutable is FS_IMMUTABLE_FL (linux/fs.h).
-const fsImmutable = 0x10
 
 // makeDirs makes the writable directories of a sandbox whose files were
 // emptied, and the mount points of its mounts in the workspace.
@@ -341,31 +283,9 @@ func (p *Provider) SweepCheckpoints(ctx context.Context, old time.Time) (int, er
 		}
 		removed++
 	}
-	ids, err := p.pool.Sandboxes()
-	if err != nil {
-		return removed, errors.Join(append(errs, err)...)
+	n, err := p.pool.DeleteUnowned(owned, old)
+	if n > 0 {
+		p.log().Warn("bwrap: files and checkpoints in the checkpoint pool that no sandbox owned were deleted", "count", n)
 	}
-	for _, id := range ids {
-		if owned[id] || !p.poolEntryBefore(id, old) {
-			continue
-		}
-		p.log().Warn("bwrap: files and checkpoints in the checkpoint pool that no sandbox owns are deleted", "sandbox", id)
-		if err := p.pool.Delete(id); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	return removed, errors.Join(errs...)
-}
-
-// poolEntryBefore reports whether sandbox id's files and checkpoints in
-// the pool were all last changed before old.
-func (p *Provider) poolEntryBefore(id string, old time.Time) bool {
-	for _, path := range []string{p.pool.Dir(id), filepath.Join(p.cfg.CheckpointPool, "checkpoints", id)} {
-		if info, err := os.Stat(path); err == nil && !info.ModTime().Before(old) {
-			return false
-		}
-	}
-	return true
+	return removed + n, errors.Join(append(errs, err)...)
 }

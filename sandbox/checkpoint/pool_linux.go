@@ -163,11 +163,8 @@ func (p *Pool) Usage(id string) int64 {
 // Exists reports whether sandbox id's files are in the pool.
 func (p *Pool) Exists(id string) bool { return isSubvolume(p.Dir(id)) }
 
-// Info describes a checkpoint.
-type Info struct {
-	Name    string    `json:"name"`
-	Created time.Time `json:"created"`
-}
+// Info describes a checkpoint: its name and when it was taken.
+type Info = sandbox.Checkpoint
 
 // Checkpoint takes a checkpoint of sandbox id's files now, named name.
 func (p *Pool) Checkpoint(id, name string) (Info, error) {
@@ -414,6 +411,53 @@ func (p *Pool) Sandboxes() ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// DeleteUnowned deletes the files and checkpoints of the sandboxes in
+// the pool that owned does not hold and that were all last changed
+// before old: what an engine killed in the middle of a fork or a delete
+// leaves (R4). It returns how many sandboxes' it deleted.
+func (p *Pool) DeleteUnowned(owned map[string]bool, old time.Time) (int, error) {
+	ids, err := p.Sandboxes()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		if owned[id] || !p.changedBefore(id, old) {
+			continue
+		}
+		if err := p.Delete(id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// changedBefore reports whether sandbox id's files and checkpoints in
+// the pool were all last changed before old.
+func (p *Pool) changedBefore(id string, old time.Time) bool {
+	for _, path := range []string{p.Dir(id), filepath.Join(p.checkpointsDir(), id)} {
+		if info, err := os.Stat(path); err == nil && !info.ModTime().Before(old) {
+			return false
+		}
+	}
+	return true
+}
+
+// Limit sets the limit of sandbox id's files and checkpoints together,
+// in bytes (0: none).
+func (p *Pool) Limit(id string, limit int64) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := limitGroup(p.root, groupOf(id), limit); err != nil {
+		return fmt.Errorf("checkpoint pool: %w", err)
+	}
+	return nil
 }
 
 // recover deletes what an interrupted operation left: subvolumes in the

@@ -41,6 +41,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 	"github.com/flowbox/flowbox/sandbox/egress"
 )
@@ -100,6 +101,12 @@ type Config struct {
 	// image's own writable layer: overlay2 quotas need XFS with project
 	// quotas.
 	DefaultLimits sandbox.Limits
+	// CheckpointPool, when set, is the directory of a checkpoint pool
+	// (package checkpoint, on btrfs): new sandboxes keep their workspace
+	// and shell state there, and have checkpoints (see checkpoint.go).
+	// Their disk limit is a quota there. It needs the engine on the
+	// daemon's host, seeing the workspace root where the daemon does.
+	CheckpointPool string
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	// Default DefaultStopTimeout. The container's main process exits at
 	// once on SIGTERM, so this only matters when the daemon is slow.
@@ -175,6 +182,8 @@ type Provider struct {
 		known  bool
 		gvisor bool
 	}
+	// pool keeps new sandboxes' files when Config.CheckpointPool is set.
+	pool *checkpoint.Pool
 }
 
 var _ sandbox.Provider = (*Provider)(nil)
@@ -235,6 +244,15 @@ func newProvider(cfg Config, executable func() (string, error)) (*Provider, erro
 		return nil, fmt.Errorf("docker sandbox: configure the Docker client: %w", err)
 	}
 	p := &Provider{cfg: cfg, cli: cli, log: cfg.Logger.With("provider", "docker"), agent: agentBin.daemon}
+	if cfg.CheckpointPool != "" {
+		if cfg.DaemonWorkspaceRoot != cfg.WorkspaceRoot {
+			return nil, fmt.Errorf("docker sandbox: checkpoints need the engine on the Docker daemon's host, which would not see the files bound from the checkpoint pool " +
+				"(FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT is set); turn them off with FLOWBOX_CHECKPOINTS=off")
+		}
+		if p.pool, err = checkpoint.Open(cfg.CheckpointPool); err != nil {
+			return nil, fmt.Errorf("docker sandbox: %w", err)
+		}
+	}
 	if agentBin.fallback != nil {
 		p.log.Warn("sandbox commands run as Docker execs, without the in-sandbox agent: slower, and background processes outlive their command",
 			"reason", agentBin.fallback,
@@ -264,6 +282,7 @@ func (p *Provider) Capabilities() sandbox.Capabilities {
 		// counters of the container's cgroups, and gVisor shows the agent
 		// none.
 		ReportsExhaustion: p.agent != "" && !p.gvisor(),
+		Checkpoints:       p.pool != nil,
 	}
 }
 
@@ -377,6 +396,10 @@ func (p *Provider) Status(ctx context.Context, id string) (sandbox.Status, error
 	}
 	res, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
+		if _, ok := p.poolID(id); ok && !p.adoptedAway(id) {
+			// A fork's files, whose container Ensure creates.
+			return sandbox.StatusStopped, nil
+		}
 		return sandbox.StatusMissing, nil
 	}
 	if err != nil {
@@ -438,10 +461,21 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if err := p.removePoolLink(id); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
-	// The workspace's filesystem, if it has a disk limit, before its
-	// files: removing them through the mount would leave the mount.
+	// The workspace's filesystem, if it has a disk limit, or its files
+	// in the checkpoint pool, before its directory: removing the files
+	// through the mount would leave the mount.
 	if err := diskimage.Unmount(p.workspaceDir(id)); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	if pid, ok := p.poolID(id); ok {
+		if err := p.unbindPool(id, true); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
+		// The mark stays with the directory until this is done: a
+		// retry finds them.
+		if err := p.pool.Delete(pid); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
 	}
 	// RemoveAll does not follow links, so links the sandbox planted in its
 	// workspace cannot make it delete anything outside.

@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
 	"github.com/flowbox/flowbox/sandbox/sandboxtest"
@@ -152,6 +153,16 @@ func TestConformance(t *testing.T) {
 	forEachPath(t, func(t *testing.T, cfg docker.Config) { conformance(t, cfg, nil) })
 }
 
+// TestConformanceCheckpoints runs the suite with the sandboxes' files in
+// a checkpoint pool, commands through the agent: the files are bound
+// from the pool, and a restore restarts the container (R1–R3).
+func TestConformanceCheckpoints(t *testing.T) {
+	t.Parallel()
+	cfg := pathConfig(t, true)
+	cfg.CheckpointPool = checkpointtest.Pool(t)
+	conformance(t, cfg, nil)
+}
+
 // gvisorSkips are the conformance tests a sandbox under gVisor (the
 // runsc that Debian 12 ships, 20221219, on its ptrace platform) cannot
 // pass, and why. TestGVisorLimits holds it to what it does instead.
@@ -195,6 +206,13 @@ func conformance(t *testing.T, cfg docker.Config, skip map[string]string) {
 			dir := filepath.Join(root.(string), id)
 			if _, err := os.Lstat(dir); err == nil {
 				left = append(left, "directory "+dir)
+			}
+			if pool := cfg.CheckpointPool; pool != "" {
+				for _, d := range []string{filepath.Join(pool, "live", id), filepath.Join(pool, "checkpoints", id)} {
+					if _, err := os.Lstat(d); err == nil {
+						left = append(left, "checkpoint pool entry "+d)
+					}
+				}
 			}
 			return left
 		},

@@ -103,6 +103,11 @@ func (p *Provider) ensure(ctx context.Context, spec sandbox.Spec) error {
 	if err := diskimage.Ensure(p.diskImage(id), p.workspaceDir(id), 0); err != nil {
 		return p.ensureErr(id, err)
 	}
+	if pid, ok := p.poolID(id); ok {
+		if err := p.bindPool(id, pid); err != nil {
+			return p.ensureErr(id, err)
+		}
+	}
 	if err := p.start(ctx, id); err != nil {
 		return p.ensureErr(id, err)
 	}
@@ -207,6 +212,12 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	if err := os.MkdirAll(p.cfg.WorkspaceRoot, 0o755); err != nil {
 		return fmt.Errorf("create the workspace root: %w", err)
 	}
+	// Files in the checkpoint pool for a sandbox whose directory is new,
+	// or that a fork made (its mark names them); not for one that kept
+	// its files when its container went, which would hide them.
+	_, statErr := os.Lstat(p.hostDir(id))
+	_, forked := p.poolID(id)
+	onPool := p.pool != nil && (errors.Is(statErr, os.ErrNotExist) || forked)
 	for _, d := range p.hostDirs(id, p.agent != "") {
 		dir := d.path
 		if _, serr := os.Lstat(dir); serr == nil {
@@ -224,8 +235,21 @@ func (p *Provider) create(ctx context.Context, spec sandbox.Spec) (err error) {
 	}
 
 	// A disk limit: the workspace on a filesystem of that size (package
-	// diskimage), mounted before the container binds the directory.
-	if gib := spec.Limits.Or(p.cfg.DefaultLimits).DiskGiB; gib > 0 {
+	// diskimage), or the files' quota in the checkpoint pool, mounted
+	// before the container binds the directories.
+	gib := spec.Limits.Or(p.cfg.DefaultLimits).DiskGiB
+	if onPool {
+		if !forked {
+			undo.Add("delete the files from the checkpoint pool", func(context.Context) error {
+				return errors.Join(p.unbindPool(id, true), p.pool.Delete(id), ignoreMissing(os.Remove(p.poolMark(id))))
+			})
+		} else {
+			undo.Add("unbind the files from the checkpoint pool", func(context.Context) error { return p.unbindPool(id, true) })
+		}
+		if err := p.mountPool(id, gib<<30); err != nil {
+			return err
+		}
+	} else if gib > 0 {
 		if d := p.cfg.DaemonWorkspaceRoot; d != "" && filepath.Clean(d) != filepath.Clean(p.cfg.WorkspaceRoot) {
 			return fmt.Errorf("a %d GiB disk limit needs the engine on the Docker daemon's host, which would not see the workspace's filesystem "+
 				"(FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT is set); leave FLOWBOX_SANDBOX_DISK_GIB unset here", gib)

@@ -47,7 +47,11 @@ func (p *Provider) Metrics(ctx context.Context, id string) (sandbox.Metrics, err
 	if lim := p.limitsOf(ctx, id); lim == 0 {
 		m.MemoryLimitBytes = 0 // the daemon reports the host's memory for none
 	}
-	if _, err := os.Stat(p.diskImage(id)); err == nil {
+	if pid, ok := p.poolID(id); ok {
+		// Its checkpoints included, once the pool's transaction commits;
+		// the files as they are until then.
+		m.DiskBytes = max(p.pool.Usage(pid), sandbox.DirUsage(p.workspaceDir(id))+sandbox.DirUsage(p.stateDir(id)))
+	} else if _, err := os.Stat(p.diskImage(id)); err == nil {
 		used, size, ok := sandbox.FSUsage(p.workspaceDir(id))
 		if !ok {
 			used, size = -1, 0

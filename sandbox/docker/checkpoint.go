@@ -1,0 +1,274 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
+)
+
+// Checkpoints (R1–R3). With Config.CheckpointPool set, a new sandbox's
+// workspace and shell state are the directories workspace/ and state/
+// of its subvolume in the pool (package checkpoint), bound on its host
+// directories' workspace/ and state/, which the container binds in turn.
+// Its disk limit is its quota group's limit, which its checkpoints count
+// against. <host dir>/checkpoint-pool names its files in the pool: its
+// own id, or the warm pool member's it was adopted from.
+//
+// The container binds what is mounted on the host directories when it
+// starts, so a restore stops it (its processes end, as on bwrap),
+// exchanges the files, binds them again and starts it. The rest of the
+// container's filesystem (packages installed outside /workspace, /root)
+// is the container's writable layer, which no checkpoint holds.
+// Sandboxes made without the pool have no checkpoints (ErrUnsupported).
+
+var (
+	_ sandbox.CheckpointProvider = (*Provider)(nil)
+	_ sandbox.CheckpointSweeper  = (*Provider)(nil)
+)
+
+// poolMark is the file naming the sandbox's files in the pool.
+func (p *Provider) poolMark(id string) string { return filepath.Join(p.hostDir(id), "checkpoint-pool") }
+
+// poolID is the id of the sandbox's files in the pool, if it has some.
+func (p *Provider) poolID(id string) (string, bool) {
+	if p.pool == nil {
+		return "", false
+	}
+	return checkpoint.ReadMark(p.poolMark(id))
+}
+
+// mountPool binds the sandbox's files in the pool on its host
+// directories: made first, with limit bytes (0: none), when no mark
+// names them yet.
+func (p *Provider) mountPool(id string, limit int64) error {
+	pid, ok := p.poolID(id)
+	if !ok {
+		pid = id
+	}
+	if err := p.pool.Create(pid, limit); err != nil {
+		return err
+	}
+	if limit > 0 {
+		if err := p.pool.Limit(pid, limit); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		if err := checkpoint.WriteMark(p.poolMark(id), pid); err != nil {
+			return err
+		}
+	}
+	return p.bindPool(id, pid)
+}
+
+// bindPool binds pool files pid on the sandbox's host directories.
+func (p *Provider) bindPool(id, pid string) error {
+	if err := p.pool.Bind(pid, "workspace", p.workspaceDir(id)); err != nil {
+		return err
+	}
+	return p.pool.Bind(pid, "state", p.stateDir(id))
+}
+
+// unbindPool unbinds them; for good (the directories can be removed)
+// when release.
+func (p *Provider) unbindPool(id string, release bool) error {
+	unbind := checkpoint.Unbind
+	if release {
+		unbind = checkpoint.Release
+	}
+	return errors.Join(unbind(p.workspaceDir(id)), unbind(p.stateDir(id)))
+}
+
+// inPool is the sandbox's id in the pool, or why it has no checkpoints.
+func (p *Provider) inPool(id string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	if p.pool == nil {
+		return "", fmt.Errorf("docker sandbox %s: %w: checkpoints are off (no checkpoint pool is configured)", id, sandbox.ErrUnsupported)
+	}
+	if p.adoptedAway(id) {
+		return "", fmt.Errorf("docker sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	pid, ok := p.poolID(id)
+	if !ok {
+		if _, err := os.Stat(p.hostDir(id)); errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("docker sandbox %s: %w", id, sandbox.ErrNotFound)
+		}
+		return "", fmt.Errorf("docker sandbox %s: %w: it was made before checkpoints were turned on", id, sandbox.ErrUnsupported)
+	}
+	return pid, nil
+}
+
+func (p *Provider) Checkpoint(ctx context.Context, id, name string) (sandbox.Checkpoint, error) {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return sandbox.Checkpoint{}, err
+	}
+	in, err := p.pool.Checkpoint(pid, name)
+	if err != nil {
+		return sandbox.Checkpoint{}, fmt.Errorf("docker sandbox %s: %w", id, checkpoint.SandboxErr(err))
+	}
+	return in, nil
+}
+
+// RestoreCheckpoint stops a running container, exchanges its files for
+// the checkpoint's (name "" empties them), binds them again and starts
+// it; a stopped one stays stopped.
+func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return fmt.Errorf("docker restore %s: %w", id, err) }
+	res, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
+	running := false
+	switch {
+	case cerrdefs.IsNotFound(err):
+	case err != nil:
+		return fail(p.apiErr("inspect", err))
+	default:
+		s := stateOf(res.Container)
+		running = s == container.StateRunning || s == container.StatePaused || s == container.StateRestarting
+	}
+	if running {
+		// The processes end, and with them the container's binds of the
+		// old files. Its egress stays served: it starts again below.
+		secs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
+		if _, err := p.cli.ContainerStop(ctx, ContainerName(id), client.ContainerStopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fail(p.apiErr("stop", err))
+		}
+	}
+	if err := p.unbindPool(id, false); err != nil {
+		return fail(err)
+	}
+	if name == "" {
+		err = p.pool.Reset(pid)
+	} else {
+		err = p.pool.Restore(pid, name)
+	}
+	// The files, restored or not, are bound again.
+	if berr := p.bindPool(id, pid); berr != nil {
+		return fail(errors.Join(checkpoint.SandboxErr(err), berr))
+	}
+	if err != nil {
+		return fail(checkpoint.SandboxErr(err))
+	}
+	if running {
+		if err := p.start(ctx, id); err != nil {
+			return fail(fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err))
+		}
+	}
+	return nil
+}
+
+// ForkCheckpoint makes sandbox newID's files from the checkpoint, with
+// no container: Ensure creates it on them, with the spec it is given.
+func (p *Provider) ForkCheckpoint(ctx context.Context, id, name, newID string) (err error) {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return err
+	}
+	if err := checkID(newID); err != nil {
+		return err
+	}
+	if err := os.Mkdir(p.hostDir(newID), 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("docker fork %s: sandbox %s exists already", id, newID)
+		}
+		return fmt.Errorf("docker fork %s: %w", id, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(p.hostDir(newID))
+		}
+	}()
+	if err := p.pool.Fork(pid, name, newID, 0); err != nil {
+		return fmt.Errorf("docker fork %s: %w", id, checkpoint.SandboxErr(err))
+	}
+	if err := checkpoint.WriteMark(p.poolMark(newID), newID); err != nil {
+		_ = p.pool.Delete(newID)
+		return fmt.Errorf("docker fork %s: %w", id, err)
+	}
+	return nil
+}
+
+func (p *Provider) DropCheckpoint(ctx context.Context, id, name string) error {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return err
+	}
+	if err := p.pool.Drop(pid, name); err != nil {
+		return fmt.Errorf("docker sandbox %s: %w", id, checkpoint.SandboxErr(err))
+	}
+	return nil
+}
+
+func (p *Provider) Checkpoints(ctx context.Context, id string) ([]sandbox.Checkpoint, error) {
+	pid, err := p.inPool(id)
+	if err != nil {
+		return nil, err
+	}
+	list, err := p.pool.Checkpoints(pid)
+	if err != nil {
+		return nil, fmt.Errorf("docker sandbox %s: %w", id, err)
+	}
+	return list, nil
+}
+
+// SweepCheckpoints removes what no sandbox owns any more and is older
+// than old (R4): files and checkpoints in the pool that no sandbox's mark
+// names, and the directory of a fork that stopped before it was whole (no
+// mark, no record, no container). It returns how many it removed.
+func (p *Provider) SweepCheckpoints(ctx context.Context, old time.Time) (int, error) {
+	if p.pool == nil {
+		return 0, nil
+	}
+	entries, err := os.ReadDir(p.cfg.WorkspaceRoot)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("docker sweep: %w", err)
+	}
+	removed := 0
+	var errs []error
+	owned := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || !sandbox.ValidID(id) {
+			continue
+		}
+		if pid, ok := p.poolID(id); ok {
+			owned[pid] = true
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(p.hostDir(id), recordFile)); err == nil {
+			continue
+		}
+		if info, err := e.Info(); err != nil || !info.ModTime().Before(old) {
+			continue
+		}
+		if _, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+			continue
+		}
+		if err := os.RemoveAll(p.hostDir(id)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	n, err := p.pool.DeleteUnowned(owned, old)
+	if n > 0 {
+		p.log.Warn("docker: files and checkpoints in the checkpoint pool that no sandbox owned were deleted", "count", n)
+	}
+	return removed + n, errors.Join(append(errs, err)...)
+}
