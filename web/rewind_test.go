@@ -25,9 +25,9 @@ const lookCmd = `cd /workspace && find . -path ./skills -prune -o -path ./upload
 // turns create, change and delete files and move the shell; regenerating
 // turn 3 brings back turn 2's files and shell exactly, redo brings turn
 // 3's back, editing turn 2 brings back turn 1's, and the chat goes on
-// from there; a fork at turn 1 gets turn 1's sandbox while the original
-// goes on; a rewind during a run is refused; deleting the chats deletes
-// every checkpoint.
+// from there; a fork at turn 1 gets turn 1's sandbox, and a title that
+// says it is a branch, while the original goes on; a rewind during a run
+// is refused; deleting the chats deletes every checkpoint.
 func TestRewind(t *testing.T) {
 	t.Parallel()
 	pool := checkpointtest.Pool(t)
@@ -126,6 +126,24 @@ func TestRewind(t *testing.T) {
 	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 200).JSON(t, &forked)
 	if forked["chatId"] != "rewind-fork" || forked["items"] != float64(2) || forked["sandbox"] != "copied" {
 		t.Errorf("the fork answered %v", forked)
+	}
+	// Its title says it is a branch of the original, in the chat list too.
+	title := func(chat string) string {
+		t.Helper()
+		var c struct{ Chat struct{ Title string } }
+		expect(t, alice, "GET", "/api/apps/"+appID+"/chats/"+chat, nil, 200).JSON(t, &c)
+		return c.Chat.Title
+	}
+	var list struct {
+		Chats []struct{ ChatID, Title string }
+	}
+	expect(t, alice, "GET", "/api/apps/"+appID+"/chats", nil, 200).JSON(t, &list)
+	listed := map[string]string{}
+	for _, c := range list.Chats {
+		listed[c.ChatID] = c.Title
+	}
+	if want := title(other) + " (branch)"; forked["title"] != want || title("rewind-fork") != want || listed["rewind-fork"] != want {
+		t.Errorf("the fork's title: answered %q, stored %q, listed %q; want %q", forked["title"], title("rewind-fork"), listed["rewind-fork"], want)
 	}
 	if got := look("rewind-fork"); got != mf {
 		t.Errorf("the fork:\n%s\nwant the original's at turn 1:\n%s", got, mf)

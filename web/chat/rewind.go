@@ -379,7 +379,8 @@ func (h *Handler) Redo(c *gin.Context) {
 // Fork serves POST /api/core/chat/fork {appId, chatId, contentId[,
 // newChatId]}: a new chat of the caller's with the turns up to and
 // including the one holding item contentId, and a sandbox as it was
-// after that turn; the chat it came from is untouched.
+// after that turn, titled as a branch of the chat it came from, which is
+// untouched.
 func (h *Handler) Fork(c *gin.Context) {
 	r, chat, turn, ok := h.itemTurn(c)
 	if !ok {
@@ -409,13 +410,26 @@ func (h *Handler) Fork(c *gin.Context) {
 		h.sandboxErr(c, "copy the chat's sandbox", scope, err)
 		return
 	}
-	forked, err := h.Rewinds.Fork(ctx, chat, end-1, history.Of(to), chat.Title, h.Now())
+	forked, err := h.Rewinds.Fork(ctx, chat, end-1, history.Of(to), branchTitle(chat.Title), h.Now())
 	if err != nil {
 		h.Log.Error("fork chat", "chatId", chat.ID, "err", err)
 		api.Error(c, http.StatusInternalServerError, "could not copy the chat's history; retry")
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"chatId": forked.ID, "items": forked.Items, "sandbox": state})
+	c.JSON(http.StatusOK, gin.H{"chatId": forked.ID, "title": forked.Title, "items": forked.Items, "sandbox": state})
+}
+
+// branchMark ends a branch's title, as the chat page's Branch button
+// names it.
+const branchMark = " (branch)"
+
+// branchTitle is the title of a branch of a chat titled title; a
+// branch's branch is marked once.
+func branchTitle(title string) string {
+	if strings.HasSuffix(title, branchMark) {
+		return title
+	}
+	return strings.TrimSpace(title + branchMark)
 }
 
 // forkSandbox gives chat to a sandbox copied from the chat's as it was

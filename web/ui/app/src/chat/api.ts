@@ -35,7 +35,7 @@ export interface ChatAPI {
   rewind(appId: string, chatId: string, contentId: string): Promise<RewindAnswer>;
   redo(appId: string, chatId: string): Promise<RewindAnswer>;
   /** fork makes a new chat with the turns up to contentId's (R3). */
-  fork(appId: string, chatId: string, contentId: string): Promise<{ chatId: string; items: number; sandbox: string }>;
+  fork(appId: string, chatId: string, contentId: string): Promise<{ chatId: string; title: string; items: number; sandbox: string }>;
 }
 
 /** RewindAnswer is what a rewind or a redo did. */
