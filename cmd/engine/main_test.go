@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 )
 
 // freeAddr is a loopback address nothing listens on.
@@ -114,6 +117,14 @@ func TestServeOnEmbeddedDefaults(t *testing.T) {
 	chat.Body.Close()
 	if err != nil || chat.StatusCode != http.StatusOK || len(answer.Choices) == 0 || !strings.Contains(answer.Choices[0].Message.Content, "served by 42") {
 		t.Fatalf("chat: %d %+v (%v); want the command's output in the answer", chat.StatusCode, answer, err)
+	}
+	// Where the machine can keep checkpoints (root, btrfs-progs), the
+	// defaults keep them: the chat's sandbox has its files in the pool.
+	if checkpoint.Usable() == nil {
+		live, err := os.ReadDir(filepath.Join(data, "sandboxes", "checkpoints", "live"))
+		if err != nil || len(live) == 0 {
+			t.Errorf("the checkpoint pool on the defaults holds %v (%v); want the chat's sandbox's files", live, err)
+		}
 	}
 
 	cancel()

@@ -195,10 +195,10 @@ type Sandbox struct {
 	DiskGiB         int64   // FLOWBOX_SANDBOX_DISK_GIB (recorded; enforced by providers that can)
 	PoolSize        int     // FLOWBOX_SANDBOX_POOL_SIZE: started sandboxes kept for new chats' first commands (default 2, 0 with kubernetes; 0: no warm pool)
 	Root            string  // FLOWBOX_SANDBOX_ROOT (default DataDir/sandboxes)
-	// Checkpoints keeps new bwrap sandboxes' files in a btrfs pool where
-	// they have checkpoints (docs/CHECKPOINTS.md): on, off, or auto (on
-	// when the engine runs as root with btrfs-progs). FLOWBOX_CHECKPOINTS
-	// (default off). CheckpointPool is the pool's directory
+	// Checkpoints keeps new bwrap and Docker sandboxes' files in a btrfs
+	// pool where they have checkpoints (docs/CHECKPOINTS.md): on, off, or
+	// auto (on when the engine runs as root with btrfs-progs and can
+	// mount the pool). FLOWBOX_CHECKPOINTS (default auto). CheckpointPool is the pool's directory
 	// (FLOWBOX_CHECKPOINT_POOL, default Root/checkpoints): when it is not
 	// on btrfs, a sparse image of CheckpointPoolGiB
 	// (FLOWBOX_CHECKPOINT_POOL_GIB, default 64) beside it is mounted there.
@@ -419,7 +419,7 @@ func Parse(getenv func(string) string) (Config, error) {
 	s.DockerRoot = str("FLOWBOX_DOCKER_WORKSPACE_ROOT", filepath.Join(s.Root, "docker"))
 	s.DockerDaemonRoot = str("FLOWBOX_DOCKER_DAEMON_WORKSPACE_ROOT", s.DockerRoot)
 	s.BwrapAgentBinary = str("FLOWBOX_BWRAP_AGENT_BINARY", "")
-	s.Checkpoints = str("FLOWBOX_CHECKPOINTS", "off")
+	s.Checkpoints = str("FLOWBOX_CHECKPOINTS", "auto")
 	switch s.Checkpoints {
 	case "auto", "on", "off":
 	default:

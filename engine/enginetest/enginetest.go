@@ -116,6 +116,9 @@ func Start(t testing.TB, opts Options) *Env {
 		// No warm pool unless a test asks for one (web/pool_test.go):
 		// most tests count sandboxes, and each member is a namespace.
 		"FLOWBOX_SANDBOX_POOL_SIZE": "0",
+		// No checkpoints unless a test asks for them with a pool of its
+		// own (checkpointtest.Pool): each engine would mount one.
+		"FLOWBOX_CHECKPOINTS": "off",
 	}
 	for k, v := range opts.Env {
 		env[k] = v

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // RequireEnv names the variable that lists required components,
@@ -61,5 +63,22 @@ func UnmountUnder(dir string) {
 	}
 	for i := len(points) - 1; i >= 0; i-- {
 		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+		mutable(points[i])
+	}
+}
+
+// mutable clears a directory's immutable attribute (chattr -i): the
+// checkpoint pool's mount points have it while they are mounted, and
+// keep it after a detach, which would stop the test's directory from
+// being removed.
+func mutable(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	const immutable = 0x10 // FS_IMMUTABLE_FL
+	if flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&immutable != 0 {
+		_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags&^immutable)
 	}
 }
