@@ -2,7 +2,8 @@
 // (/api/sandbox/v1, described in docs/SANDBOX_API.md): programs that are
 // not Flowbox apps use it to make sessions (sandboxes with an owner), run
 // tools in them (shell:exec, file:*, skills, exec and MCP tools), stream a
-// command's output, and move files in and out.
+// command's output, move files in and out, and keep a session's sandbox
+// as a snapshot that new sessions start from.
 //
 //	c := client.New("https://flowbox.example.com", os.Getenv("FLOWBOX_API_KEY"))
 //	s, err := c.CreateSession(ctx, client.SessionOptions{Name: "report"})

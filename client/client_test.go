@@ -21,6 +21,7 @@ import (
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/client"
 	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 )
 
 // newUser makes an account on env and a client calling with its key;
@@ -377,6 +378,10 @@ func TestErrors(t *testing.T) {
 			_, err := stranger.Sessions(ctx)
 			return err
 		}, client.ErrUnauthorized, http.StatusUnauthorized},
+		{"snapshots on an engine without checkpoints", func() error {
+			_, err := alice.Snapshots(ctx, s.ID)
+			return err
+		}, client.ErrUnsupported, http.StatusNotImplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
@@ -556,3 +561,92 @@ func TestRetryAcrossRestart(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSnapshots: on an engine with checkpoints, a session's sandbox is
+// kept as a snapshot, and a session made from it has its files and shell
+// state while the first goes on; snapshots are listed, deleted, and
+// neither seen nor used by another user. Warmup and ExecuteOnce refuse
+// FromSnapshot without calling the engine.
+func TestSnapshots(t *testing.T) {
+	t.Parallel()
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": checkpointtest.Pool(t)}})
+	n, hc := countingClient()
+	alice := newUser(t, env, "alice", client.WithHTTPClient(hc))
+	bob := newUser(t, env, "bob")
+	ctx := testContext(t)
+
+	first, err := alice.CreateSession(ctx, client.SessionOptions{Name: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Snapshot(ctx, first.ID, "early"); !errors.Is(err, client.ErrNotStarted) {
+		t.Errorf("a snapshot before any call: %v, want ErrNotStarted", err)
+	}
+	if _, err := alice.Exec(ctx, first.ID, "echo one > /workspace/f.txt && mkdir -p /workspace/d && cd /workspace/d && export X=1"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := alice.Snapshot(ctx, first.ID, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Session != first.ID || snap.Name != "a" || snap.Created.IsZero() {
+		t.Errorf("the snapshot: %+v, want session %s, name a and a time", snap, first.ID)
+	}
+	if _, err := alice.Snapshot(ctx, first.ID, "a"); !errors.Is(err, client.ErrExists) {
+		t.Errorf("a second snapshot a: %v, want ErrExists", err)
+	}
+	if _, err := alice.Exec(ctx, first.ID, "echo two > /workspace/f.txt && cd / && export X=2"); err != nil {
+		t.Fatal(err)
+	}
+
+	from := &client.SnapshotRef{Session: first.ID, Snapshot: "a"}
+	second, err := alice.CreateSession(ctx, client.SessionOptions{Name: "second", FromSnapshot: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := alice.Exec(ctx, second.ID, `cat /workspace/f.txt; echo "$(pwd) $X"`); err != nil || got.Stdout != "one\n/workspace/d 1\n" {
+		t.Errorf("the session from the snapshot: %+v, %v; want one, /workspace/d and X=1", got, err)
+	}
+	if got, err := alice.Exec(ctx, first.ID, "cat /workspace/f.txt"); err != nil || got.Stdout != "two\n" {
+		t.Errorf("the first session after the second started: %+v, %v; want two", got, err)
+	}
+
+	list, err := alice.Snapshots(ctx, first.ID)
+	if err != nil || len(list) != 1 || list[0].Name != "a" {
+		t.Errorf("Snapshots = %+v, %v; want a", list, err)
+	}
+	if _, err := bob.Snapshots(ctx, first.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("bob's listing of alice's snapshots: %v, want ErrNotFound", err)
+	}
+	if _, err := bob.CreateSession(ctx, client.SessionOptions{FromSnapshot: from}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("bob's session from alice's snapshot: %v, want ErrNotFound", err)
+	}
+
+	sent := n.n.Load()
+	if _, err := alice.Warmup(ctx, 1, client.SessionOptions{FromSnapshot: from}); !errors.Is(err, client.ErrBadRequest) {
+		t.Errorf("Warmup with FromSnapshot: %v, want ErrBadRequest", err)
+	}
+	if _, err := alice.ExecuteOnce(ctx, "shell:exec", map[string]any{"command": "true"}, client.SessionOptions{FromSnapshot: from}); !errors.Is(err, client.ErrBadRequest) {
+		t.Errorf("ExecuteOnce with FromSnapshot: %v, want ErrBadRequest", err)
+	}
+	if got := n.n.Load(); got != sent {
+		t.Errorf("the refused calls sent %d requests, want none", got-sent)
+	}
+
+	if err := alice.DeleteSnapshot(ctx, first.ID, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.DeleteSnapshot(ctx, first.ID, "a"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("deleting it again: %v, want ErrNotFound", err)
+	}
+	if list, err := alice.Snapshots(ctx, first.ID); err != nil || len(list) != 0 {
+		t.Errorf("Snapshots after the delete = %+v, %v; want none", list, err)
+	}
+	if _, err := alice.CreateSession(ctx, client.SessionOptions{FromSnapshot: from}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("a session from the deleted snapshot: %v, want ErrNotFound", err)
+	}
+	// The session from it keeps its files.
+	if got, err := alice.Exec(ctx, second.ID, "cat /workspace/f.txt"); err != nil || got.Stdout != "one\n" {
+		t.Errorf("the session from the deleted snapshot: %+v, %v; want one", got, err)
+	}
+}

@@ -27,6 +27,11 @@ var (
 	ErrRateLimited   = errors.New("flowbox: rate limited")
 	ErrUnavailable   = errors.New("flowbox: unavailable")
 	ErrInternal      = errors.New("flowbox: internal error")
+	// Snapshots': a name taken, a session with no files yet, an engine
+	// that keeps no snapshots.
+	ErrExists      = errors.New("flowbox: exists already")
+	ErrNotStarted  = errors.New("flowbox: not started")
+	ErrUnsupported = errors.New("flowbox: unsupported by this engine")
 )
 
 // kinds maps the API's error kinds to their sentinels.
@@ -44,6 +49,9 @@ var kinds = map[string]error{
 	"rate_limited":   ErrRateLimited,
 	"unavailable":    ErrUnavailable,
 	"internal":       ErrInternal,
+	"exists":         ErrExists,
+	"not_started":    ErrNotStarted,
+	"unsupported":    ErrUnsupported,
 }
 
 // statusKinds is the kind an answer without the API's error shape (a

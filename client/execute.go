@@ -73,6 +73,9 @@ func (c *Client) Execute(ctx context.Context, sessionID, tool string, params any
 // ExecuteOnce runs one tool in a temporary session made with opts for
 // the call and deleted after it.
 func (c *Client) ExecuteOnce(ctx context.Context, tool string, params any, opts SessionOptions) (*Result, error) {
+	if err := noSnapshot("ExecuteOnce", opts); err != nil {
+		return nil, err
+	}
 	s := opts.wire()
 	var res Result
 	if err := c.sendJSON(ctx, http.MethodPost, "/execute", executeBody{Tool: tool, Params: params, Session: &s}, &res); err != nil {

@@ -41,6 +41,11 @@ type SessionOptions struct {
 	Labels      map[string]string
 	// Start makes the sandbox at once instead of on the first call.
 	Start bool
+	// FromSnapshot starts the sandbox as a copy of a snapshot of another
+	// of the caller's sessions, which goes on untouched; CreateSession
+	// only (Warmup and ExecuteOnce refuse it). A snapshot the caller does
+	// not have is ErrNotFound.
+	FromSnapshot *SnapshotRef
 }
 
 // sessionFields are the create fields as the API reads them.
@@ -53,12 +58,14 @@ type sessionFields struct {
 	IdleTimeoutSeconds int64             `json:"idleTimeoutSeconds,omitempty"`
 	Labels             map[string]string `json:"labels,omitempty"`
 	Start              bool              `json:"start,omitempty"`
+	FromSnapshot       *SnapshotRef      `json:"fromSnapshot,omitempty"`
 }
 
 func (o SessionOptions) wire() sessionFields {
 	return sessionFields{
 		Name: o.Name, AppID: o.AppID, Limits: o.Limits, Network: o.Network, Egress: o.Egress,
 		IdleTimeoutSeconds: int64(o.IdleTimeout / time.Second), Labels: o.Labels, Start: o.Start,
+		FromSnapshot: o.FromSnapshot,
 	}
 }
 
@@ -121,7 +128,8 @@ func (l sessionList) sessions() []Session {
 }
 
 // CreateSession makes a session. Without opts.Start its sandbox is made
-// on its first call.
+// on its first call; with opts.FromSnapshot it has that snapshot's files
+// and shell state.
 func (c *Client) CreateSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 	var w wireSession
 	if err := c.sendJSON(ctx, http.MethodPost, "/sessions", opts.wire(), &w); err != nil {
@@ -167,6 +175,9 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 // Warmup makes and starts count sessions (1 to 10) ahead of their first
 // call, so that it does not wait for a sandbox.
 func (c *Client) Warmup(ctx context.Context, count int, opts SessionOptions) ([]Session, error) {
+	if err := noSnapshot("Warmup", opts); err != nil {
+		return nil, err
+	}
 	body := struct {
 		Count int `json:"count"`
 		sessionFields
