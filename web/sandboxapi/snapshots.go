@@ -56,93 +56,106 @@ type snapshotView struct {
 	sandbox.Checkpoint
 }
 
+// withSnapshots is a session of the caller's with its snapshots.
+type withSnapshots struct {
+	session sessions.Session
+	snaps   Snapshots
+	list    []sandbox.Checkpoint
+}
+
+func hasSnapshot(list []sandbox.Checkpoint, name string) bool {
+	return slices.ContainsFunc(list, func(cp sandbox.Checkpoint) bool { return cp.Name == name })
+}
+
+// sessionSnapshots is what the snapshot routes of a session do first: it
+// finds the caller's session :id, checks that the engine keeps
+// snapshots, runs check (the route's own reading of the request, before
+// the sandbox is read; nil for none), and lists the session's snapshots.
+// False when it answered the client.
+func (h *API) sessionSnapshots(c *gin.Context, check func() bool) (withSnapshots, bool) {
+	s, ok := h.own(c)
+	if !ok {
+		return withSnapshots{}, false
+	}
+	snaps, ok := h.snapshots(c)
+	if !ok || check != nil && !check() {
+		return withSnapshots{}, false
+	}
+	list, ok := h.listSnapshots(c, snaps, s.Scope())
+	return withSnapshots{session: s, snaps: snaps, list: list}, ok
+}
+
+// listSnapshots lists the snapshots of scope's sandbox, none before its
+// first call; false when it answered the client.
+func (h *API) listSnapshots(c *gin.Context, snaps Snapshots, scope sandbox.Scope) ([]sandbox.Checkpoint, bool) {
+	list, err := snaps.Checkpoints(c.Request.Context(), scope)
+	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		h.snapshotFailure(c, err)
+		return nil, false
+	}
+	return list, true
+}
+
 // CreateSnapshot serves POST /api/sandbox/v1/sessions/{id}/snapshots
 // {"name"}: the session's sandbox as it is now, kept under name.
 func (h *API) CreateSnapshot(c *gin.Context) {
-	s, ok := h.own(c)
-	if !ok {
-		return
-	}
-	snaps, ok := h.snapshots(c)
-	if !ok {
-		return
-	}
 	var o struct {
 		Name string `json:"name"`
 	}
-	if !bindJSON(c, &o) {
+	s, ok := h.sessionSnapshots(c, func() bool {
+		if !bindJSON(c, &o) {
+			return false
+		}
+		if !snapshotName.MatchString(o.Name) {
+			api.ServiceError(c, http.StatusBadRequest, "bad_request", "name: 1 to 48 letters, digits, - and _, starting with a letter or digit")
+			return false
+		}
+		return true
+	})
+	if !ok {
 		return
 	}
-	if !snapshotName.MatchString(o.Name) {
-		api.ServiceError(c, http.StatusBadRequest, "bad_request", "name: 1 to 48 letters, digits, - and _, starting with a letter or digit")
-		return
-	}
-	ctx := c.Request.Context()
-	list, err := snaps.Checkpoints(ctx, s.Scope())
-	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		h.snapshotFailure(c, err)
-		return
-	}
-	if slices.ContainsFunc(list, func(cp sandbox.Checkpoint) bool { return cp.Name == o.Name }) {
+	if hasSnapshot(s.list, o.Name) {
 		api.ServiceError(c, http.StatusConflict, "exists", fmt.Sprintf("the session has a snapshot %q already: delete it first, or choose another name", o.Name))
 		return
 	}
-	cp, err := snaps.Checkpoint(ctx, s.Scope(), o.Name)
+	cp, err := s.snaps.Checkpoint(c.Request.Context(), s.session.Scope(), o.Name)
 	if err != nil {
 		h.snapshotFailure(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, snapshotView{Session: s.ID, Checkpoint: cp})
+	c.JSON(http.StatusCreated, snapshotView{Session: s.session.ID, Checkpoint: cp})
 }
 
 // ListSnapshots serves GET /api/sandbox/v1/sessions/{id}/snapshots.
 func (h *API) ListSnapshots(c *gin.Context) {
-	s, ok := h.own(c)
+	s, ok := h.sessionSnapshots(c, nil)
 	if !ok {
 		return
 	}
-	snaps, ok := h.snapshots(c)
-	if !ok {
-		return
-	}
-	list, err := snaps.Checkpoints(c.Request.Context(), s.Scope())
-	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		h.snapshotFailure(c, err)
-		return
-	}
-	out := make([]snapshotView, 0, len(list))
-	for _, cp := range list {
-		out = append(out, snapshotView{Session: s.ID, Checkpoint: cp})
+	out := make([]snapshotView, 0, len(s.list))
+	for _, cp := range s.list {
+		out = append(out, snapshotView{Session: s.session.ID, Checkpoint: cp})
 	}
 	c.JSON(http.StatusOK, gin.H{"snapshots": out})
 }
 
 // DeleteSnapshot serves DELETE /api/sandbox/v1/sessions/{id}/snapshots/{name}.
 func (h *API) DeleteSnapshot(c *gin.Context) {
-	s, ok := h.own(c)
-	if !ok {
-		return
-	}
-	snaps, ok := h.snapshots(c)
+	s, ok := h.sessionSnapshots(c, nil)
 	if !ok {
 		return
 	}
 	name := c.Param("name")
-	ctx := c.Request.Context()
-	list, err := snaps.Checkpoints(ctx, s.Scope())
-	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		h.snapshotFailure(c, err)
-		return
-	}
-	if !slices.ContainsFunc(list, func(cp sandbox.Checkpoint) bool { return cp.Name == name }) {
+	if !hasSnapshot(s.list, name) {
 		api.ServiceError(c, http.StatusNotFound, "not_found", fmt.Sprintf("the session has no snapshot %q; GET .../snapshots lists them", name))
 		return
 	}
-	if err := snaps.DropCheckpoint(ctx, s.Scope(), name); err != nil {
+	if err := s.snaps.DropCheckpoint(c.Request.Context(), s.session.Scope(), name); err != nil {
 		h.snapshotFailure(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"session": s.ID, "name": name, "deleted": true})
+	c.JSON(http.StatusOK, gin.H{"session": s.session.ID, "name": name, "deleted": true})
 }
 
 // fromSnapshot gives the new session s the sandbox of snapshot from
@@ -161,12 +174,11 @@ func (h *API) fromSnapshot(c *gin.Context, from *SnapshotRef, s sessions.Session
 		api.ServiceError(c, http.StatusServiceUnavailable, "unavailable", "could not read the session; retry later")
 		return false
 	}
-	list, err := snaps.Checkpoints(ctx, src.Scope())
-	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		h.snapshotFailure(c, err)
+	list, ok := h.listSnapshots(c, snaps, src.Scope())
+	if !ok {
 		return false
 	}
-	if !slices.ContainsFunc(list, func(cp sandbox.Checkpoint) bool { return cp.Name == from.Snapshot }) {
+	if !hasSnapshot(list, from.Snapshot) {
 		api.ServiceError(c, http.StatusNotFound, "not_found", fmt.Sprintf("fromSnapshot.snapshot: session %q has no snapshot %q", from.Session, from.Snapshot))
 		return false
 	}
