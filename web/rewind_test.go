@@ -13,6 +13,7 @@ import (
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
+	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
 )
 
 // lookCmd prints the workspace's entries with their types, modes, sizes
@@ -27,11 +28,27 @@ const lookCmd = `cd /workspace && find . -path ./skills -prune -o -path ./upload
 // 3's back, editing turn 2 brings back turn 1's, and the chat goes on
 // from there; a fork at turn 1 gets turn 1's sandbox, and a title that
 // says it is a branch, while the original goes on; a rewind during a run
-// is refused; deleting the chats deletes every checkpoint.
+// is refused; deleting the chats deletes every checkpoint. On bwrap and
+// on Docker (the product's sandbox image, with the agent).
 func TestRewind(t *testing.T) {
 	t.Parallel()
+	t.Run("bwrap", func(t *testing.T) {
+		t.Parallel()
+		testRewind(t, "bwrap", map[string]string{})
+	})
+	t.Run("docker", func(t *testing.T) {
+		t.Parallel()
+		cfg := dockerEnv(t, "")
+		// GNU find and sha256sum for the manifest: the product's image.
+		cfg["FLOWBOX_DOCKER_IMAGE"], cfg["FLOWBOX_DOCKER_SHELL"] = dockertest.SandboxImage(t), "/bin/bash"
+		testRewind(t, "docker", cfg)
+	})
+}
+
+func testRewind(t *testing.T, provider string, cfg map[string]string) {
 	pool := checkpointtest.Pool(t)
-	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": pool}})
+	cfg["FLOWBOX_CHECKPOINTS"], cfg["FLOWBOX_CHECKPOINT_POOL"] = "on", pool
+	env := enginetest.Start(t, enginetest.Options{Env: cfg})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	alice := env.Login(t, "alice", enginetest.Password("alice"))
 	appID := newApp(t, alice, "rewind")
@@ -190,7 +207,7 @@ func TestRewind(t *testing.T) {
 	}
 	for deadline := time.Now().Add(time.Minute); len(left()) > 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			entries, _ := os.ReadDir(filepath.Join(env.Config.Sandbox.Root, "bwrap"))
+			entries, _ := os.ReadDir(filepath.Join(env.Config.Sandbox.Root, provider))
 			var dirs []string
 			for _, e := range entries {
 				dirs = append(dirs, e.Name())
