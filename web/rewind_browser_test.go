@@ -82,6 +82,9 @@ func TestRewindBrowser(t *testing.T) {
 	if n := tb.js(t, `String(document.querySelectorAll("#messages .msg.user").length)`); n != "1" {
 		t.Errorf("the branch has %s questions, want 1", n)
 	}
+	if got := tb.text(t, `.chat-title`); !strings.HasSuffix(got, " (branch)") {
+		t.Errorf("the branch is titled %q, want its chat's title marked as a branch", got)
+	}
 	tb.ask(t, "$ echo branch >> a.txt; cat a.txt")
 	answered("one\nbranch")
 

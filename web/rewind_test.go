@@ -170,6 +170,12 @@ func testRewind(t *testing.T, provider string, cfg map[string]string) {
 		t.Errorf("the original after the fork: %q", got)
 	}
 	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 409)
+	// A title of the caller's (the page's, in its reader's language).
+	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-named", "title": "bad\ttitle"}, 400)
+	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-named", "title": " 分支 "}, 200)
+	if got := title("rewind-named"); got != "分支" {
+		t.Errorf("the fork named by its caller is titled %q", got)
+	}
 
 	// A rewind while a run of the chat is in progress is refused: the
 	// run's command has started (its output streams) when it is asked.
@@ -191,7 +197,7 @@ func testRewind(t *testing.T, provider string, cfg map[string]string) {
 
 	// Deleting the chats deletes their sandboxes' files and checkpoints,
 	// on the disk: the pool is empty again.
-	expect(t, alice, "DELETE", "/api/apps/"+appID+"/chats", map[string]any{"chatIds": []string{chatID, other, "rewind-fork"}}, 202)
+	expect(t, alice, "DELETE", "/api/apps/"+appID+"/chats", map[string]any{"chatIds": []string{chatID, other, "rewind-fork", "rewind-named"}}, 202)
 	if err := env.Engine.StartWorkers(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -165,6 +167,9 @@ type rewindRequest struct {
 	CustomUID string `json:"customUid"`
 	// NewChatID names a fork's chat; empty: a new id.
 	NewChatID string `json:"newChatId"`
+	// Title is a fork's title, in the reader's language; empty: the
+	// chat's own, marked as a branch.
+	Title string `json:"title"`
 }
 
 // readRewind reads the request from the query (DELETE, as FastGPT's
@@ -392,6 +397,14 @@ func (h *Handler) Fork(c *gin.Context) {
 		api.Error(c, http.StatusBadRequest, "newChatId: "+problem)
 		return
 	}
+	title := strings.TrimSpace(r.Title)
+	if n := utf8.RuneCountInString(title); n > maxTitle || strings.ContainsFunc(title, unicode.IsControl) {
+		api.Error(c, http.StatusBadRequest, fmt.Sprintf("title: at most %d characters, without control characters", maxTitle))
+		return
+	}
+	if title == "" {
+		title = branchTitle(chat.Title)
+	}
 	ctx := c.Request.Context()
 	if h.tooOld(c, chat, turn+2) {
 		return
@@ -410,7 +423,7 @@ func (h *Handler) Fork(c *gin.Context) {
 		h.sandboxErr(c, "copy the chat's sandbox", scope, err)
 		return
 	}
-	forked, err := h.Rewinds.Fork(ctx, chat, end-1, history.Of(to), branchTitle(chat.Title), h.Now())
+	forked, err := h.Rewinds.Fork(ctx, chat, end-1, history.Of(to), title, h.Now())
 	if err != nil {
 		h.Log.Error("fork chat", "chatId", chat.ID, "err", err)
 		api.Error(c, http.StatusInternalServerError, "could not copy the chat's history; retry")
@@ -418,6 +431,9 @@ func (h *Handler) Fork(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"chatId": forked.ID, "title": forked.Title, "items": forked.Items, "sandbox": state})
 }
+
+// maxTitle bounds a title a fork is given.
+const maxTitle = 200
 
 // branchMark ends a branch's title, as the chat page's Branch button
 // names it.

@@ -204,7 +204,9 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
     });
   const branch = (dataId: string) =>
     move(async () => {
-      const forked = await api.fork(data.appId, data.chatId, dataId);
+      // The branch's title, in the reader's language, marked once.
+      const mark = t("branchSuffix");
+      const forked = await api.fork(data.appId, data.chatId, dataId, title.endsWith(mark) ? title : title + mark);
       location.assign(`/apps/${encodeURIComponent(data.appId)}/chat/${encodeURIComponent(forked.chatId)}`);
     });
   const rewinds = !!data.rewind && data.own && !running && !moving;

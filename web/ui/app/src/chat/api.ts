@@ -35,7 +35,7 @@ export interface ChatAPI {
   rewind(appId: string, chatId: string, contentId: string): Promise<RewindAnswer>;
   redo(appId: string, chatId: string): Promise<RewindAnswer>;
   /** fork makes a new chat with the turns up to contentId's (R3). */
-  fork(appId: string, chatId: string, contentId: string): Promise<{ chatId: string; title: string; items: number; sandbox: string }>;
+  fork(appId: string, chatId: string, contentId: string, title?: string): Promise<{ chatId: string; title: string; items: number; sandbox: string }>;
 }
 
 /** RewindAnswer is what a rewind or a redo did. */
@@ -70,6 +70,6 @@ export function chatAPI(base: string, csrf: string, origin = ""): ChatAPI {
     },
     rewind: (appId, chatId, contentId) => send("POST", "/api/core/chat/item/delete", { appId, chatId, contentId }),
     redo: (appId, chatId) => send("POST", "/api/core/chat/item/redo", { appId, chatId }),
-    fork: (appId, chatId, contentId) => send("POST", "/api/core/chat/fork", { appId, chatId, contentId }),
+    fork: (appId, chatId, contentId, title) => send("POST", "/api/core/chat/fork", { appId, chatId, contentId, title }),
   };
 }
