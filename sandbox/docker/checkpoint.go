@@ -26,7 +26,7 @@ import (
 // own id, or the warm pool member's it was adopted from.
 //
 // The container binds what is mounted on the host directories when it
-// starts, so a restore stops it (its processes end, as on bwrap),
+// starts, so a restore kills it (its processes end, as on bwrap),
 // exchanges the files, binds them again and starts it. The rest of the
 // container's filesystem (packages installed outside /workspace, /root)
 // is the container's writable layer, which no checkpoint holds.
@@ -123,7 +123,7 @@ func (p *Provider) Checkpoint(ctx context.Context, id, name string) (sandbox.Che
 	return in, nil
 }
 
-// RestoreCheckpoint stops a running container, exchanges its files for
+// RestoreCheckpoint kills a running container, exchanges its files for
 // the checkpoint's (name "" empties them), binds them again and starts
 // it; a stopped one stays stopped.
 func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
@@ -144,9 +144,10 @@ func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error
 	}
 	if running {
 		// The processes end, and with them the container's binds of the
-		// old files. Its egress stays served: it starts again below.
-		secs := int((p.cfg.StopTimeout + time.Second - 1) / time.Second)
-		if _, err := p.cli.ContainerStop(ctx, ContainerName(id), client.ContainerStopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+		// old files: killed, since what they would save on a stop is
+		// replaced anyway. Its egress stays served: it starts again below.
+		secs := 0
+		if _, err := p.cli.ContainerStop(ctx, ContainerName(id), client.ContainerStopOptions{Signal: "SIGKILL", Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fail(p.apiErr("stop", err))
 		}
 	}
