@@ -34,6 +34,16 @@ func (p *Pool) Bind(id, sub, target string) error {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return err
 	}
+	// Two binds at once (concurrent Ensures, maybe in two processes)
+	// would stack two mounts: one at a time.
+	lock, err := os.OpenFile(target+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", target, err)
+	}
+	defer lock.Close() // releases the lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", target, err)
+	}
 	if mounted, err := diskimage.IsMountPoint(target); err != nil || mounted {
 		return err
 	}
@@ -45,8 +55,19 @@ func (p *Pool) Bind(id, sub, target string) error {
 }
 
 // Unbind undoes Bind: the files are unmounted from target, which stays
-// immutable and empty until they are bound again (or Release).
-func Unbind(target string) error { return diskimage.Unmount(target) }
+// immutable and empty until they are bound again (or Release). Mounts
+// stacked there (by an engine of before Bind's lock) go too.
+func Unbind(target string) error {
+	for range 8 {
+		if mounted, err := diskimage.IsMountPoint(target); err != nil || !mounted {
+			return err
+		}
+		if err := diskimage.Unmount(target); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("unbind %s: still mounted after 8 unmounts", target)
+}
 
 // Release unbinds target for good, and makes it a plain directory again
 // that can be removed.
@@ -55,7 +76,7 @@ func Release(target string) error {
 		return err
 	}
 	SetImmutable(target, false)
-	return nil
+	return ignoreMissing(os.Remove(target + ".lock"))
 }
 
 // ReadMark reads a mark file, which a provider keeps in a sandbox's
@@ -78,6 +99,13 @@ func WriteMark(path, id string) error {
 		return err
 	}
 	return nil
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // SetImmutable sets or clears a directory's immutable attribute (as
