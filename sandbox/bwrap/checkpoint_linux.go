@@ -77,31 +77,26 @@ func (p *Provider) inPool(id string) (string, error) {
 		return "", err
 	}
 	if p.cfg.CheckpointPool == "" {
-		return "", fmt.Errorf("bwrap sandbox %s: %w: checkpoints are off (no checkpoint pool is configured)", id, sandbox.ErrUnsupported)
+		return "", checkpoint.Off("bwrap", id)
 	}
 	if err := p.probe(); err != nil {
 		return "", err
 	}
 	pid, ok := p.poolID(id)
 	if !ok {
-		if ok, _ := p.exists(id); !ok {
-			return "", fmt.Errorf("bwrap sandbox %s: %w", id, sandbox.ErrNotFound)
-		}
-		return "", fmt.Errorf("bwrap sandbox %s: %w: it was made before checkpoints were turned on", id, sandbox.ErrUnsupported)
+		exists, _ := p.exists(id)
+		return "", checkpoint.Unmarked("bwrap", id, exists)
 	}
 	return pid, nil
 }
 
 func (p *Provider) Checkpoint(ctx context.Context, id, name string) (sandbox.Checkpoint, error) {
-	pid, err := p.inPool(id)
-	if err != nil {
-		return sandbox.Checkpoint{}, err
-	}
-	in, err := p.pool.Checkpoint(pid, name)
-	if err != nil {
-		return sandbox.Checkpoint{}, fmt.Errorf("bwrap sandbox %s: %w", id, checkpoint.SandboxErr(err))
-	}
-	return in, nil
+	return p.files().Checkpoint(id, name)
+}
+
+// files is the sandboxes' files in the pool.
+func (p *Provider) files() checkpoint.Files {
+	return checkpoint.Files{Pool: p.pool, Provider: "bwrap", In: p.inPool}
 }
 
 func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
@@ -198,26 +193,11 @@ func (p *Provider) ForkCheckpoint(ctx context.Context, id, name, newID string) (
 }
 
 func (p *Provider) DropCheckpoint(ctx context.Context, id, name string) error {
-	pid, err := p.inPool(id)
-	if err != nil {
-		return err
-	}
-	if err := p.pool.Drop(pid, name); err != nil {
-		return fmt.Errorf("bwrap sandbox %s: %w", id, checkpoint.SandboxErr(err))
-	}
-	return nil
+	return p.files().Drop(id, name)
 }
 
 func (p *Provider) Checkpoints(ctx context.Context, id string) ([]sandbox.Checkpoint, error) {
-	pid, err := p.inPool(id)
-	if err != nil {
-		return nil, err
-	}
-	list, err := p.pool.Checkpoints(pid)
-	if err != nil {
-		return nil, fmt.Errorf("bwrap sandbox %s: %w", id, err)
-	}
-	return list, nil
+	return p.files().List(id)
 }
 
 // makeDirs makes the writable directories of a sandbox whose files were
@@ -252,40 +232,15 @@ func (p *Provider) SweepCheckpoints(ctx context.Context, old time.Time) (int, er
 	if err := p.probe(); err != nil {
 		return 0, err
 	}
-	entries, err := os.ReadDir(p.cfg.Root)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("bwrap sweep: %w", err)
-	}
-	removed := 0
-	var errs []error
-	owned := map[string]bool{}
-	for _, e := range entries {
-		id := e.Name()
-		if !e.IsDir() || !sandbox.ValidID(id) {
-			continue
-		}
-		if pid, ok := p.poolID(id); ok {
-			owned[pid] = true
-			continue
-		}
+	n, err := p.files().Sweep(p.cfg.Root, p.poolMark, func(id string) bool {
 		if made, err := p.exists(id); err != nil || made {
-			continue
+			return false
 		}
-		if _, err := os.Stat(filepath.Join(p.dir(id), "meta.json")); err == nil {
-			continue
-		}
-		if info, err := e.Info(); err != nil || !info.ModTime().Before(old) {
-			continue
-		}
-		if err := os.RemoveAll(p.dir(id)); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	n, err := p.pool.DeleteUnowned(owned, old)
+		_, err := os.Stat(filepath.Join(p.dir(id), "meta.json"))
+		return errors.Is(err, fs.ErrNotExist)
+	}, old)
 	if n > 0 {
-		p.log().Warn("bwrap: files and checkpoints in the checkpoint pool that no sandbox owned were deleted", "count", n)
+		p.log().Info("bwrap: the checkpoint sweep removed what no sandbox owned", "count", n)
 	}
-	return removed + n, errors.Join(append(errs, err)...)
+	return n, err
 }

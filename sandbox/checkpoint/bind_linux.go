@@ -3,9 +3,11 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -143,4 +145,108 @@ func SandboxErr(err error) error {
 		return fmt.Errorf("%w: %w", sandbox.ErrUnsupported, err)
 	}
 	return err
+}
+
+// Files is a provider's sandboxes' files in a pool: In names sandbox
+// id's files there, or says why it has none (an error of the sandbox
+// package's kinds). Its methods are what sandbox.CheckpointProvider asks
+// of the pool, errors marked with the provider's name and the sandbox.
+type Files struct {
+	Pool     *Pool
+	Provider string
+	In       func(id string) (string, error)
+}
+
+func (f Files) fail(id string, err error) error {
+	return fmt.Errorf("%s sandbox %s: %w", f.Provider, id, SandboxErr(err))
+}
+
+// Checkpoint takes checkpoint name of sandbox id's files.
+func (f Files) Checkpoint(id, name string) (Info, error) {
+	pid, err := f.In(id)
+	if err != nil {
+		return Info{}, err
+	}
+	in, err := f.Pool.Checkpoint(pid, name)
+	if err != nil {
+		return Info{}, f.fail(id, err)
+	}
+	return in, nil
+}
+
+// Drop deletes checkpoint name of sandbox id.
+func (f Files) Drop(id, name string) error {
+	pid, err := f.In(id)
+	if err != nil {
+		return err
+	}
+	if err := f.Pool.Drop(pid, name); err != nil {
+		return f.fail(id, err)
+	}
+	return nil
+}
+
+// List lists sandbox id's checkpoints.
+func (f Files) List(id string) ([]Info, error) {
+	pid, err := f.In(id)
+	if err != nil {
+		return nil, err
+	}
+	list, err := f.Pool.Checkpoints(pid)
+	if err != nil {
+		return nil, f.fail(id, err)
+	}
+	return list, nil
+}
+
+// Off is what a provider without a pool answers for sandbox id.
+func Off(provider, id string) error {
+	return fmt.Errorf("%s sandbox %s: %w: checkpoints are off (no checkpoint pool is configured)", provider, id, sandbox.ErrUnsupported)
+}
+
+// Unmarked is what a provider answers for sandbox id whose files no mark
+// names: exists says whether the sandbox exists (then it was made before
+// checkpoints were on).
+func Unmarked(provider, id string, exists bool) error {
+	if !exists {
+		return fmt.Errorf("%s sandbox %s: %w", provider, id, sandbox.ErrNotFound)
+	}
+	return fmt.Errorf("%s sandbox %s: %w: it was made before checkpoints were turned on", provider, id, sandbox.ErrUnsupported)
+}
+
+// Sweep removes what no sandbox owns any more and is older than old
+// (R4), for a provider whose sandboxes' directories are root/<id>, each
+// with a mark file mark(id) naming its files in the pool: the pool's
+// files and checkpoints that no mark names, and the directories of
+// unmarked sandboxes that unfinished reports as never made whole (a fork
+// an engine was killed in the middle of). It returns how many of both it
+// removed.
+func (f Files) Sweep(root string, mark func(id string) string, unfinished func(id string) bool, old time.Time) (int, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%s sweep: %w", f.Provider, err)
+	}
+	removed := 0
+	var errs []error
+	owned := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || !sandbox.ValidID(id) {
+			continue
+		}
+		if pid, ok := ReadMark(mark(id)); ok {
+			owned[pid] = true
+			continue
+		}
+		if info, err := e.Info(); err != nil || !info.ModTime().Before(old) || !unfinished(id) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, id)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	n, err := f.Pool.DeleteUnowned(owned, old)
+	return removed + n, errors.Join(append(errs, err)...)
 }

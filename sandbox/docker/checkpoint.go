@@ -96,31 +96,26 @@ func (p *Provider) inPool(id string) (string, error) {
 		return "", err
 	}
 	if p.pool == nil {
-		return "", fmt.Errorf("docker sandbox %s: %w: checkpoints are off (no checkpoint pool is configured)", id, sandbox.ErrUnsupported)
+		return "", checkpoint.Off("docker", id)
 	}
 	if p.adoptedAway(id) {
 		return "", fmt.Errorf("docker sandbox %s: %w", id, sandbox.ErrNotFound)
 	}
 	pid, ok := p.poolID(id)
 	if !ok {
-		if _, err := os.Stat(p.hostDir(id)); errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("docker sandbox %s: %w", id, sandbox.ErrNotFound)
-		}
-		return "", fmt.Errorf("docker sandbox %s: %w: it was made before checkpoints were turned on", id, sandbox.ErrUnsupported)
+		_, err := os.Stat(p.hostDir(id))
+		return "", checkpoint.Unmarked("docker", id, !errors.Is(err, fs.ErrNotExist))
 	}
 	return pid, nil
 }
 
 func (p *Provider) Checkpoint(ctx context.Context, id, name string) (sandbox.Checkpoint, error) {
-	pid, err := p.inPool(id)
-	if err != nil {
-		return sandbox.Checkpoint{}, err
-	}
-	in, err := p.pool.Checkpoint(pid, name)
-	if err != nil {
-		return sandbox.Checkpoint{}, fmt.Errorf("docker sandbox %s: %w", id, checkpoint.SandboxErr(err))
-	}
-	return in, nil
+	return p.files().Checkpoint(id, name)
+}
+
+// files is the sandboxes' files in the pool.
+func (p *Provider) files() checkpoint.Files {
+	return checkpoint.Files{Pool: p.pool, Provider: "docker", In: p.inPool}
 }
 
 // RestoreCheckpoint kills a running container, exchanges its files for
@@ -206,26 +201,11 @@ func (p *Provider) ForkCheckpoint(ctx context.Context, id, name, newID string) (
 }
 
 func (p *Provider) DropCheckpoint(ctx context.Context, id, name string) error {
-	pid, err := p.inPool(id)
-	if err != nil {
-		return err
-	}
-	if err := p.pool.Drop(pid, name); err != nil {
-		return fmt.Errorf("docker sandbox %s: %w", id, checkpoint.SandboxErr(err))
-	}
-	return nil
+	return p.files().Drop(id, name)
 }
 
 func (p *Provider) Checkpoints(ctx context.Context, id string) ([]sandbox.Checkpoint, error) {
-	pid, err := p.inPool(id)
-	if err != nil {
-		return nil, err
-	}
-	list, err := p.pool.Checkpoints(pid)
-	if err != nil {
-		return nil, fmt.Errorf("docker sandbox %s: %w", id, err)
-	}
-	return list, nil
+	return p.files().List(id)
 }
 
 // SweepCheckpoints removes what no sandbox owns any more and is older
@@ -236,40 +216,15 @@ func (p *Provider) SweepCheckpoints(ctx context.Context, old time.Time) (int, er
 	if p.pool == nil {
 		return 0, nil
 	}
-	entries, err := os.ReadDir(p.cfg.WorkspaceRoot)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("docker sweep: %w", err)
-	}
-	removed := 0
-	var errs []error
-	owned := map[string]bool{}
-	for _, e := range entries {
-		id := e.Name()
-		if !e.IsDir() || !sandbox.ValidID(id) {
-			continue
-		}
-		if pid, ok := p.poolID(id); ok {
-			owned[pid] = true
-			continue
-		}
+	n, err := p.files().Sweep(p.cfg.WorkspaceRoot, p.poolMark, func(id string) bool {
 		if _, err := os.Lstat(filepath.Join(p.hostDir(id), recordFile)); err == nil {
-			continue
+			return false
 		}
-		if info, err := e.Info(); err != nil || !info.ModTime().Before(old) {
-			continue
-		}
-		if _, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
-			continue
-		}
-		if err := os.RemoveAll(p.hostDir(id)); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	n, err := p.pool.DeleteUnowned(owned, old)
+		_, err := p.cli.ContainerInspect(ctx, ContainerName(id), client.ContainerInspectOptions{})
+		return cerrdefs.IsNotFound(err)
+	}, old)
 	if n > 0 {
-		p.log.Warn("docker: files and checkpoints in the checkpoint pool that no sandbox owned were deleted", "count", n)
+		p.log.Info("docker: the checkpoint sweep removed what no sandbox owned", "count", n)
 	}
-	return removed + n, errors.Join(append(errs, err)...)
+	return n, err
 }
