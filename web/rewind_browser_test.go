@@ -95,4 +95,26 @@ func TestRewindBrowser(t *testing.T) {
 	}
 	e.viewShot(t, tb, "rewind-phone-zh.png")
 	tb.do(t, chromedp.EmulateViewport(1280, 800))
+
+	// The app's retention on its Publish page (R4), where the engine
+	// keeps checkpoints: saved, then shown again after a reload.
+	admin := e.signIn(t, "admin")
+	admin.do(t, chromedp.Navigate(e.url+"/apps/demo/edit#publish"), chromedp.WaitVisible(chromedp.ID("rewind-setting")))
+	admin.setValue(t, `#app-rewind-keep`, "5")
+	admin.do(t, chromedp.Click(chromedp.CSS(`#rewind-setting button[type=submit]`)))
+	waitFor(t, "the retention saved", func() (bool, string) {
+		got := admin.text(t, `#rewind-setting [data-role=status]`)
+		return got != "", got
+	})
+	admin.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("rewind-setting")))
+	waitFor(t, "the retention shown after a reload", func() (bool, string) {
+		got := run(t, admin, chromedp.Value(chromedp.ID("app-rewind-keep")))
+		return got == "5", got
+	})
+	admin.do(t, chromedp.ScrollIntoView(chromedp.ID("rewind-setting")))
+	e.viewShot(t, admin, "publish-rewind.png")
+	admin.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.url+"/apps/demo/edit?lang=zh#publish"), chromedp.WaitVisible(chromedp.ID("rewind-setting")),
+		chromedp.ScrollIntoView(chromedp.ID("rewind-setting")))
+	e.viewShot(t, admin, "publish-rewind-phone-zh.png")
+	admin.do(t, chromedp.EmulateViewport(1280, 800))
 }
