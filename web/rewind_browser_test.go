@@ -102,13 +102,14 @@ func TestRewindBrowser(t *testing.T) {
 	admin.do(t, chromedp.Navigate(e.url+"/apps/demo/edit#publish"), chromedp.WaitVisible(chromedp.ID("rewind-setting")))
 	admin.setValue(t, `#app-rewind-keep`, "5")
 	admin.do(t, chromedp.Click(chromedp.CSS(`#rewind-setting button[type=submit]`)))
+	// Read by script: the section is drawn again as the app is read back.
 	waitFor(t, "the retention saved", func() (bool, string) {
-		got := admin.text(t, `#rewind-setting [data-role=status]`)
-		return got != "", got
+		got := admin.js(t, `document.querySelector("#rewind-setting [data-role=status]")?.textContent ?? ""`)
+		return got == "Saved how far chats can go back", got
 	})
 	admin.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("rewind-setting")))
 	waitFor(t, "the retention shown after a reload", func() (bool, string) {
-		got := run(t, admin, chromedp.Value(chromedp.ID("app-rewind-keep")))
+		got := admin.js(t, `document.getElementById("app-rewind-keep")?.value ?? ""`)
 		return got == "5", got
 	})
 	admin.do(t, chromedp.ScrollIntoView(chromedp.ID("rewind-setting")))
