@@ -57,19 +57,8 @@ func (p *Pool) Bind(id, sub, target string) error {
 }
 
 // Unbind undoes Bind: the files are unmounted from target, which stays
-// immutable and empty until they are bound again (or Release). Mounts
-// stacked there (by an engine of before Bind's lock) go too.
-func Unbind(target string) error {
-	for range 8 {
-		if mounted, err := diskimage.IsMountPoint(target); err != nil || !mounted {
-			return err
-		}
-		if err := diskimage.Unmount(target); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("unbind %s: still mounted after 8 unmounts", target)
-}
+// immutable and empty until they are bound again (or Release).
+func Unbind(target string) error { return diskimage.Unmount(target) }
 
 // Release unbinds target for good, and makes it a plain directory again
 // that can be removed.

@@ -59,7 +59,8 @@ func (p *Provider) mountPool(id string, limit int64) error {
 	if err := p.pool.Create(pid, limit); err != nil {
 		return err
 	}
-	if limit > 0 {
+	if ok && limit > 0 {
+		// A fork's files, made without the limit of the spec it now has.
 		if err := p.pool.Limit(pid, limit); err != nil {
 			return err
 		}
