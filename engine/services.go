@@ -186,8 +186,20 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 	middleware = append(append([]sandbox.Middleware{audit.Middleware(audit.Config{Records: s.AuditWriter, Metrics: s.AuditMetrics,
 		Redact: s.Policy.RedactCommand, OnRecord: s.Alerter.Observe})}, s.Policy.Middleware()...), middleware...)
 	s.DataDisk = &datadisk.Guard{Paths: []string{cfg.DataDir, cfg.Files.Dir, cfg.Sandbox.Root}, Min: cfg.DataDiskMinFree}
-	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files, s.Provider.Name(), log); err != nil {
+	// Where the provider keeps checkpoints, the chats' files are kept in
+	// the same pool, so that a rewind brings them back too.
+	var chatsPool workspace.Pool
+	if s.Provider.Capabilities().Checkpoints {
+		if chatsPool, err = openChatsPool(cfg.Sandbox); err != nil {
+			return nil, err
+		}
+	}
+	if s.Workspace, s.Skills, err = openWorkspace(cfg.Files, s.Provider.Name(), chatsPool, log); err != nil {
 		return nil, err
+	}
+	var fileCheckpoints sandbox.FileCheckpoints
+	if chatsPool != nil {
+		fileCheckpoints = s.Workspace
 	}
 	// Before anything names a sandbox: the chats created under S1's
 	// ambiguous IDs keep theirs (sandbox.IDFor).
@@ -216,6 +228,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, middleware 
 		// need them (the workers' stops and deletions included).
 		Lifecycle:  apps.Lifecycle{Apps: appsReader},
 		Middleware: middleware,
+		// A rewind or fork takes the chat's files with its sandbox.
+		Files: fileCheckpoints,
 		// Started sandboxes of the operator's shape wait for new chats;
 		// the workers refill the pool, asked by each adoption.
 		Pool: sandbox.PoolConfig{

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/flowbox/flowbox/engine/config"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/skills"
 	"github.com/flowbox/flowbox/sandbox/workspace"
 )
@@ -18,9 +20,9 @@ const promptFiles = 30
 
 // openWorkspace opens the chats' files and the skills under the files
 // directory (K1, K4).
-func openWorkspace(cfg config.Files, provider string, log *slog.Logger) (*workspace.Store, *skills.Catalog, error) {
+func openWorkspace(cfg config.Files, provider string, pool workspace.Pool, log *slog.Logger) (*workspace.Store, *skills.Catalog, error) {
 	ws, err := workspace.New(workspace.Config{Root: cfg.Dir, MaxFileBytes: cfg.MaxFileMiB << 20, MaxChatBytes: cfg.MaxChatMiB << 20,
-		ChatDisk: chatDisk(cfg.ChatDisk, provider, log)})
+		ChatDisk: pool == nil && chatDisk(cfg.ChatDisk, provider, log), Pool: pool})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the chats' files under FLOWBOX_FILES_DIR=%s: %w", cfg.Dir, err)
 	}
@@ -29,6 +31,16 @@ func openWorkspace(cfg config.Files, provider string, log *slog.Logger) (*worksp
 		return nil, nil, fmt.Errorf("open the skills under FLOWBOX_FILES_DIR=%s: %w", cfg.Dir, err)
 	}
 	return ws, cat, nil
+}
+
+// openChatsPool opens the pool of the chats' files in the checkpoint
+// pool's filesystem, which the provider's pool has mounted.
+func openChatsPool(sc config.Sandbox) (workspace.Pool, error) {
+	pool, err := checkpoint.OpenChats(filepath.Join(sc.CheckpointPool, "chats"))
+	if err != nil {
+		return nil, fmt.Errorf("keep the chats' files in the checkpoint pool (FLOWBOX_CHECKPOINT_POOL=%s): %w", sc.CheckpointPool, err)
+	}
+	return pool, nil
 }
 
 // chatDisk decides FLOWBOX_FILES_CHAT_DISK's auto: a chat's disk is a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -33,6 +34,30 @@ type CheckpointProvider interface {
 	// Checkpoints lists sandbox id's, oldest first.
 	Checkpoints(ctx context.Context, id string) ([]Checkpoint, error)
 }
+
+// FileCheckpoints keeps checkpoints of the host files a sandbox mounts
+// (a chat's uploads and intermediate files, package workspace), taken,
+// restored, forked and dropped with the sandbox's under the same names
+// (Config.Files), so that a rewind brings back both.
+type FileCheckpoints interface {
+	// Checkpoint keeps the scope's files as they are now under name.
+	// ErrNotFound: the scope has no files; ErrUnsupported: they are
+	// kept without checkpoints. Either leaves the sandbox's alone.
+	Checkpoint(ctx context.Context, scope Scope, name string) (Checkpoint, error)
+	Checkpoints(ctx context.Context, scope Scope) ([]Checkpoint, error)
+	// RestoreCheckpoint makes them what they were at name, or empty
+	// when they have no checkpoint of that name (there were none then).
+	RestoreCheckpoint(ctx context.Context, scope Scope, name string) error
+	// ForkCheckpoint makes scope to's files a copy of checkpoint name.
+	ForkCheckpoint(ctx context.Context, scope Scope, name string, to Scope) error
+	DropCheckpoint(ctx context.Context, scope Scope, name string) error
+	// DeleteChat removes scope's files, with their checkpoints.
+	DeleteChat(ctx context.Context, scope Scope) error
+}
+
+// noFiles reports whether err says the scope has no files with
+// checkpoints: none at all, or kept without.
+func noFiles(err error) bool { return errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnsupported) }
 
 // CheckpointSweeper is a checkpoint provider that can find what no
 // sandbox owns any more (R4): reconciliation calls it with the grace's
@@ -77,20 +102,89 @@ func (m *Manager) checkpointer() (CheckpointProvider, error) {
 	return cp, nil
 }
 
-// Checkpoint keeps the scope's sandbox's files as they are now under
-// name; ErrNotFound when it has none yet.
+// Checkpoint keeps the scope's sandbox's files and its host files
+// (Config.Files) as they are now under name; ErrNotFound when it has
+// neither yet. A checkpoint is taken of both or neither: one of the two
+// without the other would restore the other as empty.
 func (m *Manager) Checkpoint(ctx context.Context, scope Scope, name string) (Checkpoint, error) {
 	cp, err := m.checkpointer()
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	return cp.Checkpoint(ctx, scope.SandboxID(), name)
+	id := scope.SandboxID()
+	c, err := cp.Checkpoint(ctx, id, name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Checkpoint{}, err
+	}
+	if m.cfg.Files == nil {
+		return c, err
+	}
+	took := err == nil
+	fc, ferr := m.cfg.Files.Checkpoint(ctx, scope, name)
+	switch {
+	case ferr == nil && !took:
+		return fc, nil
+	case ferr == nil || noFiles(ferr) && took:
+		return c, nil
+	case noFiles(ferr):
+		return Checkpoint{}, err // neither has files: the sandbox's ErrNotFound
+	}
+	if took {
+		if derr := cp.DropCheckpoint(context.WithoutCancel(ctx), id, name); derr != nil {
+			m.log.Warn("checkpoint of a sandbox whose files' checkpoint failed not dropped", "sandboxId", id, "checkpoint", name, "err", derr)
+		}
+	}
+	return Checkpoint{}, ferr
 }
 
-// Restore makes the scope's sandbox's files what they were at checkpoint
-// name (empty for ""), running or stopped, once no command of it runs: it waits up to
-// Config.RestoreWait for them, then gives up with ErrRewindBusy. Its processes
-// end (a restore is a stop and a start of what it runs).
+// lists is the names of the checkpoints of the scope's sandbox and of its
+// host files; has says whether each exists at all.
+type lists struct {
+	sandbox, files       []Checkpoint
+	hasSandbox, hasFiles bool
+}
+
+func (l lists) inSandbox(name string) bool { return hasCheckpoint(l.sandbox, name) }
+func (l lists) inFiles(name string) bool   { return hasCheckpoint(l.files, name) }
+
+func hasCheckpoint(list []Checkpoint, name string) bool {
+	for _, c := range list {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) lists(ctx context.Context, cp CheckpointProvider, scope Scope) (lists, error) {
+	var l lists
+	var err error
+	l.sandbox, err = cp.Checkpoints(ctx, scope.SandboxID())
+	switch {
+	case err == nil:
+		l.hasSandbox = true
+	case !errors.Is(err, ErrNotFound):
+		return l, err
+	}
+	if m.cfg.Files != nil {
+		l.files, err = m.cfg.Files.Checkpoints(ctx, scope)
+		switch {
+		case err == nil:
+			l.hasFiles = true
+		case !noFiles(err):
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// Restore makes the scope's sandbox's files and its host files what they
+// were at checkpoint name (empty for ""; either part empty when it has no
+// checkpoint of that name: it did not exist then), running or stopped,
+// once no command of it runs: it waits up to Config.RestoreWait for them,
+// then gives up with ErrRewindBusy. Its processes end (a restore is a
+// stop and a start of what it runs). The host files are restored first,
+// so that the sandbox, started again, mounts them restored.
 func (m *Manager) Restore(ctx context.Context, scope Scope, name string) error {
 	cp, err := m.checkpointer()
 	if err != nil {
@@ -113,12 +207,32 @@ func (m *Manager) Restore(ctx context.Context, scope Scope, name string) error {
 		}
 	}
 	defer l.Unlock()
+	have, err := m.lists(ctx, cp, scope)
+	if err != nil {
+		return err
+	}
+	if name != "" && !have.inSandbox(name) && !have.inFiles(name) {
+		return fmt.Errorf("restore sandbox %s: %w: it has no checkpoint %q", id, ErrNotFound, name)
+	}
+	if have.hasFiles {
+		if err := m.cfg.Files.RestoreCheckpoint(ctx, scope, name); err != nil {
+			return fmt.Errorf("restore the files of sandbox %s: %w", id, err)
+		}
+	}
+	if !have.hasSandbox {
+		return nil
+	}
 	m.warm.Delete(id) // its processes end: the next command finds out anew
+	if !have.inSandbox(name) {
+		name = ""
+	}
 	return cp.RestoreCheckpoint(ctx, id, name)
 }
 
 // Fork makes the sandbox of scope to a copy of the scope's sandbox's
-// checkpoint name: recorded, stopped, started by its first command.
+// checkpoint name, recorded, stopped, started by its first command, and
+// its host files a copy of theirs; either is left out when it has no
+// checkpoint of that name.
 func (m *Manager) Fork(ctx context.Context, scope Scope, name string, to Scope) error {
 	cp, err := m.checkpointer()
 	if err != nil {
@@ -127,6 +241,34 @@ func (m *Manager) Fork(ctx context.Context, scope Scope, name string, to Scope) 
 	if err := to.validate(); err != nil {
 		return err
 	}
+	have, err := m.lists(ctx, cp, scope)
+	if err != nil {
+		return err
+	}
+	if !have.inSandbox(name) && !have.inFiles(name) {
+		return fmt.Errorf("fork sandbox %s: %w: it has no checkpoint %q", scope.SandboxID(), ErrNotFound, name)
+	}
+	if have.inFiles(name) {
+		if err := m.cfg.Files.ForkCheckpoint(ctx, scope, name, to); err != nil {
+			return fmt.Errorf("fork the files of sandbox %s: %w", scope.SandboxID(), err)
+		}
+	}
+	if !have.inSandbox(name) {
+		return nil
+	}
+	if err := m.forkSandbox(ctx, cp, scope, name, to); err != nil {
+		if have.inFiles(name) {
+			if derr := m.cfg.Files.DeleteChat(context.WithoutCancel(ctx), to); derr != nil {
+				m.log.Warn("files of a failed fork left; reconciliation removes them", "chatId", to.ChatID, "err", derr)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// forkSandbox is Fork of the sandbox itself.
+func (m *Manager) forkSandbox(ctx context.Context, cp CheckpointProvider, scope Scope, name string, to Scope) error {
 	id := to.SandboxID()
 	// The record first, as for any sandbox; stopped, so that the first
 	// command starts it as it is (and no warm pool member is adopted in
@@ -152,20 +294,46 @@ func (m *Manager) Fork(ctx context.Context, scope Scope, name string, to Scope) 
 	return nil
 }
 
-// DropCheckpoint deletes checkpoint name of the scope's sandbox.
+// DropCheckpoint deletes checkpoint name of the scope's sandbox and of
+// its host files.
 func (m *Manager) DropCheckpoint(ctx context.Context, scope Scope, name string) error {
 	cp, err := m.checkpointer()
 	if err != nil {
 		return err
 	}
-	return cp.DropCheckpoint(ctx, scope.SandboxID(), name)
+	err = cp.DropCheckpoint(ctx, scope.SandboxID(), name)
+	if errors.Is(err, ErrNotFound) {
+		err = nil
+	}
+	if m.cfg.Files != nil {
+		if ferr := m.cfg.Files.DropCheckpoint(ctx, scope, name); ferr != nil && !noFiles(ferr) {
+			err = errors.Join(err, ferr)
+		}
+	}
+	return err
 }
 
-// Checkpoints lists the scope's sandbox's checkpoints, oldest first.
+// Checkpoints lists the checkpoints of the scope's sandbox and of its
+// host files, each name once, oldest first; ErrNotFound when it has
+// neither.
 func (m *Manager) Checkpoints(ctx context.Context, scope Scope) ([]Checkpoint, error) {
 	cp, err := m.checkpointer()
 	if err != nil {
 		return nil, err
 	}
-	return cp.Checkpoints(ctx, scope.SandboxID())
+	have, err := m.lists(ctx, cp, scope)
+	if err != nil {
+		return nil, err
+	}
+	if !have.hasSandbox && !have.hasFiles {
+		return nil, fmt.Errorf("checkpoints of sandbox %s: %w", scope.SandboxID(), ErrNotFound)
+	}
+	out := slices.Clone(have.sandbox)
+	for _, c := range have.files {
+		if !have.inSandbox(c.Name) {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Checkpoint) int { return a.Created.Compare(b.Created) })
+	return out, nil
 }

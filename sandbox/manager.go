@@ -121,6 +121,11 @@ type Config struct {
 	// taken for idleness. Default 1 minute; it must stay well below
 	// IdleAfter.
 	Heartbeat time.Duration
+	// Files, when set, keeps checkpoints of the host files sandboxes
+	// mount (a chat's uploads and intermediate files) beside the
+	// provider's of the sandboxes: Checkpoint, Restore, Fork and the
+	// others take both.
+	Files FileCheckpoints
 	// RestoreWait bounds how long a restore of a sandbox's checkpoint
 	// waits for its running commands (default 10 s), before it gives up
 	// with ErrRewindBusy.

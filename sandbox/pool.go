@@ -53,7 +53,16 @@ const (
 	PoolMissEmpty  = "empty"  // no ready member of the shape
 	PoolMissShape  = "shape"  // the chat's sandbox has another shape
 	PoolMissFailed = "failed" // a member was claimed but could not be adopted
+	PoolMissFiles  = "files"  // the chat has files a member cannot take (PoolAdoptable)
 )
+
+// PoolAdoptable is a PoolWorkspace that can say a chat cannot take a
+// member's directories (its files are checkpointed in a subvolume of
+// their own, which a member's cannot be exchanged with): the chat's
+// sandbox is then created, and no member is claimed for it.
+type PoolAdoptable interface {
+	Adoptable(sandboxID string) bool
+}
 
 // PoolMember is one member's document.
 type PoolMember struct {
@@ -262,7 +271,7 @@ func (m *Manager) PoolStats(ctx context.Context) (stats PoolStats, ok bool, err 
 		Size: p.cfg.Size, Shape: p.shape.String(),
 		Claims: p.claims.Load(), Refills: p.refills.Load(), RefillErrors: p.refillErrors.Load(),
 		RefillSeconds: time.Duration(p.refillNanos.Load()).Seconds(), LastRefill: time.Duration(p.lastRefill.Load()),
-		Misses: map[string]uint64{PoolMissEmpty: 0, PoolMissShape: 0, PoolMissFailed: 0},
+		Misses: map[string]uint64{PoolMissEmpty: 0, PoolMissShape: 0, PoolMissFailed: 0, PoolMissFiles: 0},
 	}
 	p.mu.Lock()
 	for k, v := range p.misses {

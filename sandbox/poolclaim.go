@@ -38,6 +38,10 @@ func (m *Manager) pickMember(ctx context.Context, spec Spec) *pick {
 		pk.ch <- picked{miss: PoolMissShape}
 		return pk
 	}
+	if a, ok := p.cfg.Workspace.(PoolAdoptable); ok && !a.Adoptable(spec.ID) {
+		pk.ch <- picked{miss: PoolMissFiles}
+		return pk
+	}
 	go func() { pk.ch <- m.claimMember(ctx, spec.ID) }()
 	return pk
 }

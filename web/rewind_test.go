@@ -17,13 +17,15 @@ import (
 )
 
 // lookCmd prints the workspace's entries with their types, modes, sizes
-// and contents' hashes, and the shell's directory and $V: what a rewind
-// must bring back exactly.
-const lookCmd = `cd /workspace && find . -path ./skills -prune -o -path ./uploads -prune -o -path ./intermediate -prune -o -printf '%p %y %m %s\n' | sort; ` +
-	`find . -path ./skills -prune -o -path ./uploads -prune -o -path ./intermediate -prune -o -type f -print0 | sort -z | xargs -0r sha256sum; cd - >/dev/null; echo "cwd=$(pwd) V=$V"`
+// and contents' hashes, the uploads and intermediate files included, and
+// the shell's directory and $V: what a rewind must bring back exactly.
+const lookCmd = `cd /workspace && find . -path ./skills -prune -o -printf '%p %y %m %s\n' | sort; ` +
+	`find . -path ./skills -prune -o -type f -print0 | sort -z | xargs -0r sha256sum; cd - >/dev/null; echo "cwd=$(pwd) V=$V"`
 
 // TestRewind: through the chat API, on an engine with checkpoints: three
-// turns create, change and delete files and move the shell; regenerating
+// turns create, change and delete files, uploads and intermediate files
+// among them (uploaded before the chat's first turn, and between turns),
+// and move the shell; regenerating
 // turn 3 brings back turn 2's files and shell exactly, redo brings turn
 // 3's back, editing turn 2 brings back turn 1's, and the chat goes on
 // from there; a fork at turn 1 gets turn 1's sandbox, and a title that
@@ -87,13 +89,21 @@ func testRewind(t *testing.T, provider string, cfg map[string]string) {
 		}
 		return answer[max(i, 0):]
 	}
-	say(chatID, "mkdir -p src && echo one > src/a.txt && printf '#!/bin/sh\\n' > src/run.sh && chmod 755 src/run.sh && cd src && export V=1")
+	// An upload before the chat's first turn: the chat has files, and
+	// no sandbox yet.
+	uploadVia(t, alice, appID, chatID, "", "u0.txt", "zero")
+	say(chatID, "mkdir -p src && echo one > src/a.txt && printf '#!/bin/sh\\n' > src/run.sh && chmod 755 src/run.sh && echo i1 > /workspace/intermediate/i1.txt && cd src && export V=1")
+	uploadVia(t, alice, appID, chatID, "", "u1.txt", "one")
 	m1 := look(chatID)
-	say(chatID, "echo two > a.txt && chmod 600 a.txt && head -c 200000 /dev/urandom > big.bin && mkdir -p /workspace/out && cd /workspace/out && export V=2")
+	say(chatID, "echo two > a.txt && chmod 600 a.txt && head -c 200000 /dev/urandom > big.bin && mkdir -p /workspace/out && cd /workspace/out && "+
+		"rm /workspace/uploads/u0.txt && echo changed >> /workspace/intermediate/i1.txt && head -c 100000 /dev/urandom > /workspace/intermediate/i2.bin && export V=2")
 	m2 := look(chatID)
-	say(chatID, "rm -rf /workspace/src && echo three > /workspace/out/r.txt && cd / && export V=3")
+	say(chatID, "rm -rf /workspace/src && echo three > /workspace/out/r.txt && rm /workspace/intermediate/i2.bin && cd / && export V=3")
 	m3 := look(chatID)
-	if !strings.Contains(m1, "cwd=/workspace/src V=1") || !strings.Contains(m2, "./src/big.bin f 644 200000") || !strings.Contains(m3, "cwd=/ V=3") || strings.Contains(m3, "./src") {
+	if !strings.Contains(m1, "cwd=/workspace/src V=1") || !strings.Contains(m1, "./uploads/u0.txt f 644 4") || !strings.Contains(m1, "./uploads/u1.txt f 644 3") ||
+		!strings.Contains(m1, "./intermediate/i1.txt f 644 3") || !strings.Contains(m2, "./src/big.bin f 644 200000") ||
+		strings.Contains(m2, "u0.txt") || !strings.Contains(m2, "./intermediate/i2.bin f 644 100000") || !strings.Contains(m3, "cwd=/ V=3") ||
+		strings.Contains(m3, "./src") || strings.Contains(m3, "i2.bin") {
 		t.Fatalf("the turns' sandboxes:\n%s\n%s\n%s", m1, m2, m3)
 	}
 
@@ -126,19 +136,30 @@ func testRewind(t *testing.T, provider string, cfg map[string]string) {
 	if got := say(chatID, `echo "$(pwd) $V"; ls /workspace`); !strings.Contains(got, "/workspace/src 1") || strings.Contains(got, "out") {
 		t.Errorf("the edited turn 2 ran in %q", got)
 	}
-	// Before turn 1, the sandbox did not exist: the rewind empties it.
-	if out := rewind(chatID, 0); out["sandbox"] != "emptied" {
+	// The files panel lists what the sandbox has.
+	if got := listUploads(t, alice, appID, chatID, "uploads"); !slices.Equal(got, []string{"u0.txt:4", "u1.txt:3"}) {
+		t.Errorf("the uploads after editing turn 2: %v", got)
+	}
+	// Before turn 1, the sandbox did not exist, and the chat had one
+	// upload: the rewind empties the sandbox and brings back that upload
+	// alone.
+	if out := rewind(chatID, 0); out["sandbox"] != "restored" {
 		t.Errorf("rewinding turn 1 answered %v", out)
 	}
-	if got := say(chatID, "ls -A /workspace | grep -v -e skills -e uploads -e intermediate; echo \"$(pwd)\""); strings.Contains(got, "src") || !strings.Contains(got, "/workspace") {
+	if got := say(chatID, "ls -A /workspace | grep -v -e skills -e uploads -e intermediate; echo \"$(pwd)\"; ls -A /workspace/uploads /workspace/intermediate"); strings.Contains(got, "src") ||
+		!strings.Contains(got, "/workspace") || !strings.Contains(got, "u0.txt") || strings.Contains(got, "u1.txt") || strings.Contains(got, "i1.txt") {
 		t.Errorf("after rewinding turn 1: %q", got)
+	}
+	if got := listUploads(t, alice, appID, chatID, "uploads"); !slices.Equal(got, []string{"u0.txt:4"}) {
+		t.Errorf("the uploads after rewinding turn 1: %v", got)
 	}
 
 	// A fork at turn 1 of another chat, which goes on after it.
 	other := "rewind-other"
-	say(other, "echo first > f.txt && export V=f")
+	uploadVia(t, alice, appID, other, "", "o.txt", "mine")
+	say(other, "echo first > f.txt && echo first > /workspace/intermediate/x.txt && export V=f")
 	mf := look(other)
-	say(other, "echo second > f.txt && export V=s")
+	say(other, "echo second > f.txt && echo second > /workspace/intermediate/x.txt && rm /workspace/uploads/o.txt && export V=s")
 	var forked map[string]any
 	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 200).JSON(t, &forked)
 	if forked["chatId"] != "rewind-fork" || forked["items"] != float64(2) || forked["sandbox"] != "copied" {
@@ -165,8 +186,11 @@ func testRewind(t *testing.T, provider string, cfg map[string]string) {
 	if got := look("rewind-fork"); got != mf {
 		t.Errorf("the fork:\n%s\nwant the original's at turn 1:\n%s", got, mf)
 	}
-	say("rewind-fork", "echo fork > g.txt")
-	if got := say(other, "cat f.txt; ls; echo $V"); !strings.Contains(got, "second") || strings.Contains(got, "g.txt") || !strings.Contains(got, "s") {
+	if got := listUploads(t, alice, appID, "rewind-fork", "uploads"); !slices.Equal(got, []string{"o.txt:4"}) {
+		t.Errorf("the fork's uploads: %v", got)
+	}
+	say("rewind-fork", "echo fork > g.txt && echo fork > /workspace/uploads/g.txt")
+	if got := say(other, "cat f.txt /workspace/intermediate/x.txt; ls /workspace /workspace/uploads; echo $V"); !strings.Contains(got, "second\nsecond") || strings.Contains(got, "g.txt") || strings.Contains(got, "o.txt") || !strings.Contains(got, "s") {
 		t.Errorf("the original after the fork: %q", got)
 	}
 	expect(t, alice, "POST", "/api/core/chat/fork", map[string]any{"appId": appID, "chatId": other, "contentId": other + "/00000001", "newChatId": "rewind-fork"}, 409)
@@ -203,7 +227,7 @@ func testRewind(t *testing.T, provider string, cfg map[string]string) {
 	}
 	left := func() []string {
 		var out []string
-		for _, d := range []string{"live", "checkpoints"} {
+		for _, d := range []string{"live", "checkpoints", "chats/live", "chats/checkpoints"} {
 			entries, _ := os.ReadDir(filepath.Join(pool, d))
 			for _, e := range entries {
 				out = append(out, d+"/"+e.Name())

@@ -185,9 +185,6 @@ const (
 	firstFreeObjID = 256 // BTRFS_FIRST_FREE_OBJECTID
 )
 
-// group is a level-1 qgroup id: level in the top 16 bits.
-func group(n uint64) uint64 { return 1<<48 | n }
-
 type qgroupLimit struct {
 	flags, maxRfer, maxExcl, rsvRfer, rsvExcl uint64
 }

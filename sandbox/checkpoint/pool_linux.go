@@ -32,7 +32,8 @@ import (
 // caller takes, restores and deletes a sandbox's checkpoints one at a
 // time, with no process of the sandbox running during a Restore.
 type Pool struct {
-	root string
+	root  string
+	level uint64 // of its quota groups
 }
 
 // Errors.
@@ -51,14 +52,22 @@ var (
 // and finishes what an engine that stopped in the middle left: the
 // subvolumes in trash are deleted, a restore's or fork's unfinished copy
 // too.
-func Open(root string) (*Pool, error) {
+func Open(root string) (*Pool, error) { return open(root, 1) }
+
+// OpenChats opens the pool of the chats' files (package workspace) at
+// root, which may share a filesystem with a sandboxes' pool: its quota
+// groups are of another level (2), so that a chat and a sandbox of the
+// same id never share one.
+func OpenChats(root string) (*Pool, error) { return open(root, 2) }
+
+func open(root string, level uint64) (*Pool, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint pool: %w", err)
 	}
 	if !onBtrfs(root) {
 		return nil, fmt.Errorf("checkpoint pool %s: %w (format one with MountImage, or mount a btrfs filesystem there)", root, ErrNotBtrfs)
 	}
-	p := &Pool{root: root}
+	p := &Pool{root: root, level: level}
 	for _, d := range []string{p.liveDir(), p.checkpointsDir(), p.trashDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("checkpoint pool: %w", err)
@@ -73,11 +82,12 @@ func Open(root string) (*Pool, error) {
 	return p, nil
 }
 
-// groupOf is sandbox id's quota group: level 1, numbered by the id's
-// first 48 bits. Its members are the sandbox's files and checkpoints.
-func groupOf(id string) uint64 {
+// groupOf is sandbox id's quota group: of the pool's level, numbered by
+// the id's first 48 bits. Its members are the sandbox's files and
+// checkpoints.
+func (p *Pool) groupOf(id string) uint64 {
 	n, _ := strconv.ParseUint(id[:12], 16, 64)
-	return group(n)
+	return p.level<<48 | n
 }
 
 func (p *Pool) liveDir() string        { return filepath.Join(p.root, "live") }
@@ -132,7 +142,7 @@ func (p *Pool) Create(id string, limit int64) error {
 	if err := p.newGroup(id, limit); err != nil {
 		return err
 	}
-	if err := subvolCreate(p.Dir(id), groupOf(id)); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := subvolCreate(p.Dir(id), p.groupOf(id)); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("checkpoint pool: %w", err)
 	}
 	return nil
@@ -140,10 +150,10 @@ func (p *Pool) Create(id string, limit int64) error {
 
 // newGroup makes sandbox id's quota group, with limit bytes.
 func (p *Pool) newGroup(id string, limit int64) error {
-	if err := createGroup(p.root, groupOf(id)); err != nil {
+	if err := createGroup(p.root, p.groupOf(id)); err != nil {
 		return fmt.Errorf("checkpoint pool: %w", err)
 	}
-	if err := limitGroup(p.root, groupOf(id), limit); err != nil {
+	if err := limitGroup(p.root, p.groupOf(id), limit); err != nil {
 		return fmt.Errorf("checkpoint pool: %w", err)
 	}
 	return nil
@@ -157,7 +167,7 @@ func (p *Pool) Usage(id string) int64 {
 	if !sandbox.ValidID(id) {
 		return -1
 	}
-	return groupUsage(p.root, groupOf(id))
+	return groupUsage(p.root, p.groupOf(id))
 }
 
 // Exists reports whether sandbox id's files are in the pool.
@@ -184,7 +194,7 @@ func (p *Pool) Checkpoint(id, name string) (Info, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return Info{}, fmt.Errorf("checkpoint of sandbox %s: %w", id, err)
 	}
-	if err := snapshot(p.Dir(id), dst, true, groupOf(id)); err != nil {
+	if err := snapshot(p.Dir(id), dst, true, p.groupOf(id)); err != nil {
 		return Info{}, fmt.Errorf("checkpoint of sandbox %s: %w", id, err)
 	}
 	return p.info(id, name)
@@ -266,9 +276,9 @@ func (p *Pool) replace(id, src string) error {
 	tmp := temp(p.liveDir(), id)
 	var err error
 	if src == "" {
-		err = subvolCreate(tmp, groupOf(id))
+		err = subvolCreate(tmp, p.groupOf(id))
 	} else {
-		err = snapshot(src, tmp, false, groupOf(id))
+		err = snapshot(src, tmp, false, p.groupOf(id))
 	}
 	if err != nil {
 		return fmt.Errorf("restore sandbox %s: %w", id, err)
@@ -321,7 +331,7 @@ func (p *Pool) Fork(src, name, dst string, limit int64) error {
 		return err
 	}
 	tmp := temp(p.liveDir(), dst)
-	if err := snapshot(from, tmp, false, groupOf(dst)); err != nil {
+	if err := snapshot(from, tmp, false, p.groupOf(dst)); err != nil {
 		return fmt.Errorf("fork sandbox %s: %w", dst, err)
 	}
 	// Not over a sandbox that appeared meanwhile: renameat2 without
@@ -384,7 +394,7 @@ func (p *Pool) Delete(id string) error {
 	// Its quota group goes once the cleaner freed what it was charged
 	// for; until then (EBUSY) it stays, empty of members, and is taken
 	// again by a sandbox whose id starts alike.
-	_ = destroyGroup(p.root, groupOf(id))
+	_ = destroyGroup(p.root, p.groupOf(id))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete sandbox %s from the checkpoint pool: %w", id, err)
 	}
@@ -454,7 +464,7 @@ func (p *Pool) Limit(id string, limit int64) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if err := limitGroup(p.root, groupOf(id), limit); err != nil {
+	if err := limitGroup(p.root, p.groupOf(id), limit); err != nil {
 		return fmt.Errorf("checkpoint pool: %w", err)
 	}
 	return nil

@@ -56,7 +56,19 @@ func (s *Store) MemberMounts(ctx context.Context, poolID string) ([]sandbox.Moun
 		return nil, fmt.Errorf("create the warm pool's directory: %w", err)
 	}
 	dir := s.memberDir(poolID)
-	if err := mkdir(dir, 0o755); err != nil {
+	if s.pool != nil {
+		// Its files in the pool, under its own id: the chat that adopts it
+		// links to them (chatpool.go).
+		if err := os.Symlink(s.pool.Dir(poolID), dir); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create a warm pool member's directory: %w", err)
+		}
+		if fid, ok := s.linkedID(dir); !ok || fid != poolID {
+			return nil, fmt.Errorf("create a warm pool member's directory: %s is in the way; move it away", dir)
+		}
+		if err := s.pool.Create(poolID, s.poolLimit()); err != nil {
+			return nil, fmt.Errorf("create a warm pool member's files: %w", err)
+		}
+	} else if err := mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create a warm pool member's directory: %w", err)
 	}
 	if err := s.attachMember(poolID); err != nil {
@@ -82,6 +94,9 @@ func (s *Store) Adopt(ctx context.Context, scope sandbox.Scope, poolID string) e
 	}
 	if err := checkScope(scope); err != nil {
 		return err
+	}
+	if s.pool != nil {
+		return s.adoptPooled(scope, poolID)
 	}
 	if moved, err := s.moveMember(scope, poolID); moved || err != nil {
 		return err
@@ -238,6 +253,8 @@ func (s *Store) Discard(ctx context.Context, poolID string) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("discard a warm pool member's directory: %w", err)
+	case s.pool != nil && fi.Mode()&fs.ModeSymlink != 0 && s.isMemberLink(poolID):
+		return s.discardPooled(poolID)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		// An adopted member's link stays while its chat's directory
 		// exists: a Docker sandbox finds its mounts through it.
@@ -278,6 +295,22 @@ func (s *Store) Sweep(ctx context.Context, keep func(poolID string) bool) (int, 
 			break
 		}
 		path := filepath.Join(root, e.Name())
+		if s.pool != nil && e.Type()&fs.ModeSymlink != 0 && sandbox.ValidID(e.Name()) && s.isMemberLink(e.Name()) {
+			// A member's files in the pool: discarded like its
+			// directory, unless a chat took them.
+			if keep(e.Name()) || s.adoptedPooled(e.Name()) {
+				continue
+			}
+			if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) < sweepAfter {
+				continue
+			}
+			if err := s.discardPooled(e.Name()); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed++
+			continue
+		}
 		if e.Type()&fs.ModeSymlink != 0 {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 				if err := os.Remove(path); err == nil {
@@ -298,5 +331,17 @@ func (s *Store) Sweep(ctx context.Context, keep func(poolID string) bool) (int, 
 		}
 		removed++
 	}
+	if s.pool != nil && ctx.Err() == nil {
+		n, err := s.sweepPooled(ctx)
+		removed += n
+		errs = append(errs, err)
+	}
 	return removed, errors.Join(errs...)
+}
+
+// isMemberLink reports whether member poolID's path links to its own
+// files in the pool.
+func (s *Store) isMemberLink(poolID string) bool {
+	fid, ok := s.linkedID(s.memberDir(poolID))
+	return ok && fid == poolID
 }

@@ -158,9 +158,10 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		if errors.Is(err, ErrQuota) || ctx.Err() != nil {
 			return File{}, err
 		}
-		if errors.Is(err, syscall.ENOSPC) {
-			// The chat's disk is full (ChatDisk): what the sandbox wrote
-			// since the last measure took the rest of the quota.
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			// The chat's disk is full (ChatDisk), or its files' quota in
+			// the checkpoint pool reached: what the sandbox wrote since
+			// the last measure, or its checkpoints, took the rest.
 			return File{}, &QuotaError{What: QuotaChat, Name: clean, Limit: s.maxChat, Used: s.maxChat}
 		}
 		return File{}, fmt.Errorf("save %s: %w", clean, err)

@@ -45,6 +45,11 @@ type Config struct {
 	// engine writes 0666, for a sandbox whose root is neither the engine's
 	// user nor allowed to override permissions (see the package comment).
 	WorldWritable bool
+	// Pool, when set, keeps each new chat's directory in a subvolume of
+	// its own, checkpointed with its sandbox (see chatpool.go); ChatDisk
+	// is then left out for new chats: the subvolume's quota bounds what
+	// the sandbox writes.
+	Pool Pool
 	// Now is the clock of owner.json's createdAt; time.Now when nil.
 	Now func() time.Time
 }
@@ -92,6 +97,7 @@ type Store struct {
 	maxChat       int64
 	worldWritable bool
 	chatDisk      bool
+	pool          Pool
 	now           func() time.Time
 
 	// attached holds the chats whose disk this process has mounted or
@@ -127,7 +133,8 @@ func New(cfg Config) (*Store, error) {
 		maxFile:       orDefault(cfg.MaxFileBytes, DefaultMaxFileBytes),
 		maxChat:       orDefault(cfg.MaxChatBytes, DefaultMaxChatBytes),
 		worldWritable: cfg.WorldWritable,
-		chatDisk:      cfg.ChatDisk,
+		chatDisk:      cfg.ChatDisk && cfg.Pool == nil,
+		pool:          cfg.Pool,
 		now:           cfg.Now,
 		quotas:        map[string]*chatQuota{},
 		syncFile:      syncFileAt,
@@ -199,7 +206,11 @@ func (s *Store) ensure(scope sandbox.Scope) (string, error) {
 	}
 	id := scope.SandboxID()
 	dir := s.chatDir(id)
-	if err := mkdir(dir, 0o755); err != nil {
+	if s.pool != nil {
+		if err := s.makePooled(id); err != nil {
+			return "", fmt.Errorf("create the chat's workspace directory: %w", err)
+		}
+	} else if err := mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the chat's workspace directory: %w", err)
 	}
 	if err := s.attach(id, true); err != nil {
@@ -422,7 +433,7 @@ func (s *Store) Dirs(ctx context.Context) ([]Owner, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !e.IsDir() || !sandbox.ValidID(e.Name()) {
+		if !sandbox.ValidID(e.Name()) || !e.IsDir() && !s.pooledEntry(e) {
 			continue
 		}
 		o, err := s.owner(e.Name())
@@ -494,6 +505,14 @@ func (s *Store) DeleteID(ctx context.Context, sandboxID string) error {
 	dir := s.chatDir(sandboxID)
 	if err := s.detach(sandboxID); err != nil {
 		return fmt.Errorf("delete the workspace of sandbox %s: %w; delete the sandbox first", sandboxID, err)
+	}
+	// Files in the pool go at once, with their checkpoints; the link
+	// after them (below), so that a deletion cut short leaves a link
+	// Dirs finds.
+	if fid, ok := s.pooledID(sandboxID); ok {
+		if err := s.pool.Delete(fid); err != nil {
+			return fmt.Errorf("delete the workspace of sandbox %s: %w", sandboxID, err)
+		}
 	}
 	// owner.json goes last, so that a deletion cut short still says whose
 	// the rest is. os.RemoveAll never follows links.
