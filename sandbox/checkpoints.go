@@ -24,8 +24,13 @@ type CheckpointProvider interface {
 	// checkpoint name, running or stopped; with name "", empty, as
 	// before its first command. Its processes end first (its background
 	// processes and terminal too): they belong to the discarded files.
-	// The checkpoint stays.
-	RestoreCheckpoint(ctx context.Context, id, name string) error
+	// The checkpoint stays. mounts, when not nil, restores what the
+	// sandbox mounts from the host (Manager's Files): it is called once
+	// the processes have ended, before the sandbox's own files are
+	// restored and before it starts again, so that no process sees a
+	// mount's old files; its error fails the restore with the sandbox's
+	// files untouched.
+	RestoreCheckpoint(ctx context.Context, id, name string, mounts func() error) error
 	// ForkCheckpoint makes a new, stopped sandbox newID whose files are
 	// sandbox id's checkpoint name, with id's limits; Ensure starts it.
 	ForkCheckpoint(ctx context.Context, id, name, newID string) error
@@ -183,8 +188,9 @@ func (m *Manager) lists(ctx context.Context, cp CheckpointProvider, scope Scope)
 // checkpoint of that name: it did not exist then), running or stopped,
 // once no command of it runs: it waits up to Config.RestoreWait for them,
 // then gives up with ErrRewindBusy. Its processes end (a restore is a
-// stop and a start of what it runs). The host files are restored first,
-// so that the sandbox, started again, mounts them restored.
+// stop and a start of what it runs). The host files are restored while
+// its processes are ended (CheckpointProvider.RestoreCheckpoint's
+// mounts), so that the sandbox, started again, mounts them restored.
 func (m *Manager) Restore(ctx context.Context, scope Scope, name string) error {
 	cp, err := m.checkpointer()
 	if err != nil {
@@ -214,19 +220,27 @@ func (m *Manager) Restore(ctx context.Context, scope Scope, name string) error {
 	if name != "" && !have.inSandbox(name) && !have.inFiles(name) {
 		return fmt.Errorf("restore sandbox %s: %w: it has no checkpoint %q", id, ErrNotFound, name)
 	}
+	var mounts func() error
 	if have.hasFiles {
-		if err := m.cfg.Files.RestoreCheckpoint(ctx, scope, name); err != nil {
-			return fmt.Errorf("restore the files of sandbox %s: %w", id, err)
+		mounts = func() error {
+			if err := m.cfg.Files.RestoreCheckpoint(ctx, scope, name); err != nil {
+				return fmt.Errorf("restore the files of sandbox %s: %w", id, err)
+			}
+			return nil
 		}
 	}
 	if !have.hasSandbox {
-		return nil
+		if mounts == nil {
+			return nil
+		}
+		return mounts()
 	}
 	m.warm.Delete(id) // its processes end: the next command finds out anew
+	own := name
 	if !have.inSandbox(name) {
-		name = ""
+		own = ""
 	}
-	return cp.RestoreCheckpoint(ctx, id, name)
+	return cp.RestoreCheckpoint(ctx, id, own, mounts)
 }
 
 // Fork makes the sandbox of scope to a copy of the scope's sandbox's

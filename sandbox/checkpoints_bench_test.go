@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,16 +16,21 @@ import (
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 	"github.com/flowbox/flowbox/sandbox/docker"
 	"github.com/flowbox/flowbox/sandbox/docker/dockertest"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/workspace"
 )
 
 // BenchmarkChatCheckpoints measures checkpoints as a chat meets them, on
 // bwrap with its agent and on Docker with its agent (the test daemon's
 // busybox image), through the manager, with issue 33's workspace: 1 GiB
-// in 10,000 files, of which each turn's command changes 10.
+// in 10,000 files, of which each turn's command changes 10. The chat's
+// uploads (10 files of 100 KiB, one of which each turn changes) are kept
+// and checkpointed as the engine keeps them (package workspace on the
+// chats' pool), so each checkpoint, rewind and fork takes both.
 //
 //   - command-p50-ms, the baseline: the turn's command (10 files of
 //     100 KiB written);
@@ -56,7 +62,15 @@ func benchChatCheckpoints(b *testing.B, pool string, p sandbox.Provider) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store})
+	files, err := checkpoint.OpenChats(filepath.Join(pool, "chats"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	chats, err := workspace.New(workspace.Config{Root: b.TempDir(), Pool: files})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, MountsFor: chats.Mounts, Files: chats})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,6 +102,11 @@ func benchChatCheckpoints(b *testing.B, pool string, p sandbox.Provider) {
 			}
 		}
 	}
+	for f := 0; f < 10; f++ {
+		if _, err := chats.Save(ctx, chat, "", fmt.Sprintf("u%d.bin", f), bytes.NewReader(block)); err != nil {
+			b.Fatal(err)
+		}
+	}
 	syscall.Sync()
 	p50 := func(d []time.Duration) float64 {
 		slices.Sort(d)
@@ -100,6 +119,7 @@ func benchChatCheckpoints(b *testing.B, pool string, p sandbox.Provider) {
 		for j := 0; j < 10; j++ {
 			cmd += fmt.Sprintf(" && head -c 102400 /dev/urandom > d%02d/f%02d", (i*7+j)%100, (i*3+j*11)%100)
 		}
+		cmd += fmt.Sprintf(" && head -c 102400 /dev/urandom > uploads/u%d.bin", i%10)
 		start := time.Now()
 		if _, err := m.Checkpoint(ctx, chat, fmt.Sprintf("t%d", i)); err != nil {
 			b.Fatal(err)
@@ -126,6 +146,9 @@ func benchChatCheckpoints(b *testing.B, pool string, p sandbox.Provider) {
 		b.StopTimer()
 		for _, s := range []sandbox.Scope{to, other} {
 			if err := m.Delete(ctx, s.SandboxID()); err != nil {
+				b.Fatal(err)
+			}
+			if err := chats.DeleteChat(ctx, s); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +13,10 @@ import (
 	"github.com/flowbox/flowbox/internal/testenv"
 	"github.com/flowbox/flowbox/sandbox"
 	"github.com/flowbox/flowbox/sandbox/bwrap"
+	"github.com/flowbox/flowbox/sandbox/checkpoint"
 	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 	"github.com/flowbox/flowbox/sandbox/mongostore"
+	"github.com/flowbox/flowbox/sandbox/workspace"
 )
 
 // TestManagerCheckpoints: through the manager, a chat's sandbox is
@@ -96,5 +99,125 @@ func TestManagerCheckpoints(t *testing.T) {
 	run(other, "echo fork > a.txt")
 	if got := run(chat, "cat /workspace/a.txt"); got != "one\n" {
 		t.Errorf("the original after the fork's write: %q", got)
+	}
+}
+
+// TestManagerFileCheckpoints: with the chat's files kept in their pool
+// (Config.Files, the workspace store), the manager checkpoints them with
+// the sandbox under one name, also before the sandbox exists; a restore
+// to a checkpoint only the files have empties the sandbox and brings the
+// files back; a checkpoint the files cannot take is not left on the
+// sandbox alone (it would restore them empty); a fork from a checkpoint
+// only the files have copies them and makes no sandbox.
+func TestManagerFileCheckpoints(t *testing.T) {
+	pool := checkpointtest.Pool(t)
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", AgentBinary: testenv.EngineBinary(t), CheckpointPool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	files, err := checkpoint.OpenChats(filepath.Join(pool, "chats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chats, err := workspace.New(workspace.Config{Root: t.TempDir(), Pool: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := mongostore.New(context.Background(), mongotest.DB(t), slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, MountsFor: chats.Mounts, Files: chats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	chat := sandbox.Scope{AppID: "app", UserID: "u1", ChatID: "files"}
+	t.Cleanup(func() { _ = p.Delete(context.Background(), chat.SandboxID()) })
+	run := func(scope sandbox.Scope, cmd string) string {
+		t.Helper()
+		res, err := m.Exec(ctx, scope, sandbox.ExecRequest{Command: cmd, Timeout: 30 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: %+v, %v", cmd, res, err)
+		}
+		return res.Stdout
+	}
+	names := func(scope sandbox.Scope) string {
+		t.Helper()
+		list, err := m.Checkpoints(ctx, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range list {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if _, err := m.Checkpoints(ctx, chat); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("the checkpoints of a chat with neither files nor a sandbox: %v, want ErrNotFound", err)
+	}
+	// Files before the sandbox: a checkpoint of them alone.
+	if _, err := chats.Save(ctx, chat, "", "before.txt", strings.NewReader("up\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Checkpoint(ctx, chat, "t0"); err != nil {
+		t.Fatalf("a checkpoint of a chat with files and no sandbox: %v", err)
+	}
+	run(chat, "echo one > /workspace/a.txt && echo mid > /workspace/uploads/mid.txt && echo i > /workspace/intermediate/i.txt")
+	if _, err := m.Checkpoint(ctx, chat, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(chat); got != "t0 t1" {
+		t.Errorf("the checkpoints: %q, want t0 t1", got)
+	}
+	// One the files already have: refused, and not kept on the sandbox.
+	if _, err := chats.Checkpoint(ctx, chat, "dup"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Checkpoint(ctx, chat, "dup"); err == nil {
+		t.Error("a checkpoint the files could not take succeeded")
+	}
+	if list, err := p.Checkpoints(ctx, chat.SandboxID()); err != nil || len(list) != 1 || list[0].Name != "t1" {
+		t.Errorf("the sandbox's own checkpoints after the refused one: %v, %v; want t1 alone", list, err)
+	}
+	if err := m.DropCheckpoint(ctx, chat, "dup"); err != nil {
+		t.Fatal(err)
+	}
+
+	run(chat, "rm /workspace/a.txt /workspace/uploads/before.txt && echo two > /workspace/intermediate/i.txt")
+	if err := m.Restore(ctx, chat, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(chat, "cat /workspace/a.txt /workspace/uploads/before.txt /workspace/intermediate/i.txt"); got != "one\nup\ni\n" {
+		t.Errorf("after restoring t1: %q", got)
+	}
+	// t0: the files as uploaded, the sandbox empty (it did not exist).
+	if err := m.Restore(ctx, chat, "t0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(chat, "ls -A /workspace | grep -v -e uploads -e intermediate; ls -A /workspace/uploads /workspace/intermediate"); got != "/workspace/intermediate:\n\n/workspace/uploads:\nbefore.txt\n" {
+		t.Errorf("after restoring t0: %q", got)
+	}
+	if err := m.Restore(ctx, chat, "nowhere"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("a restore to a checkpoint neither has: %v, want ErrNotFound", err)
+	}
+
+	// A fork at t0: the files copied, no sandbox until its first command.
+	other := sandbox.Scope{AppID: "app", UserID: "u1", ChatID: "files-fork"}
+	t.Cleanup(func() { _ = p.Delete(context.Background(), other.SandboxID()) })
+	if err := m.Fork(ctx, chat, "t0", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Lookup(ctx, other); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("a fork from a checkpoint of files alone made a sandbox record: %v", err)
+	}
+	if got := run(other, "cat /workspace/uploads/before.txt; ls /workspace/uploads"); got != "up\nbefore.txt\n" {
+		t.Errorf("the fork's files: %q", got)
+	}
+	run(other, "echo fork > /workspace/uploads/fork.txt")
+	if got := run(chat, "ls /workspace/uploads"); got != "before.txt\n" {
+		t.Errorf("the original's uploads after the fork's write: %q", got)
 	}
 }

@@ -99,7 +99,7 @@ func (p *Provider) files() checkpoint.Files {
 	return checkpoint.Files{Pool: p.pool, Provider: "bwrap", In: p.inPool}
 }
 
-func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
+func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string, mounts func() error) error {
 	pid, err := p.inPool(id)
 	if err != nil {
 		return err
@@ -117,6 +117,13 @@ func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error
 	}
 	if err := p.unstage(id); err != nil {
 		return fmt.Errorf("bwrap restore %s: %w", id, err)
+	}
+	// The host files it mounts, while no process and no stage holds
+	// them; a command's stage after a failure shows them as they are.
+	if mounts != nil {
+		if err := mounts(); err != nil {
+			return fmt.Errorf("bwrap restore %s: %w", id, err)
+		}
 	}
 	if err := diskimage.Unmount(p.diskDir(id)); err != nil {
 		return fmt.Errorf("bwrap restore %s: %w", id, err)

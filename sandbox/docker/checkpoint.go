@@ -122,7 +122,7 @@ func (p *Provider) files() checkpoint.Files {
 // RestoreCheckpoint kills a running container, exchanges its files for
 // the checkpoint's (name "" empties them), binds them again and starts
 // it; a stopped one stays stopped.
-func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error {
+func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string, mounts func() error) error {
 	pid, err := p.inPool(id)
 	if err != nil {
 		return err
@@ -145,6 +145,17 @@ func (p *Provider) RestoreCheckpoint(ctx context.Context, id, name string) error
 		secs := 0
 		if _, err := p.cli.ContainerStop(ctx, ContainerName(id), client.ContainerStopOptions{Signal: "SIGKILL", Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fail(p.apiErr("stop", err))
+		}
+	}
+	// The host files it mounts, while no process holds them.
+	if mounts != nil {
+		if err := mounts(); err != nil {
+			if running {
+				if serr := p.start(ctx, id); serr != nil {
+					err = errors.Join(err, serr)
+				}
+			}
+			return fail(err)
 		}
 	}
 	if err := p.unbindPool(id, false); err != nil {

@@ -66,7 +66,7 @@ func testCheckpoints(t *testing.T, h Harness) {
 	}
 	restore := func(name string, want string) {
 		t.Helper()
-		if err := cp.RestoreCheckpoint(ctx, id, name); err != nil {
+		if err := cp.RestoreCheckpoint(ctx, id, name, nil); err != nil {
 			t.Fatalf("RestoreCheckpoint %s: %v", name, err)
 		}
 		if got := manifest(id); got != want {
@@ -92,7 +92,7 @@ func testCheckpoints(t *testing.T, h Harness) {
 	if err := p.Stop(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.RestoreCheckpoint(ctx, id, "t1"); err != nil {
+	if err := cp.RestoreCheckpoint(ctx, id, "t1", nil); err != nil {
 		t.Fatalf("RestoreCheckpoint while stopped: %v", err)
 	}
 	if st, _ := p.Status(ctx, id); st != sandbox.StatusStopped {
@@ -138,7 +138,7 @@ func testCheckpoints(t *testing.T, h Harness) {
 	if err := cp.ForkCheckpoint(ctx, id, "t2", fork); err == nil {
 		t.Error("a fork onto an existing sandbox succeeded")
 	}
-	if err := cp.RestoreCheckpoint(ctx, id, "nope"); !errors.Is(err, sandbox.ErrNotFound) {
+	if err := cp.RestoreCheckpoint(ctx, id, "nope", nil); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("restoring a missing checkpoint: %v, want ErrNotFound", err)
 	}
 	if err := cp.DropCheckpoint(ctx, id, "t0"); err != nil {

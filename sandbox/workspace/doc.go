@@ -21,6 +21,10 @@
 //	R/chats/{sandboxId}/intermediate/   /workspace/intermediate (rw)
 //	R/chats/{sandboxId}/staging/        uploads being received (engine only)
 //
+// With Config.Pool (where the engine keeps checkpoints), R/chats/{sandboxId}
+// is a link to the chat's files in a btrfs pool instead, laid out the
+// same, and checkpointed with the chat's sandbox (chatpool.go).
+//
 // owner.json is written before the two mounted directories exist, and
 // removed after them, so that every directory Dirs finds says whose it is
 // unless a creation crashed before anything was in it. It reaches the disk
