@@ -10,6 +10,7 @@ import (
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
 	"github.com/flowbox/flowbox/sandbox"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 )
 
 // TestWarmPoolThroughChat: with a warm pool, the engine's workers fill it
@@ -23,25 +24,7 @@ func TestWarmPoolThroughChat(t *testing.T) {
 	owner := env.Login(t, "alice", enginetest.Password("alice"))
 	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
 
-	adminPage := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			page := expect(t, admin, "GET", "/admin", nil, 200)
-			_, data := readAppPage[adminPageData](t, page.Body)
-			got := "no pool shown"
-			if p := data.Pool; p != nil && p.On {
-				got = fmt.Sprintf("%d/%d", p.Stats.Ready, p.Stats.Claims)
-			}
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the admin page's warm pool (ready/claims) is %s; want %s", got, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	adminPage := func(want string) { t.Helper(); poolShown(t, admin, want) }
 	adminPage("2/0")
 
 	app := newApp(t, owner, "pooled")
@@ -72,5 +55,77 @@ func TestWarmPoolThroughChat(t *testing.T) {
 	}
 	if !regexp.MustCompile(`flowbox_sandbox_pool_refills_total [3-9]`).MatchString(metrics) {
 		t.Errorf("metrics do not count the three refills")
+	}
+}
+
+// poolShown waits for the admin page to show the warm pool's ready
+// members and claims as want ("2/1").
+func poolShown(t *testing.T, admin *enginetest.Client, want string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		page := expect(t, admin, "GET", "/admin", nil, 200)
+		_, data := readAppPage[adminPageData](t, page.Body)
+		got := "no pool shown"
+		if p := data.Pool; p != nil && p.On {
+			got = fmt.Sprintf("%d/%d", p.Stats.Ready, p.Stats.Claims)
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admin page's warm pool (ready/claims) is %s; want %s", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestWarmPoolWithCheckpoints: where the engine keeps checkpoints, the
+// warm pool's members have their files in the chats' pool. A new chat
+// without files adopts a member, and what is uploaded to it afterwards
+// is in its sandbox and comes back with a rewind; a chat that has files
+// before its first command cannot take a member's (two subvolumes): its
+// sandbox is created, no member is claimed, and the miss is counted.
+func TestWarmPoolWithCheckpoints(t *testing.T) {
+	t.Parallel()
+	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_SANDBOX_POOL_SIZE": "2",
+		"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": checkpointtest.Pool(t)}, Workers: true})
+	env.CreateUser(t, "alice", auth.RoleUser)
+	owner := env.Login(t, "alice", enginetest.Password("alice"))
+	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
+	poolShown(t, admin, "2/0")
+	app := newApp(t, owner, "pooled")
+
+	// Files first: a sandbox of its own.
+	uploadVia(t, owner, app, "c-files", "", "data.csv", "x,y\n")
+	if _, answer := sendTurn(t, owner, "/api/v1/chat/completions", map[string]any{"appId": app, "chatId": "c-files",
+		"messages": message("$ cat uploads/data.csv")}, 200); !strings.Contains(answer, "x,y") {
+		t.Fatalf("the first command of a chat with an upload: %q", answer)
+	}
+	poolShown(t, admin, "2/0")
+	if metrics := string(expect(t, admin, "GET", "/metrics", nil, 200).Body); !strings.Contains(metrics, `flowbox_sandbox_pool_misses_total{reason="files"} 1`) {
+		t.Errorf("metrics do not count the chat with files as a miss")
+	}
+
+	// No files: a member, whose files become the chat's.
+	say := func(cmd string) string {
+		t.Helper()
+		_, answer := sendTurn(t, owner, "/api/v1/chat/completions", map[string]any{"appId": app, "chatId": "c-pool", "messages": message("$ " + cmd)}, 200)
+		return answer
+	}
+	say("echo made > made.txt")
+	poolShown(t, admin, "2/1")
+	uploadVia(t, owner, app, "c-pool", "", "later.txt", "later")
+	if got := say("cat uploads/later.txt made.txt"); !strings.Contains(got, "later") || !strings.Contains(got, "made") {
+		t.Fatalf("the adopted sandbox after an upload: %q", got)
+	}
+	say("rm uploads/later.txt made.txt")
+	var out map[string]any
+	expect(t, owner, "POST", "/api/core/chat/item/delete", map[string]any{"appId": app, "chatId": "c-pool", "contentId": "c-pool/" + pad(4)}, 200).JSON(t, &out)
+	if out["sandbox"] != "restored" {
+		t.Errorf("the rewind answered %v", out)
+	}
+	if got := say("cat uploads/later.txt made.txt"); !strings.Contains(got, "later") || !strings.Contains(got, "made") {
+		t.Errorf("the adopted sandbox after the rewind: %q", got)
 	}
 }

@@ -119,11 +119,14 @@ func TestServeOnEmbeddedDefaults(t *testing.T) {
 		t.Fatalf("chat: %d %+v (%v); want the command's output in the answer", chat.StatusCode, answer, err)
 	}
 	// Where the machine can keep checkpoints (root, btrfs-progs), the
-	// defaults keep them: the chat's sandbox has its files in the pool.
+	// defaults keep them: the chat's sandbox has its files in the pool,
+	// and the chat's uploads and intermediate files theirs.
 	if checkpoint.Usable() == nil {
-		live, err := os.ReadDir(filepath.Join(data, "sandboxes", "checkpoints", "live"))
-		if err != nil || len(live) == 0 {
-			t.Errorf("the checkpoint pool on the defaults holds %v (%v); want the chat's sandbox's files", live, err)
+		for _, dir := range []string{"live", "chats/live"} {
+			live, err := os.ReadDir(filepath.Join(data, "sandboxes", "checkpoints", dir))
+			if err != nil || len(live) == 0 {
+				t.Errorf("the checkpoint pool's %s on the defaults holds %v (%v); want the chat's files", dir, live, err)
+			}
 		}
 	}
 
