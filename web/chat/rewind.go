@@ -309,10 +309,10 @@ func (h *Handler) itemTurn(c *gin.Context) (rewindRequest, history.Chat, int, bo
 	return r, chat, turn, true
 }
 
-// rewindSandbox keeps the sandbox's files for a redo and restores them to
-// before turn seq. It says what became of the sandbox: "restored",
-// "emptied" (it did not exist before that turn) or "none" (it has never
-// existed).
+// rewindSandbox keeps the sandbox's files and the chat's (its uploads and
+// intermediate files) for a redo and restores them to before turn seq. It
+// says what became of them: "restored", "emptied" (neither existed before
+// that turn) or "none" (neither has ever existed).
 func (h *Handler) rewindSandbox(ctx context.Context, scope sandbox.Scope, seq int) (string, error) {
 	list, err := h.Checkpoints.Checkpoints(ctx, scope)
 	if errors.Is(err, sandbox.ErrNotFound) {
