@@ -46,8 +46,11 @@ func TestRewindBrowser(t *testing.T) {
 	tb.ask(t, "$ echo one > a.txt; cat a.txt")
 	answered("one")
 	// Each run of the second command prints a stamp of its own.
-	tb.ask(t, "$ echo two >> a.txt; cat a.txt; echo run-$(date +%s%N)")
+	tb.ask(t, "$ echo two >> a.txt; echo two > /workspace/uploads/two.txt; cat a.txt; echo run-$(date +%s%N)")
 	answered("one\ntwo")
+	// The files panel shows the turn's upload-to-be.
+	two := `#files li[data-path="/workspace/uploads/two.txt"]`
+	tb.do(t, browse(`#files li[data-path="/workspace/uploads"] a`, two))
 
 	// Regenerate: the command runs again where a.txt holds "one".
 	before := lastText()
@@ -69,6 +72,12 @@ func TestRewindBrowser(t *testing.T) {
 	if got := lastText(); !strings.Contains(got, "one\nedited") || strings.Contains(got, "two") {
 		t.Errorf("the edited turn answered %q, want one then edited", got)
 	}
+	// The chat's files went back with it: the panel no longer lists the
+	// file turn 2 wrote into uploads.
+	waitFor(t, "the files panel without the rewound turn's file", func() (bool, string) {
+		got := tb.js(t, `document.getElementById("files")?.innerText ?? ""`)
+		return strings.Contains(got, "/workspace/uploads") && strings.Contains(got, "This folder is empty.") && !strings.Contains(got, "two.txt"), got
+	})
 
 	// Branch at the first answer: a new chat, its sandbox after turn 1.
 	page := tb.location()

@@ -97,7 +97,16 @@ func (s *Store) makePooled(id string) error {
 	if s.pool.Exists(fid) {
 		return nil
 	}
-	return s.pool.Create(fid, s.poolLimit())
+	return s.createPooled(fid)
+}
+
+// createPooled makes files fid in the pool, its root with the mode of a
+// chat's directory whatever the umask.
+func (s *Store) createPooled(fid string) error {
+	if err := s.pool.Create(fid, s.poolLimit()); err != nil {
+		return err
+	}
+	return os.Chmod(s.pool.Dir(fid), 0o755)
 }
 
 // linkedID is the id of the files in the pool that the link at path
@@ -308,6 +317,9 @@ func (s *Store) RestoreCheckpoint(ctx context.Context, scope sandbox.Scope, name
 	}
 	owner, _ := os.ReadFile(filepath.Join(s.pool.Dir(fid), ownerFile))
 	if err := s.pool.Reset(fid); err != nil {
+		return err
+	}
+	if err := os.Chmod(s.pool.Dir(fid), 0o755); err != nil {
 		return err
 	}
 	// The directory as ensure makes it, with the owner it had.

@@ -65,7 +65,7 @@ func (s *Store) MemberMounts(ctx context.Context, poolID string) ([]sandbox.Moun
 		if fid, ok := s.linkedID(dir); !ok || fid != poolID {
 			return nil, fmt.Errorf("create a warm pool member's directory: %s is in the way; move it away", dir)
 		}
-		if err := s.pool.Create(poolID, s.poolLimit()); err != nil {
+		if err := s.createPooled(poolID); err != nil {
 			return nil, fmt.Errorf("create a warm pool member's files: %w", err)
 		}
 	} else if err := mkdir(dir, 0o755); err != nil {
@@ -278,14 +278,12 @@ func (s *Store) Discard(ctx context.Context, poolID string) error {
 
 // Sweep removes the links whose chat directory is gone, and the
 // directories of members that keep does not know and that are older
-// than ten minutes. It returns how many it removed.
+// than ten minutes; with the pool, also the files in it that no link
+// leads to, as old. It returns how many it removed.
 func (s *Store) Sweep(ctx context.Context, keep func(poolID string) bool) (int, error) {
 	root := filepath.Join(s.root, poolDir)
 	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("sweep the warm pool's directories: %w", err)
 	}
 	removed := 0

@@ -113,6 +113,9 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 	}
 	defer root.Close()
 	if err := s.mkdirAll(root, relDir); err != nil {
+		if full(err) {
+			return File{}, s.fullErr(clean)
+		}
 		return File{}, fileErr("save into", Uploads, relDir, err)
 	}
 	// The directory is held by its descriptor from here on: whatever the
@@ -136,6 +139,9 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 	tmpPath := filepath.Join(stagingPath, tmp)
 	f, err := os.OpenFile(tmpPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.fileMode())
 	if err != nil {
+		if full(err) {
+			return File{}, s.fullErr(clean)
+		}
 		return File{}, fmt.Errorf("save %s: %w", clean, err)
 	}
 	defer os.Remove(tmpPath) // once linked, the name in uploads keeps the file
@@ -158,11 +164,8 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		if errors.Is(err, ErrQuota) || ctx.Err() != nil {
 			return File{}, err
 		}
-		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-			// The chat's disk is full (ChatDisk), or its files' quota in
-			// the checkpoint pool reached: what the sandbox wrote since
-			// the last measure, or its checkpoints, took the rest.
-			return File{}, &QuotaError{What: QuotaChat, Name: clean, Limit: s.maxChat, Used: s.maxChat}
+		if full(err) {
+			return File{}, s.fullErr(clean)
 		}
 		return File{}, fmt.Errorf("save %s: %w", clean, err)
 	}
@@ -172,6 +175,9 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		if errors.Is(err, fs.ErrNotExist) {
 			return File{}, fmt.Errorf("save %s: %w: the chat's files were deleted while it was received; upload it again", clean, sandbox.ErrNotFound)
 		}
+		if full(err) {
+			return File{}, s.fullErr(clean)
+		}
 		return File{}, fileErr("save "+clean+" into", Uploads, relDir, err)
 	}
 	rel := final
@@ -179,6 +185,17 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		rel = relDir + "/" + final
 	}
 	return File{Name: final, Path: rel, SandboxPath: sandboxPath(Uploads, rel), Size: size}, nil
+}
+
+// full reports whether err says the chat's disk is full (ChatDisk), or
+// its files' quota in the checkpoint pool reached: what the sandbox wrote
+// since the last measure, or the files' checkpoints, took the rest.
+// Creating a file or a directory meets it as well as writing.
+func full(err error) bool { return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) }
+
+// fullErr is the quota error of an upload that met a full disk.
+func (s *Store) fullErr(name string) error {
+	return &QuotaError{What: QuotaChat, Name: name, Limit: s.maxChat, Used: s.maxChat}
 }
 
 // mkdirAll creates the missing directories of rel inside root, each with

@@ -190,10 +190,13 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
       setMoving(false);
     }
   };
+  // After a rewind or a redo, the files panel lists the chat's files as
+  // they were restored.
   const again = async (dataId: string, question: string) => {
     const ok = await move(async () => {
       await api.rewind(data.appId, data.chatId, dataId);
       await reload();
+      stored();
     });
     if (ok) void runTurn(question, { messages: [{ role: "user", content: question }] });
   };
@@ -201,6 +204,7 @@ export function ChatPage({ data, csrf, t }: { data: PageData; csrf: string; t: T
     move(async () => {
       await api.redo(data.appId, data.chatId);
       await reload();
+      stored();
     });
   const branch = (dataId: string) =>
     move(async () => {
