@@ -621,3 +621,21 @@ func TestPooledSweep(t *testing.T) {
 	}
 	sameFiles(t, "after the sweeps", files(t, s, scopeA), map[string]string{"uploads": "<dir>", "uploads/data.csv": "1,2\n", "intermediate": "<dir>"})
 }
+
+// TestPooledWithoutPool: an engine started with checkpoints off finds a
+// chat's directory that links into the pool; it neither replaces nor
+// lists it as a directory nobody owns, and says how to reach its files.
+func TestPooledWithoutPool(t *testing.T) {
+	s, _ := newPooledStore(t, Config{})
+	save(t, s, scopeA, "kept.txt", "kept")
+	off := newStore(t, Config{Root: s.root})
+	if _, err := off.Mounts(context.Background(), scopeA); err == nil || !strings.Contains(err.Error(), "FLOWBOX_CHECKPOINTS=on") {
+		t.Errorf("mounts of a pooled chat without the pool: %v; want the setting that reaches its files", err)
+	}
+	if dirs, err := off.Dirs(context.Background()); err != nil || len(dirs) != 0 {
+		t.Errorf("Dirs without the pool: %v, %v; want the pooled chat left alone", dirs, err)
+	}
+	if got := files(t, s, scopeA); got["uploads/kept.txt"] != "kept" {
+		t.Errorf("the chat's files after: %v", got)
+	}
+}

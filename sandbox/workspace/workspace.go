@@ -210,6 +210,8 @@ func (s *Store) ensure(scope sandbox.Scope) (string, error) {
 		if err := s.makePooled(id); err != nil {
 			return "", fmt.Errorf("create the chat's workspace directory: %w", err)
 		}
+	} else if target, err := os.Readlink(dir); err == nil {
+		return "", fmt.Errorf("the chat's files are kept in the checkpoint pool (%s), which this engine has not opened: start it with FLOWBOX_CHECKPOINTS=on", target)
 	} else if err := mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create the chat's workspace directory: %w", err)
 	}
