@@ -85,11 +85,24 @@ func poolShown(t *testing.T, admin *enginetest.Client, want string) {
 // without files adopts a member, and what is uploaded to it afterwards
 // is in its sandbox and comes back with a rewind; a chat that has files
 // before its first command cannot take a member's (two subvolumes): its
-// sandbox is created, no member is claimed, and the miss is counted.
+// sandbox is created, no member is claimed, and the miss is counted. On
+// bwrap and on Docker, whose members' containers bind their directories
+// once, when they start.
 func TestWarmPoolWithCheckpoints(t *testing.T) {
 	t.Parallel()
-	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_SANDBOX_POOL_SIZE": "2",
-		"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": checkpointtest.Pool(t)}, Workers: true})
+	t.Run("bwrap", func(t *testing.T) {
+		t.Parallel()
+		testWarmPoolWithCheckpoints(t, map[string]string{})
+	})
+	t.Run("docker", func(t *testing.T) {
+		t.Parallel()
+		testWarmPoolWithCheckpoints(t, dockerEnv(t, ""))
+	})
+}
+
+func testWarmPoolWithCheckpoints(t *testing.T, cfg map[string]string) {
+	cfg["FLOWBOX_SANDBOX_POOL_SIZE"], cfg["FLOWBOX_CHECKPOINTS"], cfg["FLOWBOX_CHECKPOINT_POOL"] = "2", "on", checkpointtest.Pool(t)
+	env := enginetest.Start(t, enginetest.Options{Env: cfg, Workers: true})
 	env.CreateUser(t, "alice", auth.RoleUser)
 	owner := env.Login(t, "alice", enginetest.Password("alice"))
 	admin := env.Login(t, enginetest.AdminName, enginetest.AdminPassword)
