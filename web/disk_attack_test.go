@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowbox/flowbox/auth"
 	"github.com/flowbox/flowbox/engine/enginetest"
+	"github.com/flowbox/flowbox/sandbox/checkpoint/checkpointtest"
 	"github.com/flowbox/flowbox/sandbox/diskimage"
 )
 
@@ -124,10 +125,24 @@ rm -f /workspace/fill`)
 // TestAttackQuotaShellWritesPastChatQuota: the sandbox's own writes into
 // uploads and intermediate, which no route sees, stop at the chat quota
 // (10 MiB): the 60 MiB dd of the attack run fails with ENOSPC. An upload
-// under the quota still works afterwards.
+// under the quota still works afterwards. On the chat's disk image, and
+// where the engine keeps checkpoints, on the quota of the chat's files in
+// the checkpoint pool (EDQUOT), which their checkpoints count against.
 func TestAttackQuotaShellWritesPastChatQuota(t *testing.T) {
 	t.Parallel()
-	env := enginetest.Start(t, enginetest.Options{Env: map[string]string{"FLOWBOX_UPLOAD_MAX_CHAT_MIB": "10"}})
+	t.Run("chat disk", func(t *testing.T) {
+		t.Parallel()
+		testShellWritesPastChatQuota(t, map[string]string{})
+	})
+	t.Run("checkpoint pool", func(t *testing.T) {
+		t.Parallel()
+		testShellWritesPastChatQuota(t, map[string]string{"FLOWBOX_CHECKPOINTS": "on", "FLOWBOX_CHECKPOINT_POOL": checkpointtest.Pool(t)})
+	})
+}
+
+func testShellWritesPastChatQuota(t *testing.T, cfg map[string]string) {
+	cfg["FLOWBOX_UPLOAD_MAX_CHAT_MIB"] = "10"
+	env := enginetest.Start(t, enginetest.Options{Env: cfg})
 	c, s := newDiskSession(t, env, "quota-mallory")
 	out, _ := diskShell(t, c, s, `dd if=/dev/zero of=/workspace/uploads/big bs=1M count=60 2>&1 | grep -o 'No space left on device' | head -1; echo uploads=${PIPESTATUS[0]}
 dd if=/dev/zero of=/workspace/intermediate/big bs=1M count=60 2>&1 | grep -o 'No space left on device' | head -1; echo intermediate=${PIPESTATUS[0]}
@@ -155,8 +170,9 @@ echo total=$(cat /workspace/uploads/big /workspace/intermediate/big | wc -c)`)
 	}
 
 	// Legitimate: room made, an upload under the quota is stored and the
-	// sandbox sees it.
-	diskShell(t, c, s, "rm -f /workspace/uploads/big /workspace/intermediate/big")
+	// sandbox sees it (once written out, the deleted files' blocks are
+	// the quota's again).
+	diskShell(t, c, s, "rm -f /workspace/uploads/big /workspace/intermediate/big; sync")
 	if r := c.Do(t, "PUT", "/api/sandbox/v1/sessions/"+s+"/files?path=/workspace/uploads/ok.bin", bytes.Repeat([]byte("k"), 2<<20)); r.Status != http.StatusCreated {
 		t.Fatalf("an upload of 2 MiB under a 10 MiB quota: %d %s", r.Status, r.Body)
 	}
