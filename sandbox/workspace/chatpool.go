@@ -301,13 +301,19 @@ func (s *Store) DropCheckpoint(ctx context.Context, scope sandbox.Scope, name st
 
 // RestoreCheckpoint makes the scope's files what they were at checkpoint
 // name, or empty (its uploads and intermediate directories without a
-// file) when they have none of that name: the chat had no files then. An
-// upload in flight meanwhile lands in the files set aside.
+// file) when they have none of that name: the chat had no files then.
+// While an upload to the chat is received it refuses
+// (sandbox.ErrRewindBusy); an upload that begins meanwhile waits for it.
 func (s *Store) RestoreCheckpoint(ctx context.Context, scope sandbox.Scope, name string) error {
 	fid, err := s.filesOf(scope)
 	if err != nil {
 		return err
 	}
+	done, err := s.restoreAlone(scope.SandboxID())
+	if err != nil {
+		return err
+	}
+	defer done()
 	list, err := s.pool.Checkpoints(fid)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -637,5 +638,54 @@ func TestPooledWithoutPool(t *testing.T) {
 	}
 	if got := files(t, s, scopeA); got["uploads/kept.txt"] != "kept" {
 		t.Errorf("the chat's files after: %v", got)
+	}
+}
+
+// TestPooledRestoreBesideUpload: a restore of the chat's files is
+// refused while an upload to it is received (it would land in the files
+// set aside), and an upload that begins during a restore waits for it,
+// then lands in the restored files.
+func TestPooledRestoreBesideUpload(t *testing.T) {
+	s, _ := newPooledStore(t, Config{})
+	ctx := context.Background()
+	save(t, s, scopeA, "first.txt", "1")
+	if _, err := s.Checkpoint(ctx, scopeA, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	saved := make(chan error, 1)
+	go func() {
+		_, err := s.Save(ctx, scopeA, "", "slow.txt", pr)
+		saved <- err
+	}()
+	pw.Write([]byte("half")) // returns once the upload reads it: in flight
+	if err := s.RestoreCheckpoint(ctx, scopeA, "t1"); !errors.Is(err, sandbox.ErrRewindBusy) {
+		t.Errorf("a restore beside an upload in flight: %v, want ErrRewindBusy", err)
+	}
+	pw.Close()
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+
+	// A restore in progress: the upload that begins waits for its end.
+	done, err := s.restoreAlone(scopeA.SandboxID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := s.Save(ctx, scopeA, "", "after.txt", strings.NewReader("2"))
+		saved <- err
+	}()
+	select {
+	case err := <-saved:
+		t.Fatalf("an upload during a restore did not wait for it: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	done()
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, s, scopeA); got["uploads/after.txt"] != "2" || got["uploads/slow.txt"] != "half" {
+		t.Errorf("the chat's files: %v", got)
 	}
 }

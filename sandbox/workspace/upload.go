@@ -103,6 +103,15 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 	if err != nil {
 		return File{}, err
 	}
+	// In flight from here: a rewind of the chat's files waits for no
+	// upload, and an upload waits for a rewind in progress, so that it
+	// lands in the files the chat has after it.
+	tmp := rand.Text() + ".part"
+	q, err := s.acquire(ctx, scope.SandboxID(), s.chatDir(scope.SandboxID()), tmp)
+	if err != nil {
+		return File{}, err
+	}
+	defer s.release(scope.SandboxID(), q, tmp)
 	chatDir, err := s.ensure(scope)
 	if err != nil {
 		return File{}, err
@@ -131,10 +140,6 @@ func (s *Store) Save(ctx context.Context, scope sandbox.Scope, dir, name string,
 		return File{}, fmt.Errorf("save %s: open the staging directory: %w", clean, err)
 	}
 	defer staging.Close()
-
-	tmp := rand.Text() + ".part"
-	q := s.acquire(scope.SandboxID(), chatDir, tmp)
-	defer s.release(scope.SandboxID(), q, tmp)
 
 	tmpPath := filepath.Join(stagingPath, tmp)
 	f, err := os.OpenFile(tmpPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.fileMode())
@@ -301,16 +306,48 @@ type chatQuota struct {
 	used     int64
 }
 
-func (s *Store) acquire(id, dir, tmp string) *chatQuota {
+// acquire counts an upload to chat id in flight, once no restore of the
+// chat's files runs.
+func (s *Store) acquire(ctx context.Context, id, dir, tmp string) (*chatQuota, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.restoring[id] != nil {
+		done := s.restoring[id]
+		s.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return nil, ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	q := s.quotas[id]
 	if q == nil {
 		q = &chatQuota{dir: dir, staging: map[string]bool{}}
 		s.quotas[id] = q
 	}
 	q.staging[tmp] = true
-	return q
+	return q, nil
+}
+
+// restoreAlone marks a restore of chat id's files as running, while no
+// upload to it is in flight (sandbox.ErrRewindBusy otherwise); uploads
+// that begin meanwhile wait for done.
+func (s *Store) restoreAlone(id string) (done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.quotas[id] != nil {
+		return nil, fmt.Errorf("%w: an upload to the chat is being received; try again when it has finished", sandbox.ErrRewindBusy)
+	}
+	ch := make(chan struct{})
+	s.restoring[id] = ch
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.restoring, id)
+		close(ch)
+	}, nil
 }
 
 // release forgets the measure with the chat's last upload in flight: the

@@ -109,6 +109,9 @@ type Store struct {
 
 	mu     sync.Mutex
 	quotas map[string]*chatQuota // by sandbox ID, while uploads are in flight
+	// restoring holds the chats whose files a restore replaces, by
+	// sandbox ID; closed when it ends (restoreAlone).
+	restoring map[string]chan struct{}
 
 	// ownerSyncs holds the syncs of owner.json still running or failed,
 	// by sandbox ID (syncOwner).
@@ -137,6 +140,7 @@ func New(cfg Config) (*Store, error) {
 		pool:          cfg.Pool,
 		now:           cfg.Now,
 		quotas:        map[string]*chatQuota{},
+		restoring:     map[string]chan struct{}{},
 		syncFile:      syncFileAt,
 	}
 	if s.now == nil {

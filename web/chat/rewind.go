@@ -241,7 +241,7 @@ func itemSeq(c *gin.Context, chat history.Chat, dataID string) (int, bool) {
 func (h *Handler) sandboxErr(c *gin.Context, what string, scope sandbox.Scope, err error) {
 	switch {
 	case errors.Is(err, sandbox.ErrRewindBusy):
-		api.Error(c, http.StatusConflict, "a command of this chat's sandbox is still running (a terminal's or a previous run's); try again when it has ended")
+		api.Error(c, http.StatusConflict, "a command of this chat's sandbox is still running (a terminal's or a previous run's), or a file is being uploaded to it; try again when it has ended")
 	case errors.Is(err, sandbox.ErrUnsupported):
 		api.Error(c, http.StatusConflict, "this chat's sandbox has no checkpoints (it was made before they were turned on, or its provider has none): "+err.Error())
 	default:
