@@ -60,6 +60,14 @@ type FileCheckpoints interface {
 	DeleteChat(ctx context.Context, scope Scope) error
 }
 
+// FilesReceiving is FileCheckpoints that can say a file is being
+// received into the scope's files (an upload), during which their
+// restore refuses: Restore asks it first, so that a rewind refused for
+// it does not end the sandbox's processes.
+type FilesReceiving interface {
+	Receiving(scope Scope) bool
+}
+
 // noFiles reports whether err says the scope has no files with
 // checkpoints: none at all, or kept without.
 func noFiles(err error) bool { return errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnsupported) }
@@ -219,6 +227,9 @@ func (m *Manager) Restore(ctx context.Context, scope Scope, name string) error {
 	}
 	if name != "" && !have.inSandbox(name) && !have.inFiles(name) {
 		return fmt.Errorf("restore sandbox %s: %w: it has no checkpoint %q", id, ErrNotFound, name)
+	}
+	if r, ok := m.cfg.Files.(FilesReceiving); ok && have.hasFiles && r.Receiving(scope) {
+		return fmt.Errorf("restore sandbox %s: %w: a file is being uploaded to the chat; try again when it has been received", id, ErrRewindBusy)
 	}
 	var mounts func() error
 	if have.hasFiles {

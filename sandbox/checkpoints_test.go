@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -187,6 +188,27 @@ func TestManagerFileCheckpoints(t *testing.T) {
 	}
 
 	run(chat, "rm /workspace/a.txt /workspace/uploads/before.txt && echo two > /workspace/intermediate/i.txt")
+	// While a file is being uploaded, a rewind is refused before it ends
+	// the sandbox's processes: its namespace, whose /tmp is its own,
+	// goes on.
+	run(chat, "echo kept > /tmp/mark")
+	pr, pw := io.Pipe()
+	saved := make(chan error, 1)
+	go func() {
+		_, err := chats.Save(ctx, chat, "", "slow.txt", pr)
+		saved <- err
+	}()
+	pw.Write([]byte("slow")) // returns once the upload reads it: in flight
+	if err := m.Restore(ctx, chat, "t1"); !errors.Is(err, sandbox.ErrRewindBusy) {
+		t.Errorf("a restore beside an upload: %v, want ErrRewindBusy", err)
+	}
+	pw.Close()
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	if got := run(chat, "cat /tmp/mark; rm /workspace/uploads/slow.txt"); got != "kept\n" {
+		t.Errorf("the sandbox's /tmp after the refused restore: %q, want its namespace kept", got)
+	}
 	if err := m.Restore(ctx, chat, "t1"); err != nil {
 		t.Fatal(err)
 	}

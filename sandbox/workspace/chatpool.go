@@ -270,7 +270,18 @@ func (s *Store) filesOf(scope sandbox.Scope) (string, error) {
 	return fid, nil
 }
 
-var _ sandbox.FileCheckpoints = (*Store)(nil)
+var (
+	_ sandbox.FileCheckpoints = (*Store)(nil)
+	_ sandbox.FilesReceiving  = (*Store)(nil)
+)
+
+// Receiving reports whether an upload to the scope's files is in flight
+// in this process.
+func (s *Store) Receiving(scope sandbox.Scope) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quotas[scope.SandboxID()] != nil
+}
 
 // Checkpoint keeps the scope's files as they are now, under name.
 func (s *Store) Checkpoint(ctx context.Context, scope sandbox.Scope, name string) (sandbox.Checkpoint, error) {
