@@ -161,12 +161,7 @@ func (l lists) inSandbox(name string) bool { return hasCheckpoint(l.sandbox, nam
 func (l lists) inFiles(name string) bool   { return hasCheckpoint(l.files, name) }
 
 func hasCheckpoint(list []Checkpoint, name string) bool {
-	for _, c := range list {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list, func(c Checkpoint) bool { return c.Name == name })
 }
 
 func (m *Manager) lists(ctx context.Context, cp CheckpointProvider, scope Scope) (lists, error) {

@@ -25,29 +25,10 @@ import (
 // command and gives up past RestoreWait, never restoring under it; a
 // fork makes another chat's sandbox, recorded, from the checkpoint.
 func TestManagerCheckpoints(t *testing.T) {
-	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", AgentBinary: testenv.EngineBinary(t), CheckpointPool: checkpointtest.Pool(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
-	store, err := mongostore.New(context.Background(), mongotest.DB(t), slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, RestoreWait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, m := checkpointManager(t, checkpointtest.Pool(t), sandbox.Config{RestoreWait: time.Second})
 	ctx := context.Background()
 	chat := sandbox.Scope{AppID: "app", UserID: "u1", ChatID: "c1"}
-	run := func(scope sandbox.Scope, cmd string) string {
-		t.Helper()
-		res, err := m.Exec(ctx, scope, sandbox.ExecRequest{Command: cmd, Timeout: 30 * time.Second})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("%s: %+v, %v", cmd, res, err)
-		}
-		return res.Stdout
-	}
+	run := func(scope sandbox.Scope, cmd string) string { t.Helper(); return mustRun(t, m, scope, cmd) }
 	t.Cleanup(func() {
 		for _, id := range []string{chat.SandboxID(), sandbox.Scope{AppID: "app", UserID: "u1", ChatID: "c2"}.SandboxID()} {
 			_ = p.Delete(context.Background(), id)
@@ -112,11 +93,6 @@ func TestManagerCheckpoints(t *testing.T) {
 // only the files have copies them and makes no sandbox.
 func TestManagerFileCheckpoints(t *testing.T) {
 	pool := checkpointtest.Pool(t)
-	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", AgentBinary: testenv.EngineBinary(t), CheckpointPool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
 	files, err := checkpoint.OpenChats(filepath.Join(pool, "chats"))
 	if err != nil {
 		t.Fatal(err)
@@ -125,25 +101,11 @@ func TestManagerFileCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := mongostore.New(context.Background(), mongotest.DB(t), slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sandbox.New(sandbox.Config{Provider: p, Store: store, MountsFor: chats.Mounts, Files: chats})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, m := checkpointManager(t, pool, sandbox.Config{MountsFor: chats.Mounts, Files: chats})
 	ctx := context.Background()
 	chat := sandbox.Scope{AppID: "app", UserID: "u1", ChatID: "files"}
 	t.Cleanup(func() { _ = p.Delete(context.Background(), chat.SandboxID()) })
-	run := func(scope sandbox.Scope, cmd string) string {
-		t.Helper()
-		res, err := m.Exec(ctx, scope, sandbox.ExecRequest{Command: cmd, Timeout: 30 * time.Second})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("%s: %+v, %v", cmd, res, err)
-		}
-		return res.Stdout
-	}
+	run := func(scope sandbox.Scope, cmd string) string { t.Helper(); return mustRun(t, m, scope, cmd) }
 	names := func(scope sandbox.Scope) string {
 		t.Helper()
 		list, err := m.Checkpoints(ctx, scope)
@@ -242,4 +204,36 @@ func TestManagerFileCheckpoints(t *testing.T) {
 	if got := run(chat, "ls /workspace/uploads"); got != "before.txt\n" {
 		t.Errorf("the original's uploads after the fork's write: %q", got)
 	}
+}
+
+// checkpointManager is a manager of cfg on bwrap with its agent, whose
+// sandboxes keep their files in the checkpoint pool at pool, and the
+// test database.
+func checkpointManager(t *testing.T, pool string, cfg sandbox.Config) (*bwrap.Provider, *sandbox.Manager) {
+	t.Helper()
+	p, err := bwrap.New(bwrap.Config{Root: t.TempDir(), CgroupParent: "flowbox-test", AgentBinary: testenv.EngineBinary(t), CheckpointPool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Need(t, "bwrap", p.Fingerprint(context.Background()))
+	if cfg.Store, err = mongostore.New(context.Background(), mongotest.DB(t), slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Provider = p
+	m, err := sandbox.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, m
+}
+
+// mustRun runs cmd in the scope's sandbox and returns its output; a
+// failure or a non-zero exit fails the test.
+func mustRun(t *testing.T, m *sandbox.Manager, scope sandbox.Scope, cmd string) string {
+	t.Helper()
+	res, err := m.Exec(context.Background(), scope, sandbox.ExecRequest{Command: cmd, Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%s: %+v, %v", cmd, res, err)
+	}
+	return res.Stdout
 }

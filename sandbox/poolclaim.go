@@ -24,11 +24,13 @@ type picked struct {
 
 // pickMember starts looking for a ready member of the pool's shape, and
 // claims one, when the chat's sandbox may adopt it: spec (without its
-// mounts) has the pool's shape, and the provider has nothing under its
-// id (a stopped or orphaned sandbox has), so that it is new, very
-// likely. adopt or dropPick takes the answer. Every ensure of a pooled
-// manager pays that one provider status read (beside the record's write);
-// only a sandbox the provider does not have pays the listing and claim.
+// mounts) has the pool's shape, the provider has nothing under its id
+// (a stopped or orphaned sandbox has), so that it is new, very likely,
+// and the chat has no files a member's cannot take (PoolAdoptable).
+// adopt or dropPick takes the answer. Every ensure of a pooled manager
+// pays that one provider status read (beside the record's write); only
+// a sandbox the provider does not have pays the files' look, the listing
+// and the claim.
 func (m *Manager) pickMember(ctx context.Context, spec Spec) *pick {
 	p := m.pool
 	shape := p.shape
@@ -36,10 +38,6 @@ func (m *Manager) pickMember(ctx context.Context, spec Spec) *pick {
 	pk := &pick{ch: make(chan picked, 1)}
 	if shape.Key() != p.key {
 		pk.ch <- picked{miss: PoolMissShape}
-		return pk
-	}
-	if a, ok := p.cfg.Workspace.(PoolAdoptable); ok && !a.Adoptable(spec.ID) {
-		pk.ch <- picked{miss: PoolMissFiles}
 		return pk
 	}
 	go func() { pk.ch <- m.claimMember(ctx, spec.ID) }()
@@ -54,6 +52,9 @@ func (m *Manager) claimMember(ctx context.Context, id string) picked {
 	// name: adopting onto it would fail after the directories moved.
 	if st, err := m.cfg.Provider.Status(ctx, id); err != nil || st != StatusMissing {
 		return picked{miss: PoolMissFailed}
+	}
+	if a, ok := p.cfg.Workspace.(PoolAdoptable); ok && !a.Adoptable(id) {
+		return picked{miss: PoolMissFiles}
 	}
 	provider := m.cfg.Provider.Name()
 	members, err := p.cfg.Store.Members(ctx, provider)
