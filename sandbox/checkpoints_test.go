@@ -152,8 +152,17 @@ func TestManagerFileCheckpoints(t *testing.T) {
 	run(chat, "rm /workspace/a.txt /workspace/uploads/before.txt && echo two > /workspace/intermediate/i.txt")
 	// While a file is being uploaded, a rewind is refused before it ends
 	// the sandbox's processes: its namespace, whose /tmp is its own,
-	// goes on.
-	run(chat, "echo kept > /tmp/mark")
+	// goes on. (Once it runs: the first commands of a sandbox may run in
+	// a bwrap each while its namespace starts, each with a /tmp of its
+	// own.)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if run(chat, "cat /tmp/mark 2>/dev/null || echo kept > /tmp/mark") == "kept\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sandbox's namespace kept no /tmp across commands for a minute")
+		}
+	}
 	pr, pw := io.Pipe()
 	saved := make(chan error, 1)
 	go func() {
